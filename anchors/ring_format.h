@@ -1,0 +1,214 @@
+/*
+ * ring_format.h - the anchor ring file, byte by byte.
+ *
+ * This header is the one contract between every writer (libanchor.so, the
+ * `anchor` Python module, anything linking the C API) and every reader
+ * (anchorpost).  Change it only together with ANCHOR_RING_VERSION_*.
+ *
+ * File layout (native endian; `endian` tells a reader on another host):
+ *
+ *   offset 0      struct anchor_ring_hdr   (exactly 4096 bytes, one page)
+ *   offset 4096   nslots x struct anchor_slot (64 bytes each, nslots = 2^k)
+ *
+ * Tickets.  Every slot ever written has a 64-bit ticket t, handed out in
+ * increasing order from hdr->head; ticket t lives in slot (t & (nslots-1)).
+ * The ring therefore holds tickets [max(0, head - nslots), head).  Writers
+ * claim ANCHOR_RING_CHUNK tickets at a time into a per-thread chunk (one
+ * shared atomic per 64 records, not per record) so concurrent threads and
+ * processes do not bounce one cache line; a thread's records stay in ticket
+ * order, and the reader merges everything by (ts_ns, ticket).
+ *
+ * Commit word (first 8 bytes of every slot), modelled on libbpf's BUSY bit:
+ *   t + 1                       committed record head for ticket t
+ *   (t + 1) | ANCHOR_SLOT_CONT  committed continuation slot for ticket t
+ *   (t + 1) | ANCHOR_SLOT_BUSY  claimed, being written (still BUSY after a
+ *                               crash = torn record, never surfaced)
+ *   anything else               empty, abandoned, or from an older lap
+ * A record of n slots has tickets t..t+n-1: the head at t, continuations at
+ * t+1..t+n-1.  The writer stores BUSY into the head first, then writes the
+ * continuations, then the head payload, then commits the head last.
+ *
+ * Check word.  `check` hashes the ticket and every payload byte of the head
+ * and its continuations (check field itself taken as 0).  It rejects the one
+ * race the commit word cannot: a writer stalled for a whole lap of the ring
+ * writing into a slot that a newer writer reuses (SQLite's WAL rejects torn
+ * frames the same way).
+ *
+ * Records (kind in the head):
+ *   PROC_START  value = ppid; name = executable basename; continuations carry
+ *               NUL-separated "key=value" text: exe, argv, host, rank vars.
+ *   PROC_EXIT   value = exit status (flag SIGNAL: value is the fatal signal).
+ *   CHILD_EXIT  written by a parent that reaped a child: value = child pid,
+ *               name = "status=N" or "signal=N".
+ *   FORK        written by the child: value = parent pid.
+ *   EXEC        written just before execve: value = 0, name/cont = path.
+ *   SYNC        ts_ns = midpoint of the narrowest bracketed monotonic read
+ *               around CLOCK_REALTIME; value = CLOCK_REALTIME ns;
+ *               payload = struct anchor_sync_payload in the name bytes.
+ *   THREAD      first record of each thread: value = pthread_self(),
+ *               name = thread name.
+ *   MARK/BEGIN/END  name = user name (longer names continue in CONT slots);
+ *               value valid if flag VALUE (flag F64: IEEE double bits).
+ *   Flag STACK: the last `nstack` continuation slots hold native return
+ *   addresses, 7 uint64 per slot, innermost first, zero-padded.
+ * Text that does not fit the 24 name bytes continues, NUL-padded, in the
+ * first (nslots - 1 - nstack) continuation slots.
+ */
+#ifndef ANCHOR_RING_FORMAT_H
+#define ANCHOR_RING_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
+#define ANCHOR_RING_VERSION_MAJOR 1
+#define ANCHOR_RING_VERSION_MINOR 0
+#define ANCHOR_RING_ENDIAN 0x1234u
+#define ANCHOR_RING_HDR_SIZE 4096u
+#define ANCHOR_SLOT_SIZE 64u
+#define ANCHOR_RING_CHUNK 64u /* tickets claimed per thread at a time */
+#define ANCHOR_RING_MIN_SLOTS 1024u
+#define ANCHOR_RING_MAX_SLOTS (1ull << 30)
+
+#define ANCHOR_SLOT_BUSY (1ull << 63)
+#define ANCHOR_SLOT_CONT (1ull << 62)
+#define ANCHOR_SLOT_TICKET_MASK (ANCHOR_SLOT_CONT - 1)
+
+enum anchor_ring_state {
+	ANCHOR_RING_STATE_EMPTY = 0,
+	ANCHOR_RING_STATE_INIT = 1,
+	ANCHOR_RING_STATE_READY = 2,
+};
+
+enum anchor_ring_mode {
+	ANCHOR_RING_MODE_OVERWRITE = 0, /* flight recorder: newest wins */
+	ANCHOR_RING_MODE_DISCARD = 1,   /* keep the oldest, count drops */
+};
+
+enum anchor_kind {
+	ANCHOR_KIND_PROC_START = 1,
+	ANCHOR_KIND_PROC_EXIT = 2,
+	ANCHOR_KIND_FORK = 3,
+	ANCHOR_KIND_EXEC = 4,
+	ANCHOR_KIND_SYNC = 5,
+	ANCHOR_KIND_MARK = 6,
+	ANCHOR_KIND_BEGIN = 7,
+	ANCHOR_KIND_END = 8,
+	ANCHOR_KIND_THREAD = 9,
+	ANCHOR_KIND_CHILD_EXIT = 10,
+	ANCHOR_KIND_MAX_ = 11,
+};
+
+enum anchor_flag {
+	ANCHOR_FLAG_VALUE = 1u << 0,  /* value is meaningful */
+	ANCHOR_FLAG_F64 = 1u << 1,    /* value holds IEEE-754 double bits */
+	ANCHOR_FLAG_TRUNC = 1u << 2,  /* name or text was truncated */
+	ANCHOR_FLAG_STACK = 1u << 3,  /* stack continuation slots follow text */
+	ANCHOR_FLAG_SIGNAL = 1u << 4, /* PROC_EXIT/CHILD_EXIT: value is a signal */
+};
+
+/* Feature bits in hdr->feat_mask. */
+#define ANCHOR_FEAT_CHECK (1ull << 0) /* every head carries `check` */
+
+struct anchor_ring_hdr {
+	char magic[8];             /*   0: ANCHOR_RING_MAGIC */
+	uint16_t endian;           /*   8: ANCHOR_RING_ENDIAN as written */
+	uint16_t version_major;    /*  10: reader refuses a newer major */
+	uint16_t version_minor;    /*  12: additive changes */
+	uint16_t header_size;      /*  14: 4096 */
+	uint32_t slot_size;        /*  16: 64 */
+	uint32_t mode;             /*  20: enum anchor_ring_mode */
+	uint64_t nslots;           /*  24: power of two */
+	uint64_t data_offset;      /*  32: 4096 */
+	uint64_t feat_mask;        /*  40: ANCHOR_FEAT_* */
+	uint8_t session_id[16];    /*  48: random, names the run */
+	uint32_t clock_id;         /*  64: CLOCK_MONOTONIC */
+	uint32_t state;            /*  68: enum anchor_ring_state, store-release */
+	uint64_t create_realtime_ns;  /*  72 */
+	uint64_t create_monotonic_ns; /*  80 */
+	uint32_t creator_pid;      /*  88 */
+	uint32_t reserved0;        /*  92 */
+	char hostname[64];         /*  96: creator's host, NUL-terminated */
+	uint8_t reserved1[1024 - 160]; /* 160: room to grow, zero */
+	/* Hot, written by every chunk claim: own cache line. */
+	uint64_t head;             /* 1024: next ticket (fetch_add) */
+	uint8_t pad_head[56];
+	uint64_t dropped;          /* 1088: records refused (discard mode full) */
+	uint8_t pad_dropped[56];
+	uint8_t reserved2[4096 - 1152];
+};
+
+struct anchor_slot {
+	uint64_t commit;  /*  0: see "Commit word" */
+	uint64_t ts_ns;   /*  8: CLOCK_MONOTONIC */
+	uint32_t pid;     /* 16 */
+	uint32_t tid;     /* 20: OS thread id (gettid) */
+	uint8_t kind;     /* 24: enum anchor_kind */
+	uint8_t flags;    /* 25: enum anchor_flag */
+	uint8_t nslots;   /* 26: 1 + continuation slots (text, then stack) */
+	uint8_t nstack;   /* 27: of those, trailing slots holding a stack */
+	uint32_t check;   /* 28: see "Check word" */
+	uint64_t value;   /* 32: kind-specific */
+	char name[24];    /* 40: NUL-padded (not terminated when 24 long) */
+};
+
+/* A continuation slot: the commit word, then 56 payload bytes. */
+struct anchor_cont {
+	uint64_t commit;
+	uint8_t data[56];
+};
+
+/* SYNC payload, stored in the head's name bytes. */
+struct anchor_sync_payload {
+	uint64_t monotonic_raw_ns; /* diagnostic only (not NTP-slewed) */
+	uint32_t bracket_ns;       /* width of the monotonic bracket */
+	uint32_t tries;            /* reads taken, narrowest kept */
+	uint64_t reserved;
+};
+
+#define ANCHOR_NAME_INLINE 24u
+#define ANCHOR_CONT_BYTES 56u
+/* Names: 24 bytes inline plus one continuation = 79 chars + NUL. */
+#define ANCHOR_NAME_MAX 79u
+/* PROC_START text: at most this many continuation slots (448 bytes). */
+#define ANCHOR_TEXT_MAX_CONT 8u
+/* Native stacks: at most this many return addresses (7 per cont slot). */
+#define ANCHOR_STACK_MAX 28u
+/* Upper bound on slots in one record (head + text + stack). */
+#define ANCHOR_RECORD_MAX_SLOTS (1u + ANCHOR_TEXT_MAX_CONT + ANCHOR_STACK_MAX / 7u)
+
+_Static_assert(sizeof(struct anchor_ring_hdr) == ANCHOR_RING_HDR_SIZE, "header is one page");
+_Static_assert(offsetof(struct anchor_ring_hdr, hostname) == 96, "hostname offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, head) == 1024, "head offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, dropped) == 1088, "dropped offset");
+_Static_assert(sizeof(struct anchor_slot) == ANCHOR_SLOT_SIZE, "slot is 64 bytes");
+_Static_assert(offsetof(struct anchor_slot, kind) == 24, "kind offset");
+_Static_assert(offsetof(struct anchor_slot, nstack) == 27, "nstack offset");
+_Static_assert(offsetof(struct anchor_slot, check) == 28, "check offset");
+_Static_assert(offsetof(struct anchor_slot, value) == 32, "value offset");
+_Static_assert(offsetof(struct anchor_slot, name) == 40, "name offset");
+_Static_assert(sizeof(struct anchor_cont) == ANCHOR_SLOT_SIZE, "cont is 64 bytes");
+_Static_assert(sizeof(struct anchor_sync_payload) == ANCHOR_NAME_INLINE, "sync payload fits name");
+_Static_assert(ANCHOR_RECORD_MAX_SLOTS <= ANCHOR_RING_CHUNK, "a record fits one chunk");
+
+/*
+ * The check hash: 64-bit multiply-xor over the ticket and the payload
+ * words (head bytes 8..63 with `check` zeroed, then each continuation's
+ * 56 data bytes), folded to 32 bits.  Cheap enough for the mark path
+ * (7 multiplies for a one-slot record) and shared by writer and reader.
+ */
+static inline uint64_t anchor_check_step(uint64_t h, uint64_t w)
+{
+	h ^= w;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 29);
+}
+
+static inline uint32_t anchor_check_fold(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+#endif /* ANCHOR_RING_FORMAT_H */

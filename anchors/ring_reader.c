@@ -1,0 +1,356 @@
+/*
+ * ring_reader.c - validate and decode an anchor ring (see ring_reader.h).
+ *
+ * Untrusted input: every length and index from the file is bounded before
+ * use (fuzzed by tests/fuzz/fuzz_ring.c).
+ */
+#include "ring_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#include <stdarg.h>
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+const char *ring_kind_name(unsigned kind)
+{
+	static const char *const names[ANCHOR_KIND_MAX_] = {
+		[ANCHOR_KIND_PROC_START] = "proc_start", [ANCHOR_KIND_PROC_EXIT] = "proc_exit",
+		[ANCHOR_KIND_FORK] = "fork",             [ANCHOR_KIND_EXEC] = "exec",
+		[ANCHOR_KIND_SYNC] = "sync",             [ANCHOR_KIND_MARK] = "mark",
+		[ANCHOR_KIND_BEGIN] = "begin",           [ANCHOR_KIND_END] = "end",
+		[ANCHOR_KIND_THREAD] = "thread",         [ANCHOR_KIND_CHILD_EXIT] = "child_exit",
+	};
+	static char buf[24];
+	if (kind < ANCHOR_KIND_MAX_ && names[kind])
+		return names[kind];
+	snprintf(buf, sizeof buf, "kind%u", kind);
+	return buf;
+}
+
+/* Arena of text/stack bytes; offsets are fixed up into pointers at the end
+ * because the arena moves while it grows. */
+static int arena_put(struct ring_file *rf, const void *p, size_t n, size_t *off)
+{
+	size_t need = rf->arena_len + n + 8;
+	if (need > rf->arena_cap) {
+		size_t cap = rf->arena_cap ? rf->arena_cap * 2 : 1 << 16;
+		while (cap < need)
+			cap *= 2;
+		char *a = realloc(rf->arena, cap);
+		if (!a)
+			return -ENOMEM;
+		rf->arena = a;
+		rf->arena_cap = cap;
+	}
+	/* Keep stacks 8-byte aligned. */
+	rf->arena_len = (rf->arena_len + 7) & ~(size_t)7;
+	*off = rf->arena_len;
+	memcpy(rf->arena + rf->arena_len, p, n);
+	rf->arena_len += n;
+	rf->arena[rf->arena_len++] = '\0';
+	return 0;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct ring_event *x = a, *y = b;
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return x->ticket < y->ticket ? -1 : x->ticket > y->ticket;
+}
+
+static int check_header(const struct anchor_ring_hdr *h, size_t len, char *err, size_t errlen)
+{
+	static const char zero[8];
+	if (memcmp(h->magic, ANCHOR_RING_MAGIC, 8) != 0) {
+		if (!memcmp(h->magic, zero, 8))
+			return set_err(err, errlen, -EINVAL,
+				       "not an anchor ring (header is zero-filled: creator died before init, or not a ring)");
+		return set_err(err, errlen, -EINVAL, "not an anchor ring (bad magic)");
+	}
+	if (h->endian != ANCHOR_RING_ENDIAN)
+		return set_err(err, errlen, -EINVAL, "ring was written on a host of the other byte order");
+	if (h->version_major > ANCHOR_RING_VERSION_MAJOR)
+		return set_err(err, errlen, -EPROTO,
+			       "ring format version %u.%u is newer than this reader (%u.%u); upgrade anchorpost",
+			       h->version_major, h->version_minor, ANCHOR_RING_VERSION_MAJOR,
+			       ANCHOR_RING_VERSION_MINOR);
+	if (h->version_major < ANCHOR_RING_VERSION_MAJOR)
+		return set_err(err, errlen, -EPROTO, "ring format version %u.%u is older than this reader supports (%u.x)",
+			       h->version_major, h->version_minor, ANCHOR_RING_VERSION_MAJOR);
+	if (h->header_size != ANCHOR_RING_HDR_SIZE || h->slot_size != ANCHOR_SLOT_SIZE ||
+	    h->data_offset != ANCHOR_RING_HDR_SIZE)
+		return set_err(err, errlen, -EINVAL, "ring header has impossible geometry (header %u, slot %u, data at %llu)",
+			       h->header_size, h->slot_size, (unsigned long long)h->data_offset);
+	if (h->nslots < ANCHOR_RING_MIN_SLOTS || h->nslots > ANCHOR_RING_MAX_SLOTS ||
+	    (h->nslots & (h->nslots - 1)))
+		return set_err(err, errlen, -EINVAL, "ring header has a bad slot count (%llu)",
+			       (unsigned long long)h->nslots);
+	if (h->state != ANCHOR_RING_STATE_READY)
+		return set_err(err, errlen, -EINVAL, "ring header was never completed (state %u)", h->state);
+	(void)len;
+	return 0;
+}
+
+/* Decode one committed record at ticket t, n slots; 1 valid, 0 rejected. */
+static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_t mask, uint64_t t,
+		  const struct anchor_slot *head, struct ring_event *ev, size_t *text_off,
+		  size_t *stack_off)
+{
+	unsigned n = head->nslots, nstk = head->nstack, ntext, i;
+	char text[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES + 1];
+	uint64_t stack[ANCHOR_STACK_MAX + 7];
+	struct anchor_slot copy;
+	uint64_t h;
+	size_t tlen = 0;
+
+	if (n < 1 || n > ANCHOR_RECORD_MAX_SLOTS || nstk > n - 1)
+		return 0;
+	ntext = n - 1 - nstk;
+	if (ntext > ANCHOR_TEXT_MAX_CONT || nstk * 7 > ANCHOR_STACK_MAX + 6)
+		return 0;
+	memcpy(&copy, head, sizeof copy);
+	copy.check = 0;
+	h = t * 0x9e3779b97f4a7c15ull;
+	{
+		const uint64_t *w = (const uint64_t *)(const void *)&copy;
+		for (i = 1; i < 8; i++)
+			h = anchor_check_step(h, w[i]);
+	}
+	memcpy(text, head->name, ANCHOR_NAME_INLINE);
+	tlen = ANCHOR_NAME_INLINE;
+	for (i = 1; i < n; i++) {
+		const struct anchor_cont *c = (const void *)&slots[(t + i) & mask];
+		uint64_t data[7];
+		if (__atomic_load_n(&c->commit, __ATOMIC_ACQUIRE) != ((t + i + 1) | ANCHOR_SLOT_CONT))
+			return 0;
+		memcpy(data, c->data, sizeof data);
+		for (unsigned k = 0; k < 7; k++)
+			h = anchor_check_step(h, data[k]);
+		if (i <= ntext) {
+			memcpy(text + tlen, data, ANCHOR_CONT_BYTES);
+			tlen += ANCHOR_CONT_BYTES;
+		} else {
+			memcpy(stack + (i - 1 - ntext) * 7, data, sizeof data);
+		}
+	}
+	if (anchor_check_fold(h) != head->check)
+		return -1;
+
+	memset(ev, 0, sizeof *ev);
+	ev->ts_ns = head->ts_ns;
+	ev->ticket = t;
+	ev->value = head->value;
+	ev->pid = head->pid;
+	ev->tid = head->tid;
+	ev->kind = head->kind;
+	ev->flags = head->flags;
+	if (head->kind == ANCHOR_KIND_SYNC) {
+		ev->text_len = ANCHOR_NAME_INLINE;
+	} else {
+		/* Text is NUL-padded; PROC_START text holds inner NULs between
+		 * its key=value fields, so trim only the trailing padding. */
+		while (tlen && text[tlen - 1] == '\0')
+			tlen--;
+		ev->text_len = (uint32_t)tlen;
+	}
+	if (arena_put(rf, text, ev->text_len, text_off))
+		return -2;
+	if (nstk) {
+		unsigned ns = 0;
+		while (ns < nstk * 7 && ns < ANCHOR_STACK_MAX && stack[ns])
+			ns++;
+		ev->nstack = (uint16_t)ns;
+		if (arena_put(rf, stack, ns * sizeof(uint64_t), stack_off))
+			return -2;
+	}
+	return 1;
+}
+
+int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *err, size_t errlen)
+{
+	const struct anchor_ring_hdr *h = buf;
+	const struct anchor_slot *slots;
+	uint64_t nslots, avail, lo, hi, mask, t;
+	size_t cap = 0, *text_offs = NULL, *stack_offs = NULL;
+	int rc;
+
+	if (len < ANCHOR_RING_HDR_SIZE)
+		return set_err(err, errlen, -EINVAL,
+			       len == 0 ? "empty file, not an anchor ring"
+					: "file too short for a ring header (%zu of 4096 bytes): truncated or not a ring",
+			       len);
+	memcpy(&rf->hdr, h, sizeof rf->hdr);
+	rc = check_header(&rf->hdr, len, err, errlen);
+	if (rc)
+		return rc;
+	nslots = rf->hdr.nslots;
+	mask = nslots - 1;
+	slots = (const void *)((const char *)buf + ANCHOR_RING_HDR_SIZE);
+	avail = (len - ANCHOR_RING_HDR_SIZE) / ANCHOR_SLOT_SIZE;
+	rf->stats.nslots = nslots;
+	rf->stats.head = rf->hdr.head;
+	rf->stats.dropped = rf->hdr.dropped;
+	if (avail < nslots) {
+		/* A short file: read the slots that are there, say how many are not. */
+		rf->stats.truncated_slots = nslots - avail;
+	}
+	hi = rf->hdr.head & ANCHOR_SLOT_TICKET_MASK;
+	lo = hi > nslots ? hi - nslots : 0;
+	rf->stats.overwritten_slots = lo;
+
+	for (t = lo; t < hi; t++) {
+		uint64_t idx = t & mask, c;
+		const struct anchor_slot *s;
+		struct ring_event ev;
+		size_t toff = 0, soff = 0;
+
+		if (idx >= avail)
+			continue;
+		s = &slots[idx];
+		c = __atomic_load_n(&s->commit, __ATOMIC_ACQUIRE);
+		if (c == ((t + 1) | ANCHOR_SLOT_BUSY)) {
+			rf->stats.torn++;
+			continue;
+		}
+		if (c == ((t + 1) | ANCHOR_SLOT_CONT)) {
+			rf->stats.orphan_slots++; /* head overwritten or torn */
+			continue;
+		}
+		if (c != t + 1)
+			continue; /* empty, abandoned chunk space, or older lap */
+		if (t + s->nslots > hi || s->nslots == 0) {
+			rf->stats.torn++;
+			continue;
+		}
+		rc = decode(rf, slots, mask, t, s, &ev, &toff, &soff);
+		if (rc == -2) {
+			rc = set_err(err, errlen, -ENOMEM, "out of memory reading ring");
+			goto fail;
+		}
+		if (rc == 0) {
+			rf->stats.torn++; /* a continuation never committed */
+			continue;
+		}
+		if (rc < 0) {
+			rf->stats.bad_check++;
+			continue;
+		}
+		if (rf->nev == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			struct ring_event *e = realloc(rf->ev, ncap * sizeof *e);
+			size_t *to = realloc(text_offs, ncap * sizeof *to);
+			if (to)
+				text_offs = to;
+			size_t *so = realloc(stack_offs, ncap * sizeof *so);
+			if (so)
+				stack_offs = so;
+			if (!e || !to || !so) {
+				free(e == rf->ev ? NULL : e);
+				rc = set_err(err, errlen, -ENOMEM, "out of memory reading ring");
+				goto fail;
+			}
+			rf->ev = e;
+			cap = ncap;
+		}
+		ev.ring = 0;
+		text_offs[rf->nev] = toff;
+		stack_offs[rf->nev] = soff;
+		rf->ev[rf->nev++] = ev;
+		t += s->nslots - 1;
+	}
+	for (size_t i = 0; i < rf->nev; i++) {
+		rf->ev[i].text = rf->arena ? rf->arena + text_offs[i] : "";
+		rf->ev[i].stack = rf->ev[i].nstack ? (const uint64_t *)(const void *)(rf->arena + stack_offs[i]) : NULL;
+	}
+	free(text_offs);
+	free(stack_offs);
+	rf->stats.records = rf->nev;
+	if (rf->nev)
+		qsort(rf->ev, rf->nev, sizeof *rf->ev, cmp_event);
+	return 0;
+fail:
+	free(text_offs);
+	free(stack_offs);
+	return rc;
+}
+
+int ring_reader_load(const char *path, struct ring_file *rf, char *err, size_t errlen)
+{
+	struct stat st;
+	void *map = NULL;
+	int fd, rc;
+
+	memset(rf, 0, sizeof *rf);
+	rf->path = strdup(path);
+	if (!rf->path)
+		return set_err(err, errlen, -ENOMEM, "out of memory");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return set_err(err, errlen, -errno, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return set_err(err, errlen, -EINVAL, "not a regular file");
+	}
+	if (st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			rc = -errno;
+			close(fd);
+			return set_err(err, errlen, rc, "cannot map: %s", strerror(-rc));
+		}
+	}
+	close(fd);
+	rc = ring_reader_parse(map ? map : "", (size_t)st.st_size, rf, err, errlen);
+	if (map)
+		munmap(map, (size_t)st.st_size);
+	return rc;
+}
+
+void ring_reader_free(struct ring_file *rf)
+{
+	free(rf->path);
+	free(rf->ev);
+	free(rf->arena);
+	memset(rf, 0, sizeof *rf);
+}
+
+int ring_event_sync(const struct ring_event *ev, struct anchor_sync_payload *out)
+{
+	if (ev->kind != ANCHOR_KIND_SYNC || ev->text_len < sizeof *out)
+		return 0;
+	memcpy(out, ev->text, sizeof *out);
+	return 1;
+}
+
+const char *ring_event_field(const struct ring_event *ev, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = ev->text, *end = ev->text + ev->text_len;
+	while (p < end) {
+		size_t n = strnlen(p, (size_t)(end - p));
+		if (n > klen && !memcmp(p, key, klen) && p[klen] == '=')
+			return p + klen + 1;
+		p += n + 1;
+	}
+	return NULL;
+}

@@ -1,0 +1,71 @@
+/*
+ * ring_writer.h - the one writer of anchor ring files.
+ *
+ * Compiled into libanchor.so and, separately, into the `anchor` Python
+ * module (which uses the preloaded copy when there is one).  State is one
+ * process-wide mapping plus a per-thread ticket chunk.  Everything called
+ * after ring_writer_open() is lock-free, allocation-free, stdio-free and
+ * async-signal-safe; every function preserves errno.
+ */
+#ifndef ANCHOR_RING_WRITER_H
+#define ANCHOR_RING_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_format.h"
+
+struct ring_writer_opts {
+	const char *path;     /* ring file; created if absent */
+	uint64_t size_bytes;  /* data area size for a new ring (0: default) */
+	uint32_t mode;        /* enum anchor_ring_mode for a new ring */
+};
+
+#define RING_WRITER_DEFAULT_BYTES (32ull << 20)
+
+/* Open or create the ring and map it.  0, or -errno with `err` filled with
+ * a one-line reason.  Never blocks for long: waits at most ~200 ms for a
+ * concurrent creator to finish its header. */
+int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen);
+
+/* 1 when a ring is mapped and writes go to it. */
+int ring_writer_attached(void);
+
+/* Path of the mapped ring ("" when none). */
+const char *ring_writer_path(void);
+
+/* Stop writing (records after this are silently skipped). */
+void ring_writer_disable(void);
+
+/* Write one record.  `text` (len bytes, need not be NUL-terminated) goes
+ * into the name bytes and continuation slots, truncated to fit (flag
+ * TRUNC).  `stack`/`nstack` add native return addresses.  0 or -errno. */
+int ring_writer_emit(uint8_t kind, uint8_t flags, uint64_t value, const char *text, size_t len,
+		     const uint64_t *stack, unsigned nstack);
+
+/* MARK/BEGIN/END fast path: NUL-terminated name, optional value, stack
+ * captured through the hook when one is set. */
+int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value);
+
+/* SYNC: narrowest of several bracketed CLOCK_MONOTONIC/CLOCK_REALTIME reads. */
+int ring_writer_sync(void);
+
+/* Capture hook for native stacks (set by libanchor.so when ANCHOR_STACKS=1):
+ * fills up to max return addresses, returns how many.  Must be
+ * async-signal-safe and allocation-free. */
+typedef int (*ring_writer_stack_fn)(uint64_t *ips, int max);
+void ring_writer_set_stack_hook(ring_writer_stack_fn fn);
+
+/* Call in a forked child before it writes: new pid, fresh thread chunk,
+ * FORK + SYNC records.  Registered with pthread_atfork by ring_writer_open;
+ * exported for callers that fork by other means. */
+void ring_writer_after_fork_child(void);
+
+/* The pid records are stamped with (differs from getpid() only in a
+ * vfork child, which shares the parent's memory). */
+uint32_t ring_writer_pid(void);
+
+/* CLOCK_MONOTONIC now, in ns. */
+uint64_t ring_writer_now_ns(void);
+
+#endif /* ANCHOR_RING_WRITER_H */

@@ -1,0 +1,12 @@
+/*
+ * commands.h - the anchorpost subcommands, one file each (cmd_<name>.c).
+ * Each takes argc/argv starting at the subcommand name and returns the
+ * process exit status; errors go through diag_fatal().
+ */
+#ifndef ANCHORPOST_COMMANDS_H
+#define ANCHORPOST_COMMANDS_H
+
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+#endif

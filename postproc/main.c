@@ -1,0 +1,47 @@
+/*
+ * main.c - anchorpost: read anchor rings, py-spy profiles and perun HDF5,
+ * align their clocks and attribute energy.  Dispatches to one file per
+ * subcommand (commands.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "diag.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{"info", cmd_info, "RING: header, processes, time span, record counts"},
+	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
+	{NULL, NULL, NULL},
+};
+
+static void usage(FILE *fp)
+{
+	fprintf(fp, "usage: anchorpost COMMAND [ARGS]\n\ncommands:\n");
+	for (const struct command *c = commands; c->name; c++)
+		fprintf(fp, "  %-10s %s\n", c->name, c->summary);
+	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (const struct command *c = commands; c->name; c++)
+		if (!strcmp(c->name, argv[1]))
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "anchorpost: unknown command '%s' (try 'anchorpost --help')\n", argv[1]);
+	return 2;
+}

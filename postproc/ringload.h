@@ -1,0 +1,26 @@
+/*
+ * ringload.h - load a ring for a subcommand: reader + clock + processes,
+ * with errors turned into one line naming the file.
+ */
+#ifndef ANCHORPOST_RINGLOAD_H
+#define ANCHORPOST_RINGLOAD_H
+
+#include "ring_clock.h"
+#include "ring_procs.h"
+#include "ring_reader.h"
+
+struct ringload {
+	struct ring_file rf;
+	struct ring_clock clock;
+	struct ring_procs procs;
+};
+
+/* Load path or diag_fatal. */
+void ringload_open(struct ringload *rl, const char *path);
+
+void ringload_close(struct ringload *rl);
+
+/* Printable value of an event (text for marks etc.) into buf. */
+void ringload_event_name(const struct ring_event *e, char *buf, size_t cap);
+
+#endif

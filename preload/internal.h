@@ -1,0 +1,33 @@
+/*
+ * internal.h - shared by the files of libanchor.so (not installed).
+ */
+#ifndef ANCHOR_PRELOAD_INTERNAL_H
+#define ANCHOR_PRELOAD_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Write "anchor[pid]: <parts...>\n" to stderr with one write(2): stack
+ * buffer, no stdio, errno preserved (LTTng-UST style).  NULL ends parts. */
+void anchor_log(const char *first, ...);
+
+/* Disable anchoring for this process, saying why once on stderr. */
+void anchor_disable_once(const char *why, const char *detail);
+
+/* 1 when ANCHOR_DEBUG is set. */
+extern int anchor_debug;
+
+/* Resolve the next definition of a libc symbol (RTLD_NEXT), cached by the
+ * caller; NULL if none. */
+void *anchor_next_sym(const char *name);
+
+/* Record this process's exit once (status or signal). */
+void anchor_record_exit(int status_or_sig, int is_signal, int known);
+
+/* Install the libunwind capture hook (ANCHOR_STACKS=1). */
+void anchor_stacks_enable(void);
+
+/* Parse a size like "64M", "1G", "1048576"; 0 on error. */
+uint64_t anchor_parse_size(const char *s);
+
+#endif

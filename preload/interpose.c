@@ -1,0 +1,151 @@
+/*
+ * interpose.c - see children come and go without changing what they do.
+ *
+ * exec family: an EXEC record just before the real call (the new image's
+ * constructor then writes its own PROC_START).  wait family: a CHILD_EXIT
+ * record with the status the real call returned, so a child killed by
+ * SIGKILL, which cannot record anything itself, is still accounted for.
+ * Every wrapper passes arguments and results through untouched.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "ring_writer.h"
+
+extern char **environ;
+
+/* Resolve the real function once; __typeof__ keeps its exact prototype. */
+#define REAL(name)                                                                                 \
+	static __typeof__(&name) real_##name;                                                      \
+	if (!real_##name)                                                                          \
+		real_##name = (__typeof__(&name))anchor_next_sym(#name);                           \
+	if (!real_##name) {                                                                        \
+		errno = ENOSYS;                                                                    \
+		return -1;                                                                         \
+	}
+
+static void record_exec(const char *path)
+{
+	/* Skip in a vfork child: it would be stamped with the parent's pid. */
+	if (!ring_writer_attached() || (uint32_t)getpid() != ring_writer_pid())
+		return;
+	ring_writer_emit(ANCHOR_KIND_EXEC, 0, 0, path ? path : "", path ? strlen(path) : 0, NULL, 0);
+}
+
+static void record_child(pid_t pid, int status)
+{
+	char text[24];
+	int n, sig = WIFSIGNALED(status);
+	unsigned v;
+	char digits[8];
+	int k = 0;
+
+	if (pid <= 0 || !ring_writer_attached() || !(WIFEXITED(status) || WIFSIGNALED(status)))
+		return;
+	v = sig ? (unsigned)WTERMSIG(status) : (unsigned)WEXITSTATUS(status);
+	memcpy(text, sig ? "signal=" : "status=", 7);
+	n = 7;
+	do {
+		digits[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k)
+		text[n++] = digits[--k];
+	ring_writer_emit(ANCHOR_KIND_CHILD_EXIT, (uint8_t)(ANCHOR_FLAG_VALUE | (sig ? ANCHOR_FLAG_SIGNAL : 0)),
+			 (uint64_t)pid, text, (size_t)n, NULL, 0);
+}
+
+__attribute__((visibility("default"))) int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL(execve);
+	record_exec(path);
+	return real_execve(path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
+{
+	REAL(execv);
+	record_exec(path);
+	return real_execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
+{
+	REAL(execvp);
+	record_exec(file);
+	return real_execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL(execvpe);
+	record_exec(file);
+	return real_execvpe(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) pid_t waitpid(pid_t pid, int *status, int options)
+{
+	REAL(waitpid);
+	int st = 0;
+	pid_t r = real_waitpid(pid, &st, options);
+	int e = errno;
+	if (r > 0) {
+		record_child(r, st);
+		if (status)
+			*status = st;
+	}
+	errno = e;
+	return r;
+}
+
+__attribute__((visibility("default"))) pid_t wait(int *status)
+{
+	REAL(wait);
+	int st = 0;
+	pid_t r = real_wait(&st);
+	int e = errno;
+	if (r > 0) {
+		record_child(r, st);
+		if (status)
+			*status = st;
+	}
+	errno = e;
+	return r;
+}
+
+__attribute__((visibility("default"))) pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	REAL(wait4);
+	int st = 0;
+	pid_t r = real_wait4(pid, &st, options, ru);
+	int e = errno;
+	if (r > 0) {
+		record_child(r, st);
+		if (status)
+			*status = st;
+	}
+	errno = e;
+	return r;
+}
+
+__attribute__((visibility("default"))) int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	REAL(waitid);
+	int r = real_waitid(idtype, id, info, options);
+	int e = errno;
+	/* WNOWAIT leaves the child waitable: the real reaping call records it. */
+	if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT)) {
+		if (info->si_code == CLD_EXITED)
+			record_child(info->si_pid, (info->si_status & 0xff) << 8);
+		else if (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)
+			record_child(info->si_pid, info->si_status & 0x7f);
+	}
+	errno = e;
+	return r;
+}

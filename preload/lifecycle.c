@@ -1,0 +1,292 @@
+/*
+ * lifecycle.c - libanchor.so's life inside someone else's process.
+ *
+ * Constructor: attach the ring ($ANCHOR_FILE, or a new one whose path is
+ * exported to children), write PROC_START and SYNC.  Exit: main's return
+ * value (by wrapping __libc_start_main, since libc calls exit() internally
+ * there), exit()/_exit()/_Exit(), or a fatal signal, recorded once per
+ * process.  Anything that fails disables anchoring with one stderr line;
+ * the host process must behave exactly as without us.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "ring_writer.h"
+
+static uint32_t g_exit_pid; /* pid that already recorded its exit */
+
+/* Real exit functions, resolved in the constructor: a vfork child calling
+ * _exit must not enter dlsym (the parent may hold the loader's lock). */
+static __typeof__(&exit) real_exit;
+static __typeof__(&_exit) real__exit;
+static __typeof__(&_Exit) real__Exit;
+
+static void resolve_exits(void)
+{
+	real_exit = (__typeof__(&exit))anchor_next_sym("exit");
+	real__exit = (__typeof__(&_exit))anchor_next_sym("_exit");
+	real__Exit = (__typeof__(&_Exit))anchor_next_sym("_Exit");
+}
+
+void *anchor_next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static int env_true(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
+}
+
+void anchor_record_exit(int status_or_sig, int is_signal, int known)
+{
+	uint32_t pid = (uint32_t)getpid();
+	char text[32];
+	int n = 0;
+
+	/* pid differs from the writer's in a vfork child (shared memory, the
+	 * parent's cached pid): its record would be misattributed, skip it. */
+	if (!ring_writer_attached() || pid != ring_writer_pid() ||
+	    __atomic_exchange_n(&g_exit_pid, pid, __ATOMIC_RELAXED) == pid)
+		return;
+	if (known) {
+		/* Signal-safe formatting: no snprintf in a crash handler. */
+		const char *key = is_signal ? "signal=" : "status=";
+		unsigned v = (unsigned)status_or_sig & 0xffffu;
+		char digits[8];
+		int k = 0;
+		memcpy(text, key, 7);
+		n = 7;
+		do {
+			digits[k++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		while (k)
+			text[n++] = digits[--k];
+	}
+	ring_writer_emit(ANCHOR_KIND_PROC_EXIT,
+			 (uint8_t)((known ? ANCHOR_FLAG_VALUE : 0) | (is_signal ? ANCHOR_FLAG_SIGNAL : 0)),
+			 (uint64_t)(int64_t)status_or_sig, text, (size_t)n, NULL, 0);
+}
+
+/* ---- process start ---------------------------------------------------- */
+
+static size_t add_field(char *buf, size_t n, size_t cap, const char *key, const char *val)
+{
+	size_t kl = strlen(key), vl = strlen(val);
+	if (n + kl + 2 >= cap)
+		return n;
+	memcpy(buf + n, key, kl);
+	n += kl;
+	buf[n++] = '=';
+	if (vl > cap - n - 1)
+		vl = cap - n - 1;
+	memcpy(buf + n, val, vl);
+	n += vl;
+	buf[n++] = '\0';
+	return n;
+}
+
+static void record_start(int argc, char **argv)
+{
+	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
+						"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+						"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
+	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
+	char host[256] = "", exe[512] = "", args[512];
+	size_t n = 0, an = 0;
+	ssize_t k;
+
+	gethostname(host, sizeof host - 1);
+	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[k > 0 ? k : 0] = '\0';
+	for (int i = 0; argv && i < argc && argv[i]; i++) {
+		size_t l = strlen(argv[i]);
+		if (an + l + 2 >= sizeof args)
+			l = sizeof args - an - 2;
+		if (an)
+			args[an++] = ' ';
+		memcpy(args + an, argv[i], l);
+		an += l;
+		if (an + 2 >= sizeof args)
+			break;
+	}
+	args[an] = '\0';
+	/* Most useful first: argv is the one that gets truncated. */
+	n = add_field(buf, n, sizeof buf, "host", host);
+	for (int i = 0; rank_vars[i]; i++) {
+		const char *v = getenv(rank_vars[i]);
+		if (v && *v)
+			n = add_field(buf, n, sizeof buf, rank_vars[i], v);
+	}
+	n = add_field(buf, n, sizeof buf, "exe", exe);
+	n = add_field(buf, n, sizeof buf, "argv", args);
+	ring_writer_emit(ANCHOR_KIND_PROC_START, 0, (uint64_t)getppid(), buf, n, NULL, 0);
+}
+
+/* ---- fatal signals ------------------------------------------------------ */
+
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+static void crash_handler(int sig)
+{
+	anchor_record_exit(sig, 1, 1);
+	/* SA_RESETHAND restored the default action and SA_NODEFER lets it
+	 * through now: the process dies of the same signal as without us. */
+	raise(sig);
+}
+
+static void install_crash_handlers(void)
+{
+	for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
+		struct sigaction old, sa;
+		if (sigaction(crash_signals[i], NULL, &old) != 0)
+			continue;
+		if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
+			continue; /* the program (or a parent's SIG_IGN) owns it */
+		if ((old.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = crash_handler;
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(crash_signals[i], &sa, NULL);
+	}
+}
+
+/* ---- constructor ------------------------------------------------------- */
+
+static void default_path(char *out, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(out, cap, "anchor-%s-%ld.ring", stamp, (long)getpid());
+}
+
+__attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char **envp)
+{
+	struct ring_writer_opts o = {0};
+	char path[4096], err[512];
+	const char *file;
+	int saved = errno, rc;
+
+	(void)envp;
+	resolve_exits();
+	anchor_debug = env_true("ANCHOR_DEBUG");
+	if (env_true("ANCHOR_DISABLE")) {
+		if (anchor_debug)
+			anchor_log("ANCHOR_DISABLE is set; not recording", NULL);
+		goto out;
+	}
+	file = getenv("ANCHOR_FILE");
+	if (file && *file) {
+		o.path = file;
+	} else {
+		default_path(path, sizeof path);
+		o.path = path;
+	}
+	if (getenv("ANCHOR_RING_SIZE")) {
+		o.size_bytes = anchor_parse_size(getenv("ANCHOR_RING_SIZE"));
+		if (!o.size_bytes) {
+			anchor_disable_once("ANCHOR_RING_SIZE is not a size like 64M: ", getenv("ANCHOR_RING_SIZE"));
+			goto out;
+		}
+	}
+	if (getenv("ANCHOR_RING_MODE") && !strcmp(getenv("ANCHOR_RING_MODE"), "discard"))
+		o.mode = ANCHOR_RING_MODE_DISCARD;
+	rc = ring_writer_open(&o, err, sizeof err);
+	if (rc) {
+		anchor_disable_once(err, NULL);
+		goto out;
+	}
+	/* Children (exec'd or forked) append to the same ring. */
+	if (!file || !*file)
+		setenv("ANCHOR_FILE", o.path, 1);
+	if (anchor_debug)
+		anchor_log("attached to ", o.path, NULL);
+	record_start(argc, argv);
+	ring_writer_sync();
+	if (env_true("ANCHOR_STACKS"))
+		anchor_stacks_enable();
+	{
+		const char *s = getenv("ANCHOR_SIGNALS");
+		if (!s || strcmp(s, "0") != 0)
+			install_crash_handlers();
+	}
+out:
+	errno = saved;
+}
+
+__attribute__((destructor)) static void anchor_dtor(void)
+{
+	/* Reached through exit() paths we did not see (e.g. a library calling
+	 * exit internally): the status is unknown. */
+	anchor_record_exit(0, 0, 0);
+}
+
+/* ---- exit paths ---------------------------------------------------------- */
+
+typedef int (*main_fn)(int, char **, char **);
+static main_fn g_real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	int rc = g_real_main(argc, argv, envp);
+	anchor_record_exit(rc & 0xff, 0, 1);
+	return rc;
+}
+
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
+
+__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
+							     void (*init)(void), void (*fini)(void),
+							     void (*rtld_fini)(void), void *stack_end)
+{
+	start_main_fn real = (start_main_fn)anchor_next_sym("__libc_start_main");
+	if (!real) {
+		/* Cannot happen with glibc; fail the way the loader would. */
+		anchor_log("cannot find __libc_start_main", NULL);
+		_exit(127);
+	}
+	g_real_main = main;
+	return real(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+static __attribute__((noreturn)) void exit_now(__typeof__(&exit) real, int status)
+{
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+__attribute__((visibility("default"), noreturn)) void exit(int status)
+{
+	anchor_record_exit(status & 0xff, 0, 1);
+	exit_now(real_exit, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	anchor_record_exit(status & 0xff, 0, 1);
+	exit_now(real__exit, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+	anchor_record_exit(status & 0xff, 0, 1);
+	exit_now(real__Exit, status);
+}

@@ -1,0 +1,88 @@
+/* log.c - one-line, signal-safe diagnostics for libanchor.so. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "ring_writer.h"
+
+int anchor_debug;
+
+static size_t put(char *buf, size_t n, size_t cap, const char *s)
+{
+	size_t k = strlen(s);
+	if (k > cap - n)
+		k = cap - n;
+	memcpy(buf + n, s, k);
+	return n + k;
+}
+
+static size_t put_u(char *buf, size_t n, size_t cap, unsigned long v)
+{
+	char tmp[24];
+	int i = (int)sizeof tmp;
+	tmp[--i] = '\0';
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && i > 0);
+	return put(buf, n, cap, tmp + i);
+}
+
+void anchor_log(const char *first, ...)
+{
+	char buf[1024];
+	size_t n = 0, cap = sizeof buf - 1;
+	int saved = errno;
+	va_list ap;
+
+	n = put(buf, n, cap, "anchor[");
+	n = put_u(buf, n, cap, (unsigned long)getpid());
+	n = put(buf, n, cap, "]: ");
+	va_start(ap, first);
+	for (const char *s = first; s; s = va_arg(ap, const char *))
+		n = put(buf, n, cap, s);
+	va_end(ap);
+	buf[n++] = '\n';
+	ssize_t w = write(2, buf, n);
+	(void)w;
+	errno = saved;
+}
+
+void anchor_disable_once(const char *why, const char *detail)
+{
+	static int said;
+	int was_attached = ring_writer_attached();
+	ring_writer_disable();
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	anchor_log(why, detail ? detail : "", was_attached ? "; anchoring stopped" : "; anchoring disabled",
+		   NULL);
+}
+
+uint64_t anchor_parse_size(const char *s)
+{
+	uint64_t v = 0;
+	const char *p = s;
+	if (!s || !*s)
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s)
+		return 0;
+	switch (*p) {
+	case 'k': case 'K': v <<= 10; p++; break;
+	case 'm': case 'M': v <<= 20; p++; break;
+	case 'g': case 'G': v <<= 30; p++; break;
+	default: break;
+	}
+	if (*p == 'i' || *p == 'I')
+		p++;
+	if (*p == 'b' || *p == 'B')
+		p++;
+	return *p ? 0 : v;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh - install what anchor needs, only what is missing.
+# Idempotent: a second run installs nothing.  Debian packages via apt-get,
+# Python packages via pip (torch pinned: 2.13.0 is the CPU wheel).
+set -euo pipefail
+
+DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
+      clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev)
+PYPKGS=("torch==2.13.0" "py-spy" "perun" "numpy")
+
+missing=()
+for d in "${DEBS[@]}"; do
+	dpkg-query -W -f='${Status}' "$d" 2>/dev/null | grep -q "install ok installed" || missing+=("$d")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: apt-get install ${missing[*]}" >&2
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+need=()
+"$PY" -c 'import torch; assert torch.__version__.startswith("2.13.0")' 2>/dev/null || need+=("torch==2.13.0")
+command -v py-spy >/dev/null 2>&1 || "$PY" -m pip show py-spy >/dev/null 2>&1 || need+=("py-spy")
+"$PY" -c 'import perun' 2>/dev/null || need+=("perun")
+"$PY" -c 'import numpy' 2>/dev/null || need+=("numpy")
+if [ ${#need[@]} -gt 0 ]; then
+	echo "install-deps: pip install ${need[*]}" >&2
+	"$PY" -m pip install -q "${need[@]}"
+fi
