@@ -80,3 +80,16 @@ install: all
 
 clean:
 	rm -rf $(B)
+
+# ---- test victims and checkers (tests/victims/) ----
+VICTIMS := $(B)/victims/marker $(B)/victims/ring_check
+READER_SRC := anchors/ring_reader.c anchors/ring_clock.c anchors/ring_procs.c
+all: $(VICTIMS)
+
+$(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -pthread -o $@ $< -L$(B) -lanchor -Wl,-rpath,'$$ORIGIN/..'
+
+$(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(READER_SRC)

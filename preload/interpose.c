@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -87,6 +88,82 @@ __attribute__((visibility("default"))) int execvpe(const char *file, char *const
 	REAL(execvpe);
 	record_exec(file);
 	return real_execvpe(file, argv, envp);
+}
+
+/*
+ * execl family: variadic, and glibc's versions call execve internally where
+ * no wrapper sees them; rebuild argv on the stack (no malloc: we may be in
+ * a vfork child) and go through the wrappers above.
+ */
+#define COLLECT_ARGS(arg0, ap, argv, n)                                                            \
+	do {                                                                                       \
+		va_list cnt_;                                                                      \
+		va_copy(cnt_, ap);                                                                 \
+		n = 1;                                                                             \
+		while (va_arg(cnt_, char *))                                                       \
+			n++;                                                                       \
+		va_end(cnt_);                                                                      \
+	} while (0)
+
+static void fill_args(char **argv, size_t n, const char *arg0, va_list ap)
+{
+	argv[0] = (char *)arg0;
+	for (size_t i = 1; i < n; i++)
+		argv[i] = va_arg(ap, char *);
+	argv[n] = NULL;
+}
+
+__attribute__((visibility("default"))) int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	size_t n;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	if (n > 65536) {
+		va_end(ap);
+		errno = E2BIG;
+		return -1;
+	}
+	char *argv[n + 1];
+	fill_args(argv, n, arg, ap);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	size_t n;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	if (n > 65536) {
+		va_end(ap);
+		errno = E2BIG;
+		return -1;
+	}
+	char *argv[n + 1];
+	fill_args(argv, n, arg, ap);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	size_t n;
+	char *const *envp;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	if (n > 65536) {
+		va_end(ap);
+		errno = E2BIG;
+		return -1;
+	}
+	char *argv[n + 1];
+	fill_args(argv, n, arg, ap);
+	envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
 }
 
 __attribute__((visibility("default"))) pid_t waitpid(pid_t pid, int *status, int options)
