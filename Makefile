@@ -13,6 +13,8 @@ DESTDIR ?=
 PYTHON ?= python3
 CC ?= cc
 B ?= build
+# clang does not link sanitizer runtimes into shared objects: ZDEFS= there.
+ZDEFS ?= -Wl,-z,defs
 
 PKGS := hdf5 libcjson yajl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -48,7 +50,7 @@ $(B)/post/%.o: %.c $(HDRS)
 	$(CC) $(CFLAGS_POST) -c $< -o $@
 
 $(B)/libanchor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so -Wl,-z,defs -o $@ $^ -ldl -lpthread -lunwind
+	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
 
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread

@@ -207,7 +207,8 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	head.flags = flags;
 	head.nslots = (uint8_t)(1 + ncont);
 	head.nstack = (uint8_t)nstk;
-	memcpy(head.name, text, len < ANCHOR_NAME_INLINE ? len : ANCHOR_NAME_INLINE);
+	if (len)
+		memcpy(head.name, text, len < ANCHOR_NAME_INLINE ? len : ANCHOR_NAME_INLINE);
 	if (ncont)
 		memset(cont, 0, sizeof(cont[0]) * ncont);
 	for (i = 0; i < ntext; i++) {

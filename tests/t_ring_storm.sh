@@ -33,6 +33,11 @@ $AP dump "$T/forks.ring" -o "$T/forks.csv"
 [ "$(grep -c ',exec,' "$T/forks.csv")" -eq 1 ]
 [ "$(grep -c ',child_exit,status=0,' "$T/forks.csv")" -eq 16 ]
 
+if [ -n "${ANCHOR_TEST_SANITIZED:-}" ]; then
+	# ASan owns SIGSEGV in a sanitized build: the crash part tests nothing there.
+	echo "ok (crash part skipped under sanitizers)"
+	exit 0
+fi
 echo "== crash: SIGSEGV after a mark"
 set +e
 ANCHOR_FILE=$T/crash.ring $M crash
