@@ -320,6 +320,22 @@ static int check_type(struct ld *L, hid_t g, const char *path, int want)
 
 /* ---- datasets ----------------------------------------------------------- */
 
+static const char *class_name(H5T_class_t cl)
+{
+	switch (cl) {
+	case H5T_STRING: return "string";
+	case H5T_COMPOUND: return "compound";
+	case H5T_ENUM: return "enum";
+	case H5T_ARRAY: return "array";
+	case H5T_VLEN: return "variable-length";
+	case H5T_REFERENCE: return "reference";
+	case H5T_OPAQUE: return "opaque";
+	case H5T_BITFIELD: return "bitfield";
+	case H5T_TIME: return "time";
+	default: return "unknown";
+	}
+}
+
 /* A 1-D numeric dataset read as doubles (not yet scaled).  *digits: the
  * significant digits its stored type holds. */
 static int read_series(struct ld *L, hid_t g, const char *gpath, const char *name, double **out,
@@ -338,7 +354,7 @@ static int read_series(struct ld *L, hid_t g, const char *gpath, const char *nam
 	ft = H5Dget_type(d);
 	H5T_class_t cl = ft < 0 ? H5T_NO_CLASS : H5Tget_class(ft);
 	if (cl != H5T_INTEGER && cl != H5T_FLOAT) {
-		rc = fail(L, -EINVAL, p, "dtype is not numeric (class %d), expected int or float", (int)cl);
+		rc = fail(L, -EINVAL, p, "dtype is %s, expected int or float", class_name(cl));
 		goto out;
 	}
 	*digits = (cl == H5T_FLOAT && H5Tget_size(ft) <= 4) ? 9 : 17;
