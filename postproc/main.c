@@ -18,6 +18,7 @@ struct command {
 static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts"},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
+	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
 	{NULL, NULL, NULL},
 };
 
