@@ -10,4 +10,6 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_perun(int argc, char **argv);
 
+int cmd_phases(int argc, char **argv);
+
 #endif

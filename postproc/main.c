@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts"},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
+	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
 	{NULL, NULL, NULL},
 };
 
