@@ -18,6 +18,7 @@ struct command {
 static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts"},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
+	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{NULL, NULL, NULL},
 };
 
