@@ -42,7 +42,9 @@ static void usage(FILE *fp)
 		"  --rate HZ    time speedscope samples as i/HZ (py-spy < 0.3.9 files whose\n"
 		"               weights are not seconds)\n"
 		"  --by-frame   per frame instead: function,file,line,self_samples,total_samples,\n"
-		"               self_s,total_s (a frame counts once per sample for total)\n");
+		"               self_s,total_s (a frame counts once per sample for total)\n"
+		"  -v           one summary line on stderr: format, exporter, threads, samples,\n"
+		"               rate, and whether it looks recorded with py-spy --idle\n");
 }
 
 /* Samples waiting for the frame table: 24 bytes each.  Only speedscope
@@ -441,6 +443,19 @@ static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char 
 	fprintf(fp, "fitted alignment: not applied at this stage\n");
 }
 
+static void summary(const char *in, const struct pyspy_profile *p)
+{
+	uint64_t n = 0;
+	for (uint32_t t = 0; t < p->nthreads; t++)
+		n += p->threads[t].nsamples;
+	fprintf(stderr,
+		"anchorpost: %s: format=%s exporter=%s threads=%u samples=%llu frames=%u stacks=%u unit=%s "
+		"rate_hz=%g empty_samples=%llu idle=%s (%s)\n",
+		in, pyspy_format_name(p->meta.format), p->meta.exporter[0] ? p->meta.exporter : "-", p->nthreads,
+		(unsigned long long)n, p->frames.n, p->stacks.n ? p->stacks.n - 1 : 0, p->meta.unit, p->meta.rate_hz,
+		(unsigned long long)p->meta.empty_samples, pyspy_idle_name(p->meta.idle), p->meta.idle_reason);
+}
+
 int cmd_samples(int argc, char **argv)
 {
 	static const char *const cols[] = {"profile", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
@@ -450,7 +465,7 @@ int cmd_samples(int argc, char **argv)
 						 "t_rel_s", "duration_s", "depth", "leaf_function",
 						 "leaf_file", "leaf_line", "stack", NULL};
 	const char *in = NULL, *out = "-", *ring = NULL;
-	int fmt = PYSPY_FMT_AUTO, by_frame = 0;
+	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0;
 	long long pid = -1;
 	double rate = 0;
 	struct pyspy_profile p;
@@ -484,6 +499,8 @@ int cmd_samples(int argc, char **argv)
 				diag_fatal(NULL, "samples: --rate wants samples per second, not '%s'", argv[i]);
 		} else if (!strcmp(a, "--by-frame")) {
 			by_frame = 1;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = 1;
 		} else if (a[0] == '-' && a[1]) {
 			usage(stderr);
 			diag_fatal(NULL, "samples: unknown option '%s'", a);
@@ -507,6 +524,8 @@ int cmd_samples(int argc, char **argv)
 		if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample_agg, &a, &err)))
 			diag_fatal(in, "%s", err.msg);
 		write_by_frame(&p, &a, out);
+		if (verbose)
+			summary(in, &p);
 		free(a.count);
 		free(a.secs);
 		pyspy_profile_free(&p);
@@ -560,6 +579,8 @@ int cmd_samples(int argc, char **argv)
 	if (ferror(of.fp))
 		diag_fatal(out, "write error");
 	outfile_commit(&of);
+	if (verbose)
+		summary(in, &p);
 	if (p.meta.format == PYSPY_FMT_RAW)
 		diag_warn(in, "raw format has no time: t_rel_s and duration_s are empty, one row per sample");
 	else if (!p.meta.times_known)

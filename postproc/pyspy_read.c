@@ -86,7 +86,13 @@ static enum pyspy_format detect(const struct pyspy_input *in)
 			continue;
 		if (c == 0xef && i + 2 < in->len && (unsigned char)in->buf[i + 1] == 0xbb)
 			return PYSPY_FMT_SPEEDSCOPE; /* BOM: let yajl refuse it with an offset */
-		return c == '{' ? PYSPY_FMT_SPEEDSCOPE : c == '[' ? PYSPY_FMT_CHROMETRACE : PYSPY_FMT_RAW;
+		if (c == '[')
+			return PYSPY_FMT_CHROMETRACE;
+		/* An object, or a JSON scalar (no raw line starts with a quote
+		 * or a digit): the speedscope reader names what is wrong. */
+		if (c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9'))
+			return PYSPY_FMT_SPEEDSCOPE;
+		return PYSPY_FMT_RAW;
 	}
 	return PYSPY_FMT_AUTO;
 }
@@ -98,7 +104,7 @@ static enum pyspy_format detect(const struct pyspy_input *in)
  * thread says nothing either way. */
 static void idle_guess(struct pyspy_profile *p)
 {
-	uint64_t max = 0, second = 0;
+	double max = 0, second = 0;
 	uint32_t big = 0;
 	struct pyspy_meta *m = &p->meta;
 	if (m->format == PYSPY_FMT_RAW) {
@@ -106,9 +112,12 @@ static void idle_guess(struct pyspy_profile *p)
 		snprintf(m->idle_reason, sizeof m->idle_reason, "raw format has no per-thread sample times");
 		return;
 	}
+	/* Compare covered time where there is one (chrometrace rows are
+	 * intervals, not samples), else sample counts. */
 	for (uint32_t i = 0; i < p->nthreads; i++) {
-		uint64_t n = p->threads[i].nsamples;
-		if (n >= 20)
+		const struct pyspy_thread *t = &p->threads[i];
+		double n = m->times_known && !isnan(t->unit_s) ? t->total_weight * t->unit_s : (double)t->nsamples;
+		if (t->nsamples >= 20 || (m->format == PYSPY_FMT_CHROMETRACE && n > 0.1))
 			big++;
 		if (n > max) {
 			second = max;
@@ -120,16 +129,15 @@ static void idle_guess(struct pyspy_profile *p)
 	if (big < 2) {
 		m->idle = PYSPY_IDLE_UNKNOWN;
 		snprintf(m->idle_reason, sizeof m->idle_reason, "%s",
-			 p->nthreads < 2 ? "one thread: nothing to compare" : "fewer than two threads with 20+ samples");
+			 p->nthreads < 2 ? "one thread: nothing to compare" : "fewer than two threads with enough samples");
 		return;
 	}
 	/* Threads started or ended at different times differ too, so only a
 	 * near tie counts as evidence for --idle, and a large gap against. */
-	double ratio = (double)second / (double)max;
+	double ratio = second / max;
 	m->idle = ratio >= 0.9 ? PYSPY_IDLE_LIKELY : ratio < 0.5 ? PYSPY_IDLE_UNLIKELY : PYSPY_IDLE_UNKNOWN;
-	snprintf(m->idle_reason, sizeof m->idle_reason,
-		 "the two most sampled threads have %llu and %llu samples (ratio %.2f)",
-		 (unsigned long long)max, (unsigned long long)second, ratio);
+	snprintf(m->idle_reason, sizeof m->idle_reason, "the two most sampled threads have %.6g and %.6g %s (ratio %.2f)",
+		 max, second, m->times_known ? "s" : "samples", ratio);
 }
 
 int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
