@@ -295,7 +295,7 @@ static int profile_end(struct ss *s)
 	if (s->have_samples && !s->have_weights)
 		return fail(s, -EINVAL, "sampled profile has no weights");
 	if (s->have_samples && s->nweights != s->nnodes) {
-		snprintf(msg, sizeof msg, "profile %llu: %zu samples but %llu weights",
+		snprintf(msg, sizeof msg, "profiles[%llu]: %zu samples but %llu weights",
 			 (unsigned long long)s->nprofiles, s->nnodes, (unsigned long long)s->nweights);
 		return fail(s, -EINVAL, msg);
 	}
@@ -703,10 +703,13 @@ static int cb_end_map(void *c)
 	case S_SHARED:
 		s->st = S_TOP;
 		return 1;
-	case S_PROFILE:
-		s->nprofiles++;
+	case S_PROFILE: {
+		int ok;
 		s->st = S_PROFILES;
-		return profile_end(s);
+		ok = profile_end(s);
+		s->nprofiles++;
+		return ok;
+	}
 	case S_FRAME:
 		s->st = S_FRAMES;
 		return frame_end(s);
