@@ -11,5 +11,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_perun(int argc, char **argv);
 
 int cmd_phases(int argc, char **argv);
+int cmd_samples(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
 	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
+	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{NULL, NULL, NULL},
 };
 
