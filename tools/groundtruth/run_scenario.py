@@ -74,7 +74,7 @@ def _env(libanchor, ring, preload):
 
 
 def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
-	preload=True, trace=False, seed=1, timeout_s=600, quiet=False):
+	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None):
 	python = python or sys.executable
 	libanchor = libanchor or os.path.join(ROOT, "build", "libanchor.so")
 	if preload and not os.path.exists(libanchor):
@@ -87,8 +87,10 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 		if os.path.exists(p(stale)):
 			os.unlink(p(stale))
 	plain = _env(libanchor, p("run.ring"), False)
-	subprocess.run([python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--init"],
-		       env=plain, check=True)
+	icmd = [python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--init"]
+	if max_range_uj:
+		icmd += ["--max-range-uj", str(max_range_uj)]
+	subprocess.run(icmd, env=plain, check=True)
 	phasefile.create(p("phase.mmap"))
 	ucmd = [python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--model", "phase",
 		"--spec", p("spec.json"), "--phase-file", p("phase.mmap"), "--truth", p("truth.json"),
