@@ -18,6 +18,7 @@ struct command {
 static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts"},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
+	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
 	{NULL, NULL, NULL},
 };
 
