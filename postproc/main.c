@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
 	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
+	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
 	{NULL, NULL, NULL},
 };
 
