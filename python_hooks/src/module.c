@@ -24,7 +24,19 @@ int pya_name_utf8(PyObject *name, const char **utf8, Py_ssize_t *len)
 		return -1;
 	}
 	*utf8 = PyUnicode_AsUTF8AndSize(name, len);
-	return *utf8 ? 0 : -1;
+	if (!*utf8)
+		return -1;
+	/* The writer cuts long names at ANCHOR_NAME_MAX bytes (flag TRUNC).
+	 * When that would split a multi-byte character, cut before it
+	 * instead so the ring only ever holds valid UTF-8 (the record then
+	 * carries no TRUNC flag: anchor_event has no way to pass one). */
+	if (*len > (Py_ssize_t)ANCHOR_NAME_MAX && ((unsigned char)(*utf8)[ANCHOR_NAME_MAX] & 0xc0) == 0x80) {
+		Py_ssize_t n = ANCHOR_NAME_MAX;
+		while (n > 0 && ((unsigned char)(*utf8)[n] & 0xc0) == 0x80)
+			n--;
+		*len = n;
+	}
+	return 0;
 }
 
 /* Emit one MARK/BEGIN/END for a name object.  Long names are truncated
