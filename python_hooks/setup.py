@@ -8,6 +8,9 @@ anchor's chaining sitecustomize.py (see site/sitecustomize.py).
 """
 import glob
 import os
+import shlex
+import subprocess
+import sysconfig
 
 from setuptools import Extension, setup
 
@@ -19,6 +22,21 @@ if not os.path.isfile(os.path.join(ANCHORS, "ring_writer.c")):
         "anchor: %s/ring_writer.c not found; build from a full checkout "
         "(pip install ./python_hooks from the project root)" % ANCHORS
     )
+
+
+
+def _tls_flags():
+    """-mtls-dialect=gnu2 when the compiler takes it (as the Makefile does):
+    the module is dlopen'ed, and TLS descriptors spare the writer a
+    __tls_get_addr call on each thread-chunk access."""
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    try:
+        r = subprocess.run(cc + ["-mtls-dialect=gnu2", "-fPIC", "-E", "-x", "c", os.devnull],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return []
+    return ["-mtls-dialect=gnu2"] if r.returncode == 0 else []
+
 
 # Relative paths: setuptools wants sources relative to setup.py.
 os.chdir(HERE)
@@ -36,7 +54,7 @@ setup(
             include_dirs=["src", ANCHORS],
             define_macros=[("_GNU_SOURCE", None)],
             extra_compile_args=["-std=c11", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wshadow",
-                                "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
+                                "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + _tls_flags(),
             libraries=["dl", "pthread"],
             depends=sorted(glob.glob("src/*.h")) + [os.path.join(ANCHORS, f) for f in
                                                     ("ring_writer.c", "ring_writer.h", "ring_format.h")],

@@ -35,6 +35,7 @@ _installed = False
 _lock = threading.Lock()
 _tls = threading.local()
 _handles = []
+_restore = []  # (owner, attribute, original) to undo wrappers
 
 
 def _forward_pre(module, args):
@@ -122,14 +123,26 @@ def _install(torch):
     _handles.append(nnmod.register_module_forward_hook(_forward_post, always_call=True))
     _handles.append(optmod.register_optimizer_step_pre_hook(_step_pre))
     _handles.append(optmod.register_optimizer_step_post_hook(_step_post))
-    if not getattr(torch.autograd.backward, "__anchor_wrapped__", False):
-        torch.autograd.backward = _wrap_backward(torch.autograd.backward)
-    it = dlmod._BaseDataLoaderIter
-    if not getattr(it.__next__, "__anchor_wrapped__", False):
-        it.__next__ = _wrap_next(it.__next__)
-    dl = dlmod.DataLoader
-    if not getattr(dl.__iter__, "__anchor_wrapped__", False):
-        dl.__iter__ = _wrap_iter(dl.__iter__)
+    for owner, attr, wrap in ((torch.autograd, "backward", _wrap_backward),
+                              (dlmod._BaseDataLoaderIter, "__next__", _wrap_next),
+                              (dlmod.DataLoader, "__iter__", _wrap_iter)):
+        orig = getattr(owner, attr)
+        if not getattr(orig, "__anchor_wrapped__", False):
+            setattr(owner, attr, wrap(orig))
+            _restore.append((owner, attr, orig))
+
+
+def uninstall():
+    """Remove the hooks and wrappers again (benchmarks switch auto mode
+    off and on in one process to compare like with like)."""
+    global _installed
+    with _lock:
+        while _handles:
+            _handles.pop().remove()
+        while _restore:
+            owner, attr, orig = _restore.pop()
+            setattr(owner, attr, orig)
+        _installed = False
 
 
 class _TorchImportWatcher:
