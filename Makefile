@@ -55,12 +55,19 @@ $(B)/libanchor.so: $(LIB_OBJ)
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread
 
-# The Python module: compiled against the interpreter in use, with its own
-# copy of the ring writer (it uses the preloaded one when present).
-$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) anchors/ring_writer.c $(HDRS) $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi)
+# The Python module: compiled against the interpreter in use.  Its own copy
+# of the ring writer comes in through python_hooks/src/writer.c (it uses the
+# preloaded one when there is one); setup.py compiles the same file list.
+# sitecustomize.py (ANCHOR_AUTO without an import) sits beside the package.
+PY_PKG_FILES := $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi python_hooks/anchor/py.typed)
+# TLS descriptors: the module is dlopen'ed, so without them every access to
+# the writer's thread chunk is a __tls_get_addr call (5 per record).
+PY_TLS := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
+$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py
 	@mkdir -p $(dir $@)
-	cp python_hooks/anchor/*.py python_hooks/anchor/*.pyi python_hooks/anchor/py.typed $(dir $@) 2>/dev/null || true
-	$(CC) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -I$(PY_INC) -shared -o $@ $(PY_SRC) anchors/ring_writer.c -ldl -lpthread
+	cp $(PY_PKG_FILES) $(dir $@)
+	cp python_hooks/site/sitecustomize.py $(B)/python/sitecustomize.py
+	$(CC) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden $(PY_TLS) -I$(PY_INC) -Ipython_hooks/src -shared -o $@ $(PY_SRC) -ldl -lpthread
 
 test: all
 	bash tests/run.sh

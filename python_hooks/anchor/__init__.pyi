@@ -1,0 +1,50 @@
+"""Type stubs for the anchor package (see anchor/__init__.py for the docs)."""
+from types import TracebackType
+from typing import Any, Callable, Literal, Optional, Type, TypeVar, Union
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+NAME_MAX: int
+__version__: str
+
+def mark(name: str, value: Union[int, float, None] = None) -> None:
+    """Record an instant named `name`, optionally with an int64 or float value."""
+
+def begin(name: str) -> None:
+    """Open a range named `name` on this thread (recorded as called, not checked)."""
+
+def end(name: str) -> None:
+    """Close a range named `name` (recorded as called; anchorpost pairs by name per thread)."""
+
+class phase:
+    """`with anchor.phase(name):` or `@anchor.phase(name)`: BEGIN on entry, END on exit."""
+
+    @property
+    def name(self) -> str: ...
+    def __init__(self, name: str) -> None: ...
+    def __enter__(self) -> "phase": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+    def __call__(self, func: _F) -> _F: ...
+
+def enabled() -> bool:
+    """True when records reach a ring file."""
+
+def preloaded() -> bool:
+    """True when writing through a preloaded libanchor.so."""
+
+def ring_path() -> str:
+    """Path of the ring file ('' when not enabled)."""
+
+def sync() -> None:
+    """Write a CLOCK_MONOTONIC/CLOCK_REALTIME SYNC record now."""
+
+def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) -> float:
+    """Run the recognisable busy/idle pattern (100 ms by default); returns ms taken."""
+
+def auto(target: Literal["torch"] = "torch") -> None:
+    """Install automatic anchors for PyTorch (now, or when torch is imported)."""

@@ -1,0 +1,52 @@
+"""Start-up half of auto mode, run by anchor's ``sitecustomize.py``.
+
+Environment:
+  ANCHOR_AUTO=torch      automatic PyTorch anchors (see anchor._torch_hooks);
+                         a comma-separated list is accepted.
+  ANCHOR_SYNC_PULSE=1    run ``anchor.sync_pulse()`` (100 ms) when the
+                         interpreter starts and again at exit;
+                         =0 turns it off.  Unset: on when ANCHOR_AUTO is set
+                         (a run set up for energy attribution wants the clock
+                         aid), off otherwise.
+
+The exit pulse runs only in the process that ran the start pulse (forked
+DataLoader workers leave with os._exit and run no atexit handlers anyway).
+"""
+import atexit
+import os
+import sys
+
+_started = False
+
+
+def _env_flag(value):
+    return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def start(environ=None):
+    """Start auto mode from environment variables.  Idempotent."""
+    global _started
+    if _started:
+        return
+    _started = True
+    env = os.environ if environ is None else environ
+    targets = [t.strip() for t in env.get("ANCHOR_AUTO", "").split(",") if t.strip()]
+    pulse_env = env.get("ANCHOR_SYNC_PULSE")
+    pulse = _env_flag(pulse_env) if pulse_env is not None else bool(targets)
+
+    import anchor
+
+    for t in targets:
+        try:
+            anchor.auto(t)
+        except ValueError as e:
+            sys.stderr.write("anchor: ANCHOR_AUTO: %s; ignored\n" % (e,))
+    if pulse:
+        anchor.sync_pulse()
+        pid = os.getpid()
+
+        def _exit_pulse():
+            if os.getpid() == pid:
+                anchor.sync_pulse()
+
+        atexit.register(_exit_pulse)

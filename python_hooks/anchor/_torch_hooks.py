@@ -1,0 +1,210 @@
+"""Automatic PyTorch anchors (``anchor.auto("torch")`` / ``ANCHOR_AUTO=torch``).
+
+Only public hook points and two small wrappers; nothing in the model,
+optimizer or data changes.  Names written:
+
+  forward          BEGIN/END around the outermost ``nn.Module.__call__`` per
+                   thread (global forward pre-hook / hook with
+                   ``always_call=True``, so a forward that raises still ends).
+  backward         BEGIN/END around the outermost ``torch.autograd.backward``
+                   per thread (``Tensor.backward`` calls it).  The call blocks
+                   until the autograd engine has finished, including work the
+                   engine runs on its own device threads, so the range covers
+                   the real backward.
+  optimizer.step   global optimizer step pre/post hooks (a step that raises
+                   leaves the BEGIN unmatched).
+  dataloader.next  each batch fetch (``_BaseDataLoaderIter.__next__``),
+                   including the final one that raises StopIteration.
+  epoch            MARK, value = per-DataLoader epoch index (0, 1, ...),
+                   written when ``DataLoader.__iter__`` starts a new pass.
+
+torch is never imported by us: if it is not imported yet, a meta-path
+finder waits for ``import torch`` to finish and installs the hooks then,
+and removes itself.
+"""
+import functools
+import sys
+import threading
+import weakref
+
+from ._anchor import begin as _begin
+from ._anchor import end as _end
+from ._anchor import mark as _mark
+
+_installed = False
+_lock = threading.Lock()
+_tls = threading.local()
+_handles = []
+_restore = []  # (owner, attribute, original) to undo wrappers
+
+
+def _forward_pre(module, args):
+    d = getattr(_tls, "fwd", 0)
+    _tls.fwd = d + 1
+    if d == 0:
+        _begin("forward")
+
+
+def _forward_post(module, args, output):
+    d = getattr(_tls, "fwd", 1) - 1
+    _tls.fwd = d
+    if d == 0:
+        _end("forward")
+
+
+def _step_pre(optimizer, args, kwargs):
+    _begin("optimizer.step")
+
+
+def _step_post(optimizer, args, kwargs):
+    _end("optimizer.step")
+
+
+def _wrap_backward(orig):
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        if getattr(_tls, "bwd", 0):
+            # Reentrant backward (checkpointing, a Function calling
+            # backward): part of the outer range already.
+            return orig(*args, **kwargs)
+        _tls.bwd = 1
+        _begin("backward")
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _end("backward")
+            _tls.bwd = 0
+
+    backward.__anchor_wrapped__ = True
+    return backward
+
+
+def _wrap_next(orig):
+    @functools.wraps(orig)
+    def __next__(self):
+        _begin("dataloader.next")
+        try:
+            return orig(self)
+        finally:
+            _end("dataloader.next")
+
+    __next__.__anchor_wrapped__ = True
+    return __next__
+
+
+def _wrap_iter(orig):
+    epochs = weakref.WeakKeyDictionary()
+
+    @functools.wraps(orig)
+    def __iter__(self):
+        try:
+            n = epochs.get(self, 0)
+            epochs[self] = n + 1
+        except TypeError:  # not weak-referenceable: count from 0 each time
+            n = 0
+        _mark("epoch", n)
+        return orig(self)
+
+    __iter__.__anchor_wrapped__ = True
+    return __iter__
+
+
+def _install(torch):
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    import torch.nn.modules.module as nnmod
+    import torch.optim.optimizer as optmod
+    import torch.utils.data.dataloader as dlmod
+
+    _handles.append(nnmod.register_module_forward_pre_hook(_forward_pre))
+    _handles.append(nnmod.register_module_forward_hook(_forward_post, always_call=True))
+    _handles.append(optmod.register_optimizer_step_pre_hook(_step_pre))
+    _handles.append(optmod.register_optimizer_step_post_hook(_step_post))
+    for owner, attr, wrap in ((torch.autograd, "backward", _wrap_backward),
+                              (dlmod._BaseDataLoaderIter, "__next__", _wrap_next),
+                              (dlmod.DataLoader, "__iter__", _wrap_iter)):
+        orig = getattr(owner, attr)
+        if not getattr(orig, "__anchor_wrapped__", False):
+            setattr(owner, attr, wrap(orig))
+            _restore.append((owner, attr, orig))
+
+
+def uninstall():
+    """Remove the hooks and wrappers again (benchmarks switch auto mode
+    off and on in one process to compare like with like)."""
+    global _installed
+    with _lock:
+        while _handles:
+            _handles.pop().remove()
+        while _restore:
+            owner, attr, orig = _restore.pop()
+            setattr(owner, attr, orig)
+        _installed = False
+
+
+class _TorchImportWatcher:
+    """Meta-path finder that never finds anything itself: when the import
+    system asks for ``torch``, it lets the real finder produce the spec and
+    arranges for the hooks to install once torch's module body has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        _remove_watcher()
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        orig_exec = loader.exec_module
+
+        def exec_module(module):
+            # Instance attribute shadows the method for this one call and
+            # is removed again, so torch.__loader__ is the real loader.
+            try:
+                del loader.exec_module
+            except AttributeError:
+                pass
+            orig_exec(module)
+            _install(module)
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):
+            return spec
+        return spec
+
+
+_watcher = None
+
+
+def _remove_watcher():
+    global _watcher
+    if _watcher is not None:
+        try:
+            sys.meta_path.remove(_watcher)
+        except ValueError:
+            pass
+        _watcher = None
+
+
+def install_when_imported():
+    """Install now if torch is imported, else when it gets imported."""
+    global _watcher
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "autograd"):
+        _install(torch)
+        return
+    if _watcher is None and not _installed:
+        _watcher = _TorchImportWatcher()
+        sys.meta_path.insert(0, _watcher)

@@ -1,0 +1,149 @@
+/*
+ * backend.c - pick the writer the extension calls, once, at import.
+ *
+ * Preloaded: dlsym(RTLD_DEFAULT, "anchor_event") finds libanchor.so's API
+ * and every call goes through it.  Two writers on one ring in one process
+ * would work (the format allows any number), but they would announce the
+ * thread twice, sync twice and race two fork handlers; one is cleaner.
+ *
+ * Not preloaded: the module's own copy of ring_writer.c (writer.c) attaches
+ * to $ANCHOR_FILE, or creates ./anchor-<UTC stamp>-<pid>.ring (absolute
+ * path, exported as ANCHOR_FILE so children append to it), and writes
+ * PROC_START + SYNC like libanchor.so's constructor.  Failure leaves the
+ * module importable with anchoring disabled, after one stderr line.
+ */
+#include "pyanchor.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring_writer.h"
+
+struct pya_backend pya;
+
+static int own_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value)
+{
+	/* One acquire load when no ring is attached: the cheap no-op. */
+	if (!ring_writer_attached())
+		return -ENODEV;
+	return ring_writer_event((uint8_t)kind, name, len,
+				 (uint8_t)(flags & (ANCHOR_FLAG_VALUE | ANCHOR_FLAG_F64)), value);
+}
+
+static void own_sync(void)
+{
+	ring_writer_sync();
+}
+
+static int env_true(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
+}
+
+/* "64M", "1G", "1048576" -> bytes; 0 when unparsable (as libanchor.so). */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	return *end ? 0 : (uint64_t)v;
+}
+
+static void warn(const char *what, const char *detail)
+{
+	fprintf(stderr, "anchor[%ld]: %s%s; anchoring disabled\n", (long)getpid(), what, detail ? detail : "");
+}
+
+/* PROC_EXIT at interpreter finalization.  The exit status is not known
+ * here (sys.exit's code is consumed later), so the record carries none,
+ * like libanchor.so's destructor path.  A forked child that leaves with
+ * os._exit() skips this; anchorpost treats such a process as open-ended. */
+static void own_exit(void)
+{
+	if (ring_writer_attached() && ring_writer_pid() == (uint32_t)getpid())
+		ring_writer_emit(ANCHOR_KIND_PROC_EXIT, 0, 0, NULL, 0, NULL, 0);
+}
+
+static void own_attach(void)
+{
+	struct ring_writer_opts o = {0};
+	char path[4096], err[512], cwd[3072], stamp[32];
+	const char *file = getenv("ANCHOR_FILE");
+	const char *size = getenv("ANCHOR_RING_SIZE");
+	const char *mode = getenv("ANCHOR_RING_MODE");
+
+	if (env_true("ANCHOR_DISABLE"))
+		return;
+	if (file && *file) {
+		o.path = file;
+	} else {
+		time_t now = time(NULL);
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+		/* Absolute, so children that chdir still find the same ring. */
+		if (!getcwd(cwd, sizeof cwd))
+			strcpy(cwd, ".");
+		snprintf(path, sizeof path, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
+		o.path = path;
+	}
+	if (size) {
+		o.size_bytes = parse_size(size);
+		if (!o.size_bytes) {
+			warn("ANCHOR_RING_SIZE is not a size like 64M: ", size);
+			return;
+		}
+	}
+	if (mode && !strcmp(mode, "discard"))
+		o.mode = ANCHOR_RING_MODE_DISCARD;
+	if (ring_writer_open(&o, err, sizeof err) != 0) {
+		warn(err, NULL);
+		return;
+	}
+	if (!file || !*file)
+		setenv("ANCHOR_FILE", o.path, 1);
+	pya_record_start();
+	ring_writer_sync();
+	Py_AtExit(own_exit);
+}
+
+void pya_backend_init(void)
+{
+	void *ev = dlsym(RTLD_DEFAULT, "anchor_event");
+	void *sy = dlsym(RTLD_DEFAULT, "anchor_sync");
+	void *en = dlsym(RTLD_DEFAULT, "anchor_enabled");
+	void *pa = dlsym(RTLD_DEFAULT, "anchor_ring_path");
+
+	if (ev && sy && en && pa) {
+		/* POSIX guarantees data/function pointer round trips for dlsym. */
+		*(void **)&pya.event = ev;
+		*(void **)&pya.sync = sy;
+		*(void **)&pya.enabled = en;
+		*(void **)&pya.path = pa;
+		pya.preloaded = 1;
+		return;
+	}
+	pya.event = own_event;
+	pya.sync = own_sync;
+	pya.enabled = ring_writer_attached;
+	pya.path = ring_writer_path;
+	pya.preloaded = 0;
+	own_attach();
+}

@@ -1,0 +1,129 @@
+/*
+ * phase.c - `anchor.phase(name)`: a context manager and a decorator.
+ *
+ * `with anchor.phase("fwd"):` writes BEGIN on entry and END on exit (also
+ * when the block raises; the exception propagates).  The object holds only
+ * the name, so one instance may be entered many times, nested, or from
+ * several threads at once.  Construction goes through tp_vectorcall so a
+ * `with` block costs one small allocation and two writer calls.
+ *
+ * As a decorator, phase(name)(func) hands over to a Python helper that
+ * anchor/__init__.py registers (it uses functools.wraps and handles
+ * coroutine functions); decorating is rare, so Python is fine there.
+ */
+#include "pyanchor.h"
+
+#include <structmember.h>
+
+PyObject *pya_decorator;
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *name;   /* the str, kept alive for its cached UTF-8 */
+	const char *utf8; /* borrowed from name */
+	Py_ssize_t len;
+} phase_object;
+
+static PyObject *phase_make(PyTypeObject *type, PyObject *name)
+{
+	phase_object *p;
+	const char *s;
+	Py_ssize_t n;
+
+	if (pya_name_utf8(name, &s, &n) < 0)
+		return NULL;
+	p = (phase_object *)type->tp_alloc(type, 0);
+	if (!p)
+		return NULL;
+	Py_INCREF(name);
+	p->name = name;
+	p->utf8 = s;
+	p->len = n;
+	return (PyObject *)p;
+}
+
+static PyObject *phase_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+
+	if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+		PyErr_SetString(PyExc_TypeError, "phase(name) takes exactly one positional argument");
+		return NULL;
+	}
+	return phase_make((PyTypeObject *)type, args[0]);
+}
+
+static PyObject *phase_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+	if (PyTuple_GET_SIZE(args) != 1 || (kwargs && PyDict_GET_SIZE(kwargs))) {
+		PyErr_SetString(PyExc_TypeError, "phase(name) takes exactly one positional argument");
+		return NULL;
+	}
+	return phase_make(type, PyTuple_GET_ITEM(args, 0));
+}
+
+static void phase_dealloc(phase_object *p)
+{
+	Py_XDECREF(p->name);
+	Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *phase_enter(phase_object *p, PyObject *unused)
+{
+	pya.event(ANCHOR_KIND_BEGIN, p->utf8, (size_t)p->len, 0, 0);
+	Py_INCREF(p);
+	return (PyObject *)p;
+}
+
+static PyObject *phase_exit(phase_object *p, PyObject *const *args, Py_ssize_t nargs)
+{
+	pya.event(ANCHOR_KIND_END, p->utf8, (size_t)p->len, 0, 0);
+	Py_RETURN_FALSE; /* never swallow the block's exception */
+}
+
+static PyObject *phase_call(phase_object *p, PyObject *args, PyObject *kwargs)
+{
+	if (PyTuple_GET_SIZE(args) != 1 || (kwargs && PyDict_GET_SIZE(kwargs)) ||
+	    !PyCallable_Check(PyTuple_GET_ITEM(args, 0))) {
+		PyErr_SetString(PyExc_TypeError, "phase(name) decorates exactly one callable");
+		return NULL;
+	}
+	if (!pya_decorator) {
+		PyErr_SetString(PyExc_RuntimeError, "anchor.phase decorator helper not registered");
+		return NULL;
+	}
+	return PyObject_CallFunctionObjArgs(pya_decorator, (PyObject *)p, PyTuple_GET_ITEM(args, 0), NULL);
+}
+
+static PyObject *phase_repr(phase_object *p)
+{
+	return PyUnicode_FromFormat("anchor.phase(%R)", p->name);
+}
+
+static PyMethodDef phase_methods[] = {
+	{"__enter__", (PyCFunction)phase_enter, METH_NOARGS, "Write BEGIN; returns the phase."},
+	{"__exit__", (PyCFunction)(void (*)(void))phase_exit, METH_FASTCALL,
+	 "Write END; never suppresses the exception."},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef phase_members[] = {
+	{"name", T_OBJECT, offsetof(phase_object, name), READONLY, "The phase name (str)."},
+	{NULL, 0, 0, 0, NULL},
+};
+
+PyTypeObject pya_phase_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "anchor._anchor.phase",
+	.tp_basicsize = sizeof(phase_object),
+	.tp_dealloc = (destructor)phase_dealloc,
+	.tp_repr = (reprfunc)phase_repr,
+	.tp_call = (ternaryfunc)phase_call,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "phase(name)\n--\n\n"
+		  "A named range: `with anchor.phase(name):` or `@anchor.phase(name)`.",
+	.tp_methods = phase_methods,
+	.tp_members = phase_members,
+	.tp_new = phase_new,
+	.tp_vectorcall = phase_vectorcall,
+};

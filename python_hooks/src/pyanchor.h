@@ -1,0 +1,51 @@
+/*
+ * pyanchor.h - shared by the C files of the `anchor` Python extension.
+ *
+ * The extension writes through exactly one backend, chosen once at import:
+ * libanchor.so's exported C API when the library is preloaded (so Python
+ * and C records share one writer, one per-thread chunk and one fork
+ * handler), otherwise the module's own compiled-in copy of ring_writer.c.
+ */
+#ifndef PYANCHOR_H
+#define PYANCHOR_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_format.h"
+
+/* Same signature as anchor_event() in preload/anchor.h. */
+typedef int (*pya_event_fn)(int kind, const char *name, size_t len, unsigned flags, uint64_t value);
+
+struct pya_backend {
+	pya_event_fn event;        /* MARK/BEGIN/END; never NULL after init */
+	void (*sync)(void);        /* write a SYNC record */
+	int (*enabled)(void);      /* 1 when a ring is attached */
+	const char *(*path)(void); /* ring path, "" when none */
+	int preloaded;             /* 1: libanchor.so's API, 0: own writer */
+};
+
+/* The backend in use (filled by pya_backend_init). */
+extern struct pya_backend pya;
+
+/* Choose and start the backend.  Never fails the import: a ring that
+ * cannot be attached leaves anchoring disabled with one stderr line. */
+void pya_backend_init(void);
+
+/* Write PROC_START + SYNC for this process (own-writer backend only). */
+void pya_record_start(void);
+
+/* The `phase` type (phase.c), ready for PyModule_AddType. */
+extern PyTypeObject pya_phase_type;
+
+/* Called by phase(name)(func): set from Python with _set_decorator(). */
+extern PyObject *pya_decorator;
+
+/* Borrow the UTF-8 bytes of a str name (cached inside the str object, so
+ * valid while the str lives).  Raises TypeError for non-str, and
+ * UnicodeEncodeError for lone surrogates.  0 or -1. */
+int pya_name_utf8(PyObject *name, const char **utf8, Py_ssize_t *len);
+
+#endif /* PYANCHOR_H */
