@@ -86,6 +86,8 @@ install: all
 	install -m 0755 $(B)/libanchor.so $(DESTDIR)$(PREFIX)/lib/libanchor.so
 	install -m 0644 preload/anchor.h $(DESTDIR)$(PREFIX)/include/anchor.h
 	install -m 0755 $(B)/anchorpost $(DESTDIR)$(PREFIX)/bin/anchorpost
+	install -d $(DESTDIR)$(PREFIX)/lib/anchor/python
+	cp -r $(B)/python/. $(DESTDIR)$(PREFIX)/lib/anchor/python/
 
 clean:
 	rm -rf $(B)
