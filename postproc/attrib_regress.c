@@ -114,13 +114,22 @@ static int fill_rows(const struct attrib_fit *f, const struct attrib_opts *o,
 	for (unsigned b = 0; b < f->n_boot; b++)
 		rem[b] -= fixed_j;
 	pct95(rem, f->n_boot, &u->ci_low_j, &u->ci_high_j);
-	double h = 1.96 * f->se_w[np] * u->time_s;
-	if (u->energy_j - h < u->ci_low_j)
-		u->ci_low_j = u->energy_j - h;
-	if (u->energy_j + h > u->ci_high_j)
-		u->ci_high_j = u->energy_j + h;
-	if (u->ci_low_j < 0)
-		u->ci_low_j = 0;
+	/* The remainder carries every other row's error (and, for instant
+	 * reads, the error of the trapezoid total itself); the fitted
+	 * unattributed power does not.  Cover both. */
+	double fit_j = f->p_w[np] * u->time_s, h = 1.96 * f->se_w[np] * u->time_s;
+	if (fit_j - h < u->ci_low_j)
+		u->ci_low_j = fit_j - h;
+	if (fit_j + h > u->ci_high_j)
+		u->ci_high_j = fit_j + h;
+	if (u->energy_j < u->ci_low_j)
+		u->ci_low_j = u->energy_j;
+	if (u->energy_j > u->ci_high_j)
+		u->ci_high_j = u->energy_j;
+	/* Not below 0 unless the remainder itself is (phases overshoot). */
+	double floor_j = u->energy_j < 0 ? u->energy_j : 0;
+	if (u->ci_low_j < floor_j)
+		u->ci_low_j = floor_j;
 	if (unident) {
 		/* Its share of the energy is as undetermined as theirs. */
 		if (!(u->flags & ATTRIB_FLAG_NO_TIME))
@@ -152,7 +161,7 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	int rc = attrib_check_intervals(iv, n_iv, n_phase);
 	if (rc)
 		return rc;
-	rc = attrib_curve_init(s, &c);
+	rc = attrib_curve_init(s, iv, n_iv, &c);
 	if (rc)
 		return rc;
 	rc = attrib_result_setup(&c, iv, n_iv, n_phase, out);
@@ -173,8 +182,8 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 		attrib_result_free(out);
 		return attrib_integrate(s, iv, n_iv, n_phase, out);
 	}
-	if (auto_choose)
-		attrib_integrate_rows(&c, iv, n_iv, n_phase, out);
+	if (auto_choose && (rc = attrib_integrate_rows(&c, iv, n_iv, n_phase, out)))
+		goto done;
 	for (size_t p = 0; p < n_phase; p++) /* integrate_rows set every row */
 		if (!auto_choose || out->row[p].typical_s < o.min_periods * c.period_s)
 			out->row[p].method = ATTRIB_REGRESS;
