@@ -38,7 +38,9 @@
  *              window's time share of every phase (plus unattributed):
  *              y_j = sum_k A[j][k] p_k; energy_k = p_k * time_k.  95 %
  *              intervals from a block bootstrap over windows, never narrower
- *              than the analytic +-1.96 se.  Columns that cannot be told apart
+ *              than the analytic +-1.96 se, then widened by the estimate's
+ *              sensitivity to a timing error of opts.offset_sigma_s (perun
+ *              stamps a round before it reads the sensors).  Columns that cannot be told apart
  *              (phases recurring in lock-step with the window) are flagged
  *              ATTRIB_FLAG_UNIDENTIFIABLE and get the honest interval
  *              [0, total energy].
@@ -127,6 +129,10 @@ struct attrib_opts {
 	size_t block_len;	/* windows per block [cube root of windows] */
 	double min_periods;	/* auto: integrate when typical >= this many periods [5] */
 	double vif_max;		/* flag a column above this variance inflation [1e4] */
+	/* Timing uncertainty between sensor and phases, s [0.001; < 0: none].
+	 * The regression is refitted with the phases shifted by +-this and
+	 * each interval widened by the change: a bias no bootstrap can see. */
+	double offset_sigma_s;
 };
 
 /* Integrate the sensor's cumulative energy over every phase's intervals. */

@@ -95,7 +95,6 @@ static void set_row(const struct budget *b, double noise_j2_s, struct attrib_row
 	/* The relative epsilon keeps a noise-free exact answer inside its
 	 * own interval despite rounding. */
 	double h = b->bound_j + 1.96 * sqrt(var) + 1e-9 * fabs(b->energy_j);
-	r->method = ATTRIB_INTEGRATE;
 	r->energy_j = b->energy_j;
 	r->ci_low_j = b->energy_j - h > 0 ? b->energy_j - h : 0;
 	r->ci_high_j = b->energy_j + h;
@@ -113,7 +112,8 @@ int attrib_integrate_rows(const struct attrib_curve *c, const struct attrib_inte
 		add_piece(c, iv[i].t0_s, iv[i].t1_s, &b[iv[i].phase]);
 	double sigma = attrib_curve_noise_w(c), nv = sigma * sigma * c->period_s;
 	for (size_t p = 0; p < n_phase; p++)
-		set_row(&b[p], nv, &out->row[p]);
+		if (out->row[p].method == ATTRIB_INTEGRATE)
+			set_row(&b[p], nv, &out->row[p]);
 	free(b);
 	return 0;
 }
@@ -127,6 +127,7 @@ static void integrate_unattributed(const struct attrib_curve *c, const struct at
 	for (size_t i = 0; i < u->n; i++)
 		add_piece(c, u->t0_s[i], u->t1_s[i], &cov);
 	cov.energy_j = out->total_j - cov.energy_j;
+	out->row[out->n_phase].method = ATTRIB_INTEGRATE;
 	double sigma = attrib_curve_noise_w(c);
 	set_row(&cov, sigma * sigma * c->period_s, &out->row[out->n_phase]);
 }
@@ -148,6 +149,8 @@ int attrib_integrate(const struct attrib_series *s, const struct attrib_interval
 	rc = attrib_union_build(iv, n_iv, &u);
 	if (!rc)
 		rc = attrib_result_setup(&c, iv, n_iv, n_phase, out);
+	for (size_t p = 0; !rc && p < n_phase; p++)
+		out->row[p].method = ATTRIB_INTEGRATE;
 	if (!rc)
 		rc = attrib_integrate_rows(&c, iv, n_iv, n_phase, out);
 	if (!rc) {

@@ -49,7 +49,8 @@ void attrib_win_free(struct attrib_win *w);
  * -ENODATA when no phase has time inside the span. */
 int attrib_result_setup(const struct attrib_curve *c, const struct attrib_interval *iv, size_t n_iv,
 			size_t n_phase, struct attrib_result *out);
-/* Integrate rows 0..n_phase-1 (energy, edge-bound interval, power). */
+/* Integrate the rows among 0..n_phase-1 whose method is ATTRIB_INTEGRATE
+ * (energy, interval from edge errors and sensor noise, power). */
 int attrib_integrate_rows(const struct attrib_curve *c, const struct attrib_interval *iv,
 			  size_t n_iv, size_t n_phase, struct attrib_result *out);
 
