@@ -747,6 +747,46 @@ static void test_instant_regress(void)
 	free(s.seg);
 }
 
+/* A read that is the sensor's own average over the last 0.1 s (avg_window_s):
+ * values made as window averages without timestamp jitter, handed over as
+ * instant reads; the rows must reproduce the window regression. */
+static void test_instant_avg_window(void)
+{
+	struct sim s = {0};
+	seed_rng(11);
+	struct loop_cfg c = short_cfg(0.1, 0.3);
+	sim_loop(&s, &c);
+	struct sensor_cfg sc = {ATTRIB_WINDOW_AVG_W, 0.1, 0, 1.0, 0.05, 0, 0, 0};
+	sc.n = (int)((c.total_s - 0.1) / 0.1);
+	struct sensor se;
+	sensor_sample(&s, &sc, &se);
+	size_t n_iv;
+	struct attrib_interval *iv = intervals(&s, &n_iv);
+	struct attrib_series sw = {se.t, se.v, (size_t)se.n, ATTRIB_WINDOW_AVG_W, 0};
+	struct attrib_series si = {se.t, se.v, (size_t)se.n, ATTRIB_INSTANT_W, 0.1};
+	struct attrib_result rw, ri;
+	int rc = attrib_regress(&sw, iv, n_iv, 4, NULL, &rw);
+	int rc2 = attrib_regress(&si, iv, n_iv, 4, NULL, &ri);
+	CHECK(rc == 0 && rc2 == 0, "rc %d %d", rc, rc2);
+	if (rc == 0 && rc2 == 0) {
+		double tru[5];
+		truth(&s, 4, se.t[0], se.t[se.n - 1], tru);
+		double worst = report("nvml 0.1 s averaged reads", &ri, tru, 1, NULL, NULL);
+		CHECK(worst <= 10.0, "averaged instant reads worst %.2f %%", worst);
+		for (int k = 0; k < 4; k++)
+			CHECK(fabs(ri.row[k].power_w - rw.row[k].power_w) < 0.01 * rw.row[k].power_w,
+			      "averaged read rows differ from windows: %g vs %g W", ri.row[k].power_w,
+			      rw.row[k].power_w);
+	}
+	if (rc == 0)
+		attrib_result_free(&rw);
+	if (rc2 == 0)
+		attrib_result_free(&ri);
+	free(iv);
+	sensor_free(&se);
+	free(s.seg);
+}
+
 static void test_offset(void)
 {
 	struct sim s = {0};
@@ -934,6 +974,7 @@ int main(void)
 	test_periodic_sampling_jitter();
 	test_auto();
 	test_instant_regress();
+	test_instant_avg_window();
 	test_offset();
 	bench_scale();
 	if (failures) {
