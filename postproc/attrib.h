@@ -45,8 +45,9 @@
  *              intervals from a block bootstrap over windows, never narrower
  *              than the analytic +-1.96 se, then widened by the estimate's
  *              sensitivity to a timing error of opts.offset_sigma_s (perun
- *              stamps a round before it reads the sensors).  Columns that cannot be told apart
- *              (phases recurring in lock-step with the window) are flagged
+ *              stamps a round before it reads the sensors).  Columns that
+ *              cannot be told apart (phases recurring in lock-step with the
+ *              window: variance inflation > vif_max) are flagged
  *              ATTRIB_FLAG_UNIDENTIFIABLE and get the honest interval
  *              [0, total energy].
  * Closure: attrib_regress and attrib_auto put the remainder into the
