@@ -39,6 +39,11 @@ PY_SRC := $(wildcard python_hooks/src/*.c)
 PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 
 .PHONY: all test test-quick bench fuzz install clean check-deps
+
+# Unit tests of the attribution math: the attrib objects only, no main.c.
+ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib*.c))
+$(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 
 $(B)/lib/%.o: %.c $(HDRS)
