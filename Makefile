@@ -39,6 +39,7 @@ PY_SRC := $(wildcard python_hooks/src/*.c)
 PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 
 .PHONY: all test test-quick bench fuzz install clean check-deps
+.DEFAULT_GOAL := all
 
 # Unit tests of the attribution math: the attrib objects only, no main.c.
 ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib*.c))
@@ -109,3 +110,9 @@ $(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
 $(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(READER_SRC)
+
+# Attribution accuracy against ground truth (real perun, emulated sensor);
+# several minutes.  The test suite runs the --quick subset.
+.PHONY: accuracy
+accuracy: all
+	$(PYTHON) bench/accuracy.py

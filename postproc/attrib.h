@@ -95,6 +95,7 @@ struct attrib_series {
 enum attrib_method {
 	ATTRIB_INTEGRATE = 1,
 	ATTRIB_REGRESS,
+	ATTRIB_SPLIT, /* attrib_split: window energy split by share x fitted power */
 };
 
 /* Flags per result row. */
@@ -153,6 +154,12 @@ int attrib_regress(const struct attrib_series *s, const struct attrib_interval *
  * sensor periods, regress otherwise; row.method says which. */
 int attrib_auto(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
+/* Split every window's measured energy among its phases in proportion to
+ * time share x NNLS-fitted power (attrib_split.c); rows add up to the
+ * total exactly.  Instant reads (no window energy): attrib_auto. */
+int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
 
 /* Release a result filled by any function above; safe on a zeroed one. */
 void attrib_result_free(struct attrib_result *r);

@@ -218,8 +218,18 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
-	if (!align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round, m->base_ns,
-			      &m->align)) {
+	const struct perun_sensor *ref = NULL;
+	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
+		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
+			if (m->host->groups[g].sensors[s].n > 1)
+				ref = &m->host->groups[g].sensors[s];
+	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
+				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
+	if (hook < 0)
+		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
+				   "perun run; falling back to execution_dt",
+			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
