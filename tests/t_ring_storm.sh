@@ -33,6 +33,12 @@ $AP dump "$T/forks.ring" -o "$T/forks.csv"
 [ "$(grep -c ',exec,' "$T/forks.csv")" -eq 1 ]
 [ "$(grep -c ',child_exit,status=0,' "$T/forks.csv")" -eq 16 ]
 
+echo "== native stacks (ANCHOR_STACKS=1, libunwind)"
+probe=$(ANCHOR_FILE=$T/stacks.ring ANCHOR_STACKS=1 $M stacks)
+$C stacks "$T/stacks.ring" "$probe"
+$AP dump --stacks "$T/stacks.ring" -o "$T/stacks.csv"
+grep ',mark,stack,' "$T/stacks.csv" | head -n 1 | grep -q ',0x'
+
 if [ -n "${ANCHOR_TEST_SANITIZED:-}" ]; then
 	# ASan owns SIGSEGV in a sanitized build: the crash part tests nothing there.
 	echo "ok (crash part skipped under sanitizers)"

@@ -8,6 +8,7 @@
  *                                 store its seq in PROGRESS_FILE (mmap), so
  *                                 a test that kill -9s us knows what was
  *                                 committed
+ *   marker stacks                 print &stack_probe, then mark from it
  *   marker crash                  mark, then segfault
  */
 #include <pthread.h>
@@ -94,6 +95,15 @@ static int run_loop(const char *progress)
 	}
 }
 
+/* Not inlined: its return address must be on the captured stack. */
+__attribute__((noinline)) static int stack_probe(int n)
+{
+	for (int i = 0; i < n; i++)
+		anchor_mark_value("stack", i);
+	__asm__ volatile("" ::: "memory"); /* keep the call a call, not a tail jump */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "threads")) {
@@ -106,6 +116,13 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
 		return run_loop(argv[2]);
+	if (argc >= 2 && !strcmp(argv[1], "stacks")) {
+		/* Print the probe's address so the checker can find it on the
+		 * captured stacks (ANCHOR_STACKS=1). */
+		printf("%p\n", (void *)stack_probe);
+		fflush(stdout);
+		return stack_probe(3);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "crash")) {
 		anchor_mark("before-crash");
 		raise(SIGSEGV);
