@@ -73,6 +73,21 @@ static int build_sensor(struct em_sensor *s)
 	return 0;
 }
 
+/* Cumulative energy at timeline t (inside the span), interpolated. */
+static double cum_at(const struct em_sensor *s, double t_s)
+{
+	const double *t = s->t_tl, *c = s->cum_j;
+	size_t lo = 0, hi = s->ser.n - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid] <= t_s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c[lo] + (c[hi] - c[lo]) * (t_s - t[lo]) / (t[hi] - t[lo]);
+}
+
 double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 {
 	size_t n = s->ser.n;
@@ -87,28 +102,8 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 		return 0;
 	/* Linear interpolation of the cumulative curve: constant power within
 	 * a window (RAPL), piecewise linear power is close enough (NVML). */
-	{
-		const double *t = s->t_tl, *c = s->cum_j;
-		size_t lo = 0, hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= a)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		ca = c[lo] + (c[hi] - c[lo]) * (a - t[lo]) / (t[hi] - t[lo]);
-		lo = 0;
-		hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= b)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		cb = c[lo] + (c[hi] - c[lo]) * (b - t[lo]) / (t[hi] - t[lo]);
-	}
+	ca = cum_at(s, a);
+	cb = cum_at(s, b);
 	return cb - ca;
 }
 

@@ -59,21 +59,8 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known)
 	if (!ring_writer_attached() || pid != ring_writer_pid() ||
 	    __atomic_exchange_n(&g_exit_pid, pid, __ATOMIC_RELAXED) == pid)
 		return;
-	if (known) {
-		/* Signal-safe formatting: no snprintf in a crash handler. */
-		const char *key = is_signal ? "signal=" : "status=";
-		unsigned v = (unsigned)status_or_sig & 0xffffu;
-		char digits[8];
-		int k = 0;
-		memcpy(text, key, 7);
-		n = 7;
-		do {
-			digits[k++] = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
-		while (k)
-			text[n++] = digits[--k];
-	}
+	if (known)
+		n = anchor_fmt_kv(text, is_signal ? "signal=" : "status=", (unsigned)status_or_sig & 0xffffu);
 	ring_writer_emit(ANCHOR_KIND_PROC_EXIT,
 			 (uint8_t)((known ? ANCHOR_FLAG_VALUE : 0) | (is_signal ? ANCHOR_FLAG_SIGNAL : 0)),
 			 (uint64_t)(int64_t)status_or_sig, text, (size_t)n, NULL, 0);
