@@ -129,6 +129,13 @@ struct perun_file {
  * Silences libhdf5's own error printing. */
 int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen);
 
+/* perun_load, but first walk the file in a forked child: libhdf5 1.10
+ * crashes on some corrupt files (docs/perun-format.md), and this turns such
+ * a crash into -EIO with a message saying libhdf5 crashed, instead of
+ * killing the caller.  Errors the child finds are returned as they are.
+ * Costs a second read of the file. */
+int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_t errlen);
+
 /* Free everything perun_load allocated; safe on a zeroed struct. */
 void perun_free(struct perun_file *pf);
 
