@@ -32,6 +32,20 @@ def main():
         check(all(19.9 <= g < 80 for g in gaps), "gaps %r ms" % gaps)
     print("ok: pulse costs %s ms" % ", ".join("%.1f" % c for c in costs))
 
+    # ANCHOR_SYNC_PULSE=1: one start + one exit pattern per process tree,
+    # not one per child process.
+    tree = os.path.join(TMP, "tree.ring")
+    code = ("import os, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'import anchor; anchor.mark(\"child\")'], check=True)\n"
+            "print(os.getpid())\n")
+    q = run_py(code, tree, False, extra={"ANCHOR_SYNC_PULSE": "1"})
+    rows = dump(tree)
+    pids = {r["pid"] for r in rows if r["name"] == "anchor.sync_pulse"}
+    child = [r["pid"] for r in rows if r["name"] == "child"]
+    check(len(ranges(rows, "anchor.sync_pulse")) == 6 and pids == {int(q.stdout)} and child and child[0] not in pids,
+          "pulse per tree: %d bursts from pids %r" % (len(ranges(rows, "anchor.sync_pulse")), pids))
+    print("ok: ANCHOR_SYNC_PULSE=1 pulses once per process tree (start + exit)")
+
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(PYTHON), "py-spy")
     if not os.path.exists(spy):
         print("py-spy not installed; skipped the sampling half")

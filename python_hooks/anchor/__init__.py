@@ -23,7 +23,7 @@ Ranges (``begin``/``end``, ``phase``) are recorded exactly as called: the
 module keeps no range state, so ``end`` without ``begin`` and misnested
 ranges raise nothing and are written as they happened.  ``anchorpost``
 pairs each END with the innermost open BEGIN of the same name on the same
-thread and reports unmatched ones.
+thread; an END it cannot pair stays unmatched.
 
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
 variable ``ANCHOR_AUTO=torch`` with this package's directory on
