@@ -1,4 +1,4 @@
-"""Auto mode must not change what torch does: torch.jit.script,
+"""Auto mode must not change what torch does: torch.jit.script, jit.trace,
 torch.fx.symbolic_trace and torch.compile(backend="eager") give the same
 results with ANCHOR_AUTO=torch, a forward that raises still raises (and
 its range is closed), and the outputs equal those of a run without auto."""
@@ -17,6 +17,7 @@ x = torch.randn(2, 4)
 out = {"eager": m(x).detach().tolist()}
 out["script"] = torch.jit.script(m)(x).detach().tolist()
 out["fx"] = torch.fx.symbolic_trace(m)(x).detach().tolist()
+out["trace"] = torch.jit.trace(m, x)(x).detach().tolist()
 out["compile_eager"] = torch.compile(m, backend="eager")(x).detach().tolist()
 class Bad(nn.Module):
     def forward(self, x):

@@ -60,7 +60,13 @@ if enabled() and not _os.environ.get("ANCHOR_FILE"):
 
 
 def _decorate(ph, func):
-    """phase(name)(func): wrap func so every call runs inside the phase."""
+    """phase(name)(func): wrap func so every call runs inside the phase.
+
+    Coroutine functions get an async wrapper (the range spans the awaited
+    body).  A generator function is wrapped like any function: the range
+    covers the call that creates the generator, not its iteration; use
+    ``with anchor.phase(...)`` inside the generator for that.
+    """
     if _inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)
