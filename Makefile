@@ -13,6 +13,8 @@ DESTDIR ?=
 PYTHON ?= python3
 CC ?= cc
 B ?= build
+# clang does not link sanitizer runtimes into shared objects: ZDEFS= there.
+ZDEFS ?= -Wl,-z,defs
 
 PKGS := hdf5 libcjson yajl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -37,6 +39,12 @@ PY_SRC := $(wildcard python_hooks/src/*.c)
 PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 
 .PHONY: all test test-quick bench fuzz install clean check-deps
+.DEFAULT_GOAL := all
+
+# Unit tests of the attribution math: the attrib objects only, no main.c.
+ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib*.c))
+$(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 
 $(B)/lib/%.o: %.c $(HDRS)
@@ -48,7 +56,7 @@ $(B)/post/%.o: %.c $(HDRS)
 	$(CC) $(CFLAGS_POST) -c $< -o $@
 
 $(B)/libanchor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so -Wl,-z,defs -o $@ $^ -ldl -lpthread -lunwind
+	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
 
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread
@@ -84,6 +92,27 @@ install: all
 	install -m 0755 $(B)/libanchor.so $(DESTDIR)$(PREFIX)/lib/libanchor.so
 	install -m 0644 preload/anchor.h $(DESTDIR)$(PREFIX)/include/anchor.h
 	install -m 0755 $(B)/anchorpost $(DESTDIR)$(PREFIX)/bin/anchorpost
+	install -d $(DESTDIR)$(PREFIX)/lib/anchor/python
+	cp -r $(B)/python/. $(DESTDIR)$(PREFIX)/lib/anchor/python/
 
 clean:
 	rm -rf $(B)
+
+# ---- test victims and checkers (tests/victims/) ----
+VICTIMS := $(B)/victims/marker $(B)/victims/ring_check
+READER_SRC := anchors/ring_reader.c anchors/ring_clock.c anchors/ring_procs.c
+all: $(VICTIMS)
+
+$(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -pthread -o $@ $< -L$(B) -lanchor -Wl,-rpath,'$$ORIGIN/..'
+
+$(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< $(READER_SRC)
+
+# Attribution accuracy against ground truth (real perun, emulated sensor);
+# several minutes.  The test suite runs the --quick subset.
+.PHONY: accuracy
+accuracy: all
+	$(PYTHON) bench/accuracy.py

@@ -37,7 +37,8 @@ int ring_clock_build(const struct ring_event *ev, size_t n, struct ring_clock *c
 		c->pt[c->n].bracket_ns = p.bracket_ns;
 		c->n++;
 	}
-	qsort(c->pt, c->n, sizeof *c->pt, cmp_pt);
+	if (c->n)
+		qsort(c->pt, c->n, sizeof *c->pt, cmp_pt);
 	for (size_t i = 0; i < c->n; i++) {
 		double br = c->pt[i].bracket_ns / 1e3;
 		if (br > c->max_bracket_us)

@@ -61,7 +61,14 @@ int ring_procs_build(const struct ring_event *ev, size_t n, const char *default_
 		const struct ring_event *e = &ev[i];
 		struct ring_proc *p = find_mut(t, e->pid);
 		if (e->kind == ANCHOR_KIND_PROC_START || e->kind == ANCHOR_KIND_FORK) {
-			/* A new process (or a reused pid): start a fresh row. */
+			/* A new process (or a reused pid): start a fresh row.  A
+			 * PROC_START for a pid that is still running means it
+			 * exec'd (execl and posix_spawn call execve inside libc,
+			 * where no wrapper sees it). */
+			if (p && p->start_ns && !p->exit_ns && e->kind == ANCHOR_KIND_PROC_START) {
+				p->exit_ns = e->ts_ns;
+				p->execed = 1;
+			}
 			if (!p || p->start_ns) {
 				struct ring_proc *parent = find_mut(t, (uint32_t)e->value);
 				p = add(t, e->pid, default_host);
@@ -74,6 +81,7 @@ int ring_procs_build(const struct ring_event *ev, size_t n, const char *default_
 					p->pid = pid;
 					p->exit_ns = 0;
 					p->exit_known = p->exit_signal = p->exit_value = 0;
+					p->execed = 0;
 					p->events = 0;
 				}
 			}
@@ -103,6 +111,7 @@ int ring_procs_build(const struct ring_event *ev, size_t n, const char *default_
 		} else if (e->kind == ANCHOR_KIND_EXEC) {
 			/* The same pid continues as a new image (its PROC_START follows). */
 			p->exit_ns = e->ts_ns;
+			p->execed = 1;
 		} else if (e->kind == ANCHOR_KIND_CHILD_EXIT) {
 			struct ring_proc *c = find_mut(t, (uint32_t)e->value);
 			if (c) {

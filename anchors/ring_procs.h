@@ -15,6 +15,7 @@ struct ring_proc {
 	uint32_t pid, ppid;
 	uint64_t start_ns, exit_ns;  /* 0 when not seen */
 	int forked;                  /* started by fork, not exec */
+	int execed;                  /* this image ended by exec'ing another */
 	int exit_known;              /* status or signal known */
 	int exit_signal;             /* 1: exit_value is a signal */
 	int exit_value;

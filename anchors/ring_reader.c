@@ -294,7 +294,17 @@ fail:
 	return rc;
 }
 
+static int load(const char *path, struct ring_file *rf, char *err, size_t errlen);
+
 int ring_reader_load(const char *path, struct ring_file *rf, char *err, size_t errlen)
+{
+	int rc = load(path, rf, err, errlen);
+	if (rc)
+		ring_reader_free(rf); /* callers free only what loaded */
+	return rc;
+}
+
+static int load(const char *path, struct ring_file *rf, char *err, size_t errlen)
 {
 	struct stat st;
 	void *map = NULL;

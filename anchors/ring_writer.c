@@ -207,7 +207,8 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	head.flags = flags;
 	head.nslots = (uint8_t)(1 + ncont);
 	head.nstack = (uint8_t)nstk;
-	memcpy(head.name, text, len < ANCHOR_NAME_INLINE ? len : ANCHOR_NAME_INLINE);
+	if (len)
+		memcpy(head.name, text, len < ANCHOR_NAME_INLINE ? len : ANCHOR_NAME_INLINE);
 	if (ncont)
 		memset(cont, 0, sizeof(cont[0]) * ncont);
 	for (i = 0; i < ntext; i++) {
@@ -276,11 +277,71 @@ int ring_writer_emit(uint8_t kind, uint8_t flags, uint64_t value, const char *te
 	return emit_at(ring_writer_now_ns(), kind, flags, value, text, len, stack, nstack);
 }
 
+/*
+ * The mark path: one slot, name within the 24 inline bytes, no stack.
+ * Same protocol as emit_at, with the payload built in registers instead
+ * of a zeroed struct, and no continuation handling.
+ */
+static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value)
+{
+	struct writer_thread *t = &t_self;
+	uint64_t w[8], ticket, h, ts_ns;
+	struct anchor_slot *dst;
+	int saved_errno = errno;
+
+	if (t->in_write)
+		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	/* Guard the chunk cursor before looking at it: a signal handler that
+	 * marks between our check and our t->next++ would take the ticket (or
+	 * the chunk's last one) from under us.  With the guard set it claims
+	 * from head instead (emit_at's nested path). */
+	t->in_write = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (t->gen != g_gen || t->end - t->next < 1) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	}
+	ts_ns = ring_writer_now_ns();
+	ticket = t->next++;
+	w[1] = ts_ns;
+	w[2] = (uint64_t)g_pid | ((uint64_t)t->tid << 32);
+	/* kind, flags, nslots = 1, nstack = 0, check = 0 (filled below). */
+	w[3] = (uint64_t)kind | ((uint64_t)flags << 8) | (1ull << 16);
+	w[4] = value;
+	w[5] = w[6] = w[7] = 0;
+	memcpy(&w[5], name, len);
+	h = ticket * 0x9e3779b97f4a7c15ull;
+	for (int i = 1; i < 8; i++)
+		h = anchor_check_step(h, w[i]);
+	w[3] |= (uint64_t)anchor_check_fold(h) << 32;
+
+	dst = slot_at(ticket);
+	__atomic_store_n(&dst->commit, (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
+	/* Release fence: BUSY before the payload; pairs with the acquire in
+	 * ring_reader.c (see emit_at). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	store_words((uint64_t *)(void *)dst + 1, &w[1], 7);
+	/* Store-release: payload before commit; pairs with the reader's
+	 * load-acquire of commit. */
+	__atomic_store_n(&dst->commit, ticket + 1, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_write = 0;
+	if ((int64_t)(ts_ns - __atomic_load_n(&g_last_sync_ns, __ATOMIC_RELAXED)) > (int64_t)SYNC_PERIOD_NS)
+		ring_writer_sync();
+	errno = saved_errno;
+	return 0;
+}
+
 int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value)
 {
 	uint64_t ips[ANCHOR_STACK_MAX];
 	int n = 0;
 
+	if (!__atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	if (!g_stack_fn && len <= ANCHOR_NAME_INLINE)
+		return event_one_slot(kind, name, len, flags, value);
 	if (g_stack_fn)
 		n = g_stack_fn(ips, (int)ANCHOR_STACK_MAX);
 	return ring_writer_emit(kind, flags, value, name, len, ips, n > 0 ? (unsigned)n : 0);

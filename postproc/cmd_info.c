@@ -19,6 +19,8 @@ static void print_proc(const struct ring_proc *p)
 	if (p->exit_known)
 		snprintf(fate, sizeof fate, "%s %d", p->exit_signal ? "killed by signal" : "exit status",
 			 p->exit_value);
+	else if (p->execed)
+		snprintf(fate, sizeof fate, "replaced by exec");
 	else if (p->exit_ns)
 		snprintf(fate, sizeof fate, "exited (status unknown)");
 	printf("  pid %-7u ppid %-7u %-5s", p->pid, p->ppid, p->forked ? "fork" : "exec");

@@ -8,5 +8,10 @@
 
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_perun(int argc, char **argv);
+
+int cmd_phases(int argc, char **argv);
+int cmd_samples(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif

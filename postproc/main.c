@@ -18,6 +18,10 @@ struct command {
 static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts"},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
+	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
+	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
+	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
+	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
 	{NULL, NULL, NULL},
 };
 

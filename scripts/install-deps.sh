@@ -6,7 +6,7 @@ set -euo pipefail
 
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev)
-PYPKGS=("torch==2.13.0" "py-spy" "perun" "numpy")
+PYPKGS=("torch==2.13.0" "py-spy" "perun" "numpy" "h5py" "mpi4py")
 
 missing=()
 for d in "${DEBS[@]}"; do
@@ -25,6 +25,10 @@ need=()
 command -v py-spy >/dev/null 2>&1 || "$PY" -m pip show py-spy >/dev/null 2>&1 || need+=("py-spy")
 "$PY" -c 'import perun' 2>/dev/null || need+=("perun")
 "$PY" -c 'import numpy' 2>/dev/null || need+=("numpy")
+# h5py: tests read perun's HDF5 independently; mpi4py: perun's MPI mode
+# (without it `mpirun perun monitor` runs N unrelated single-rank perun).
+"$PY" -c 'import h5py' 2>/dev/null || need+=("h5py")
+"$PY" -c 'import mpi4py' 2>/dev/null || need+=("mpi4py")
 if [ ${#need[@]} -gt 0 ]; then
 	echo "install-deps: pip install ${need[*]}" >&2
 	"$PY" -m pip install -q "${need[@]}"

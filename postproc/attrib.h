@@ -1,0 +1,189 @@
+/*
+ * attrib.h - energy attribution: joules per phase from a power sensor.
+ *
+ * Pure math on plain arrays.  Everything lives on ONE timeline in seconds:
+ * the caller has already mapped the ring's phases and the sensor's
+ * timesteps onto it (an unknown constant offset can be fitted with
+ * attrib_fit_offset).
+ *
+ * Phases.  An interval [t0_s, t1_s) belongs to phase `phase` (an index into
+ * the caller's name table, 0 <= phase < n_phase).  Intervals of one phase
+ * never overlap; intervals of different phases may (nested ranges, other
+ * processes): the caller chooses exclusive (self) or inclusive accounting by
+ * the intervals it passes.  Time inside the sensor's span that lies outside
+ * every interval is the "unattributed" pseudo-phase, always estimated too: it
+ * is row n_phase of every result.
+ *
+ * Sensors (as perun 1.0.0 stores them, see attrib_series.c for the source
+ * reading):
+ *   ATTRIB_WINDOW_AVG_W  value[i] = energy between t[i-1] and t[i] divided by
+ *                        the gap (perun's RAPL power); value[0] is a copy of
+ *                        value[1] and is ignored.  Windows are exact.
+ *   ATTRIB_COUNTER_J     value[i] = cumulative energy in J at t[i], already
+ *                        scaled and unwrapped (perun's RAPL alt_values * mag).
+ *   ATTRIB_INSTANT_W     value[i] = power read at t[i] (NVML).  Between reads
+ *                        the power is taken as piecewise linear (the same
+ *                        trapezoid perun integrates), except between two
+ *                        reads with exactly one phase edge between them: there
+ *                        it steps at the edge from one read to the next.  For
+ *                        the regression a read stands for the mean power over
+ *                        the avg_window_s before it (0: a point sample of the
+ *                        phase active at t[i]).
+ * The covered span is [t[0], t[n-1]]; only phase time inside it counts.
+ *
+ * Methods, per phase:
+ *   integrate  difference of the cumulative energy curve at each interval's
+ *              ends.  A window holding one phase edge is split in proportion
+ *              to its neighbours' powers rather than uniformly (uniform
+ *              costs ~3.5 % on a 6-period phase between strong power steps;
+ *              see attrib_series.c).  Interval: edge bounds where the split
+ *              was not possible, plus 1.96 sigma of the split errors and of
+ *              the sensor noise (estimated from neighbouring windows).
+ *   regress    non-negative least squares of each window's mean power on the
+ *              window's time share of every phase (plus unattributed):
+ *              y_j = sum_k A[j][k] p_k; energy_k = p_k * time_k.  95 %
+ *              intervals from a block bootstrap over windows, never narrower
+ *              than the analytic +-1.96 se, then widened by the estimate's
+ *              sensitivity to a timing error of opts.offset_sigma_s (perun
+ *              stamps a round before it reads the sensors).  Columns that
+ *              cannot be told apart (phases recurring in lock-step with the
+ *              window: variance inflation > vif_max) are flagged
+ *              ATTRIB_FLAG_UNIDENTIFIABLE and get the honest interval
+ *              [0, total energy].
+ * Closure: attrib_regress and attrib_auto put the remainder into the
+ * unattributed row (unattributed = total - sum of phases), so the rows add
+ * up to total_j exactly; the difference between that remainder and the
+ * fitted unattributed energy is reported as closure_j.  attrib_integrate
+ * integrates the unattributed time directly; with overlapping phases its
+ * rows then add up to more than the total, reported as closure_j.
+ *
+ * Errors are negative errno: -EINVAL bad input (n < 2, timesteps not
+ * strictly increasing, non-finite values, t1 < t0, phase out of range, a
+ * decreasing counter), -ENOMEM, -ENODATA no sensor window overlaps any phase
+ * interval (files from different runs).
+ */
+#ifndef ANCHORPOST_ATTRIB_H
+#define ANCHORPOST_ATTRIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One phase occurrence on the common timeline. */
+struct attrib_interval {
+	double t0_s, t1_s;
+	int phase;
+};
+
+/* How a sensor's values relate to energy (see the opening comment). */
+enum attrib_kind {
+	ATTRIB_WINDOW_AVG_W = 1,
+	ATTRIB_COUNTER_J,
+	ATTRIB_INSTANT_W,
+};
+
+/* One device's series; arrays are borrowed, never freed here. */
+struct attrib_series {
+	const double *t_s;
+	const double *value;
+	size_t n;
+	enum attrib_kind kind;
+	/* ATTRIB_INSTANT_W only: the sensor's own averaging time before each
+	 * read, used by the regression; 0 means a point sample. */
+	double avg_window_s;
+};
+
+enum attrib_method {
+	ATTRIB_INTEGRATE = 1,
+	ATTRIB_REGRESS,
+	ATTRIB_SPLIT, /* attrib_split: window energy split by share x fitted power */
+};
+
+/* Flags per result row. */
+#define ATTRIB_FLAG_UNIDENTIFIABLE 0x1u /* column not separable: CI [0, total] */
+#define ATTRIB_FLAG_NO_TIME 0x2u	/* no time inside the covered span */
+#define ATTRIB_FLAG_AT_ZERO 0x4u	/* NNLS held the power at 0 */
+#define ATTRIB_FLAG_REMAINDER 0x8u	/* unattributed row = total - phases */
+
+struct attrib_row {
+	enum attrib_method method;
+	unsigned flags;
+	double time_s;	     /* seconds inside the covered span */
+	double typical_s;    /* median interval length inside the span */
+	double energy_j;
+	double ci_low_j, ci_high_j;
+	double power_w;	     /* energy_j / time_s (0 without time) */
+	double vif;	     /* variance inflation of its column (regress; 0 otherwise) */
+};
+
+struct attrib_result {
+	size_t n_phase;		/* rows: n_phase phases + 1 unattributed */
+	struct attrib_row *row; /* n_phase + 1 entries, owned */
+	double span_t0_s, span_t1_s;
+	double total_j;		/* sensor energy over the span */
+	double closure_j;	/* see "Closure" above */
+	double period_s;	/* median sensor period */
+	size_t n_windows;	/* regression rows (0 if none ran) */
+	double rms_resid_w;	/* regression residual, W rms per window */
+	double cond;		/* condition number of the column-scaled Gram */
+	unsigned n_boot;	/* bootstrap resamples used */
+	size_t block_len;	/* windows per bootstrap block */
+};
+
+/* Tuning; a zeroed struct (or NULL) gives the defaults in brackets. */
+struct attrib_opts {
+	unsigned n_boot;	/* bootstrap resamples [200] */
+	uint64_t seed;		/* bootstrap seed [0x616e63686f72, "anchor"] */
+	size_t block_len;	/* windows per block [cube root of windows] */
+	double min_periods;	/* auto: integrate when typical >= this many periods [5] */
+	double vif_max;		/* flag a column above this variance inflation [1e4] */
+	/* Timing uncertainty between sensor and phases, s [0.001; < 0: none].
+	 * The regression is refitted with the phases shifted by +-this and
+	 * each interval widened by the change: a bias no bootstrap can see. */
+	double offset_sigma_s;
+};
+
+/* Integrate the sensor's cumulative energy over every phase's intervals. */
+int attrib_integrate(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		     size_t n_phase, struct attrib_result *out);
+
+/* Fit per-phase power over the sensor windows (NNLS + block bootstrap). */
+int attrib_regress(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		   size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
+/* Per phase: integrate when its typical interval spans >= min_periods
+ * sensor periods, regress otherwise; row.method says which. */
+int attrib_auto(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
+/* Split every window's measured energy among its phases in proportion to
+ * time share x NNLS-fitted power (attrib_split.c); rows add up to the
+ * total exactly.  Instant reads (no window energy): attrib_auto. */
+int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
+/* Release a result filled by any function above; safe on a zeroed one. */
+void attrib_result_free(struct attrib_result *r);
+
+/* Fit the offset delta (sensor time = phase time + delta) within
+ * [-range_s, range_s] by minimising the NNLS residual: a coarse grid of
+ * period/5 steps, then golden-section refinement.  *sigma_s is the 1-sigma
+ * uncertainty from the residual's curvature.  The intervals are not
+ * changed; shift them by *delta_s before attributing. */
+int attrib_fit_offset(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		      size_t n_phase, double range_s, double *delta_s, double *sigma_s);
+
+/* Cheaper offset fit: maximise the correlation between the window power and
+ * the predicted activity sum_k weight[k] * share_k (weight NULL: 1 for every
+ * phase, 0 for unattributed) on a grid of step_s, refined by a parabola
+ * through the peak.  *resolution_s is step_s / 2 (a resolution, not a
+ * statistical error). */
+int attrib_fit_offset_corr(const struct attrib_series *s, const struct attrib_interval *iv,
+			   size_t n_iv, size_t n_phase, const double *weight, double range_s,
+			   double step_s, double *delta_s, double *resolution_s);
+
+/* Lawson-Hanson NNLS on the normal equations: minimise |A x - y|^2 with
+ * x >= 0 given G = A'A (k x k, row-major) and g = A'y.  Returns the number
+ * of iterations, or -EINVAL / -ERANGE (no convergence). */
+int attrib_nnls(const double *gram, const double *g, size_t k, double *x);
+
+#endif

@@ -1,0 +1,634 @@
+/*
+ * cmd_record.c - `anchorpost record [opts] -- python SCRIPT.py ARGS...`:
+ * record one training run with all three tools, the right way.
+ *
+ *   OUTDIR/run.ring                     anchors (libanchor.so in every process)
+ *   OUTDIR/perun/<script>.hdf5          perun monitoring that same process
+ *   OUTDIR/profile.chrometrace.json     py-spy sampling it (or .speedscope.json)
+ *   OUTDIR/record.json                  what ran, which sensor, pids, exit status
+ *   OUTDIR/emulated/                    only with the emulated sensor:
+ *       powercap/ (the fake RAPL tree), truth.json (the emulator's ledger)
+ *
+ * One training process: perun runs the script inside its own interpreter
+ * (exec of the script's code, sampler in a forked child), so the process
+ * perun starts IS the training process.  py-spy attaches to its pid, with
+ * --subprocesses so DataLoader workers (forked children) are sampled too,
+ * and --idle so sample times stay dense.  libanchor.so is preloaded into
+ * perun (hence the script, the sampler and the workers) and py-spy.
+ *
+ * Sensor: real RAPL/NVML when readable, else an emulated RAPL driven by the
+ * run's CPU activity (tools/emulated_power, python -m anchor_emul.*); then
+ * every output says "emulated sensor, not a measurement".
+ *
+ * Exit status: the script's (anchor_emul.perun keeps it; plain perun only
+ * knows 0/1).  See docs/recording.md for the manual equivalent.
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "diag.h"
+#include "outfile.h"
+
+#define EMULATED_NOTICE "emulated sensor, not a measurement"
+
+enum sensor { SENSOR_AUTO, SENSOR_EMULATED, SENSOR_REAL };
+
+struct rec {
+	const char *outdir_arg;
+	char outdir[PATH_MAX];
+	double rate_hz;
+	double period_s;
+	enum sensor sensor;
+	int speedscope;
+	int subprocesses;
+	char **cmd; /* python SCRIPT.py ARGS..., NULL-terminated */
+	char python[PATH_MAX];
+	char pyspy[PATH_MAX];
+	char libdir[PATH_MAX];
+	char emuldir[PATH_MAX]; /* "" when tools/emulated_power is not found */
+	char profile[PATH_MAX];
+	pid_t perun_pid, pyspy_pid, updater_pid;
+	int pyspy_tries;
+};
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: anchorpost record [-o OUTDIR] [--rate HZ] [--sampling-period S]\n"
+		"                         [--sensor auto|emulated|real] [--format chrometrace|speedscope]\n"
+		"                         [--no-subprocesses] -- python SCRIPT.py [ARGS...]\n"
+		"  Runs SCRIPT under perun (monitor) and py-spy (record --idle), with\n"
+		"  libanchor.so preloaded into both, and writes everything into OUTDIR\n"
+		"  (default anchor-run-YYYYmmdd-HHMMSS).  Defaults: --rate 200,\n"
+		"  --sampling-period 0.1, --sensor auto (emulated when no RAPL/GPU is\n"
+		"  readable), --format chrometrace.  Exit status: the script's.\n");
+}
+
+static double parse_pos(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v > 0))
+		diag_fatal(NULL, "record: %s wants a positive number, got '%s'", opt, s);
+	return v;
+}
+
+static void parse_args(struct rec *r, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--no-subprocesses")) {
+			r->subprocesses = 0;
+			continue;
+		} else if (!v) {
+			break;
+		}
+		if (!strcmp(a, "-o")) {
+			r->outdir_arg = v;
+		} else if (!strcmp(a, "--rate")) {
+			r->rate_hz = parse_pos(a, v);
+		} else if (!strcmp(a, "--sampling-period")) {
+			r->period_s = parse_pos(a, v);
+		} else if (!strcmp(a, "--sensor")) {
+			if (!strcmp(v, "auto"))
+				r->sensor = SENSOR_AUTO;
+			else if (!strcmp(v, "emulated"))
+				r->sensor = SENSOR_EMULATED;
+			else if (!strcmp(v, "real"))
+				r->sensor = SENSOR_REAL;
+			else
+				diag_fatal(NULL, "record: --sensor is auto, emulated or real, not '%s'", v);
+		} else if (!strcmp(a, "--format")) {
+			if (!strcmp(v, "speedscope"))
+				r->speedscope = 1;
+			else if (strcmp(v, "chrometrace"))
+				diag_fatal(NULL, "record: --format is chrometrace or speedscope, not '%s'", v);
+		} else {
+			break;
+		}
+		i++;
+	}
+	if (i > argc - 2 || strcmp(argv[i - 1], "--")) {
+		usage(stderr);
+		diag_fatal(NULL, "record: give the command after '--': python SCRIPT.py [ARGS...]");
+	}
+	r->cmd = argv + i;
+	/* perun monitor runs a script file, not "-m module" or "-c code". */
+	if (r->cmd[1][0] == '-' || strlen(r->cmd[1]) < 4 || strcmp(r->cmd[1] + strlen(r->cmd[1]) - 3, ".py"))
+		diag_fatal(NULL, "record: the command must be 'python SCRIPT.py [ARGS...]' (perun runs a .py file), got '%s %s'",
+			   r->cmd[0], r->cmd[1]);
+	if (access(r->cmd[1], R_OK))
+		diag_fatal(r->cmd[1], "%s", strerror(errno));
+	if (r->period_s < 0.1)
+		diag_fatal(NULL, "record: perun's shortest sampling period is 0.1 s (it resets smaller values to 1 s)");
+}
+
+static void mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof buf)
+		diag_fatal(path, "path too long");
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			diag_fatal(buf, "cannot create directory: %s", strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		diag_fatal(buf, "cannot create directory: %s", strerror(errno));
+}
+
+static void join(char *dst, const char *a, const char *b)
+{
+	if ((size_t)snprintf(dst, PATH_MAX, "%s/%s", a, b) >= PATH_MAX)
+		diag_fatal(a, "path too long");
+}
+
+/* The real interpreter behind `python` (often a pyenv shim: a bash script
+ * that would put a dozen extra processes into the ring and make py-spy
+ * attach to bash). */
+static void resolve_python(struct rec *r)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof cmd, "'%s' -c 'import sys; print(sys.executable)' 2>/dev/null", r->cmd[0]);
+	if (strchr(r->cmd[0], '\'') || !(p = popen(cmd, "r")))
+		diag_fatal(r->cmd[0], "cannot run the Python interpreter");
+	if (!fgets(r->python, sizeof r->python, p))
+		r->python[0] = 0;
+	if (pclose(p) != 0 || !r->python[0])
+		diag_fatal(r->cmd[0], "is not a working Python interpreter");
+	n = strlen(r->python);
+	if (n && r->python[n - 1] == '\n')
+		r->python[n - 1] = 0;
+}
+
+static int is_exec(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
+/* py-spy: next to the interpreter (pip installs it there), else on PATH. */
+static void find_pyspy(struct rec *r)
+{
+	char dir[PATH_MAX];
+	const char *path = getenv("PATH");
+
+	snprintf(dir, sizeof dir, "%s", r->python);
+	*strrchr(dir, '/') = 0;
+	join(r->pyspy, dir, "py-spy");
+	if (is_exec(r->pyspy))
+		return;
+	for (const char *p = path ? path : ""; *p;) {
+		size_t len = strcspn(p, ":");
+
+		snprintf(dir, sizeof dir, "%.*s", (int)len, p);
+		join(r->pyspy, dir, "py-spy");
+		if (len && is_exec(r->pyspy))
+			return;
+		p += len + (p[len] == ':');
+	}
+	diag_fatal(NULL, "record: py-spy not found next to %s or on PATH (scripts/install-deps.sh)", r->python);
+}
+
+static void find_parts(struct rec *r)
+{
+	char self[PATH_MAX], lib[PATH_MAX], probe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	const char *env = getenv("ANCHOR_EMUL_DIR");
+
+	if (n <= 0)
+		diag_fatal("/proc/self/exe", "cannot find anchorpost's own directory");
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(r->libdir, sizeof r->libdir, "%s", self);
+	join(lib, r->libdir, "libanchor.so");
+	if (access(lib, R_OK))
+		diag_fatal(lib, "libanchor.so must sit beside anchorpost: %s", strerror(errno));
+	if (env && *env)
+		snprintf(r->emuldir, sizeof r->emuldir, "%s", env);
+	else
+		join(r->emuldir, self, "../tools/emulated_power");
+	join(probe, r->emuldir, "anchor_emul/perun.py");
+	if (access(probe, R_OK))
+		r->emuldir[0] = 0;
+}
+
+/* Real sensors perun could read: a RAPL energy counter we may open, or an
+ * NVIDIA device node. */
+static int have_real_sensor(void)
+{
+	glob_t g;
+	int found = 0;
+
+	if (!glob("/sys/class/powercap/intel-rapl:*/energy_uj", 0, NULL, &g)) {
+		for (size_t i = 0; i < g.gl_pathc && !found; i++) {
+			char buf[32];
+			int fd = open(g.gl_pathv[i], O_RDONLY);
+
+			found = fd >= 0 && read(fd, buf, sizeof buf) > 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		globfree(&g);
+	}
+	return found || !access("/dev/nvidiactl", R_OK);
+}
+
+static void prepend_env(const char *name, const char *val)
+{
+	const char *old = getenv(name);
+	char *v;
+
+	if (!old || !*old) {
+		setenv(name, val, 1);
+		return;
+	}
+	if (asprintf(&v, "%s:%s", val, old) < 0)
+		_exit(127);
+	setenv(name, v, 1);
+	free(v);
+}
+
+/* Child side of spawn(): environment for the run's processes. */
+static void child_env(const struct rec *r, int anchored)
+{
+	char buf[PATH_MAX];
+
+	if (r->emuldir[0])
+		prepend_env("PYTHONPATH", r->emuldir);
+	if (!anchored)
+		return;
+	join(buf, r->outdir, "run.ring");
+	setenv("ANCHOR_FILE", buf, 1);
+	/* perun's sampler writes its own clock readings into the ring: exact
+	 * perun alignment (python_hooks/anchor/_perun_hook.py). */
+	{
+		const char *a = getenv("ANCHOR_AUTO");
+		if (!a || !*a)
+			setenv("ANCHOR_AUTO", "perun", 1);
+		else if (!strstr(a, "perun")) {
+			char v[512];
+			snprintf(v, sizeof v, "%s,perun", a);
+			setenv("ANCHOR_AUTO", v, 1);
+		}
+	}
+	join(buf, r->libdir, "libanchor.so");
+	prepend_env("LD_PRELOAD", buf);
+}
+
+/* fork+exec argv.  anchored: preload libanchor into it.  gate_fd >= 0:
+ * the child waits for one byte (or EOF) on it before exec. */
+static pid_t spawn(const struct rec *r, char *const argv[], int anchored, int gate_fd, int quiet)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		diag_fatal(NULL, "record: fork: %s", strerror(errno));
+	if (pid)
+		return pid;
+	signal(SIGINT, SIG_DFL);
+	child_env(r, anchored);
+	if (gate_fd >= 0) {
+		char c;
+
+		while (read(gate_fd, &c, 1) < 0 && errno == EINTR)
+			;
+		close(gate_fd);
+	}
+	if (quiet) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 1);
+	}
+	execv(argv[0], argv);
+	fprintf(stderr, "anchorpost: record: %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+static int wait_status(pid_t pid, int *status)
+{
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* Wait up to timeout_s for pid; then send sig and wait for good. */
+static int wait_or_signal(pid_t pid, double timeout_s, int sig)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	int status = 0;
+
+	for (double t = 0; t < timeout_s; t += 0.02) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			return exit_code(status);
+		if (w < 0 && errno != EINTR)
+			return -1;
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, sig);
+	if (wait_status(pid, &status))
+		return -1;
+	return exit_code(status);
+}
+
+static void run_init(const struct rec *r, const char *powercap)
+{
+	char *argv[] = {(char *)r->python, "-m", "anchor_emul.updater", "--powercap", (char *)powercap, "--init", NULL};
+	int status;
+	pid_t pid = spawn(r, argv, 0, -1, 0);
+
+	if (wait_status(pid, &status) || exit_code(status))
+		diag_fatal(powercap, "record: creating the emulated powercap tree failed");
+}
+
+static void start_updater(struct rec *r, const char *powercap)
+{
+	char pidbuf[32], truth[PATH_MAX], ready[PATH_MAX];
+	struct timespec ts = {0, 10 * 1000 * 1000};
+
+	snprintf(pidbuf, sizeof pidbuf, "%d", (int)r->perun_pid);
+	join(truth, r->outdir, "emulated/truth.json");
+	join(ready, r->outdir, "emulated/updater.ready");
+	unlink(ready);
+	char *argv[] = {r->python, "-m", "anchor_emul.updater", "--powercap", (char *)powercap,
+			"--model", "cpu", "--watch-pid", pidbuf, "--truth", truth, "--ready-file", ready, NULL};
+	r->updater_pid = spawn(r, argv, 0, -1, 0);
+	/* perun reads the counters from its first sample on: let the updater
+	 * tick before the run starts.  30 s covers a slow Python start. */
+	for (int i = 0; i < 3000 && access(ready, F_OK); i++) {
+		int status;
+
+		if (waitpid(r->updater_pid, &status, WNOHANG) == r->updater_pid)
+			diag_fatal(NULL, "record: the emulated sensor's updater exited (status %d)", exit_code(status));
+		nanosleep(&ts, NULL);
+	}
+	if (access(ready, F_OK))
+		diag_fatal(ready, "record: the emulated sensor's updater did not start in 30 s");
+}
+
+static pid_t start_perun(struct rec *r, enum sensor s, const char *powercap, int gate_fd)
+{
+	char period[32], data_out[PATH_MAX];
+	char *argv[64 + 1024];
+	int n = 0;
+
+	snprintf(period, sizeof period, "%g", r->period_s);
+	join(data_out, r->outdir, "perun");
+	argv[n++] = r->python;
+	argv[n++] = "-m";
+	if (r->emuldir[0]) {
+		argv[n++] = "anchor_emul.perun";
+		argv[n++] = s == SENSOR_EMULATED ? "--powercap" : "--real";
+		if (s == SENSOR_EMULATED)
+			argv[n++] = (char *)powercap;
+	} else {
+		argv[n++] = "perun";
+	}
+	argv[n++] = "monitor";
+	argv[n++] = "--data_out";
+	argv[n++] = data_out;
+	argv[n++] = "--sampling_period";
+	argv[n++] = period;
+	for (char **c = r->cmd + 1; *c; c++) {
+		if (n >= (int)(sizeof argv / sizeof *argv) - 1)
+			diag_fatal(NULL, "record: too many arguments");
+		argv[n++] = *c;
+	}
+	argv[n] = NULL;
+	return spawn(r, argv, 1, gate_fd, 0);
+}
+
+static pid_t start_pyspy(struct rec *r)
+{
+	char rate[32], pid[32];
+	char *argv[20];
+	int n = 0;
+
+	snprintf(rate, sizeof rate, "%g", r->rate_hz);
+	snprintf(pid, sizeof pid, "%d", (int)r->perun_pid);
+	argv[n++] = r->pyspy;
+	argv[n++] = "record";
+	argv[n++] = "--idle";
+	argv[n++] = "--rate";
+	argv[n++] = rate;
+	argv[n++] = "--format";
+	argv[n++] = r->speedscope ? "speedscope" : "chrometrace";
+	argv[n++] = "-o";
+	argv[n++] = r->profile;
+	if (r->subprocesses)
+		argv[n++] = "--subprocesses";
+	argv[n++] = "--pid";
+	argv[n++] = pid;
+	argv[n] = NULL;
+	return spawn(r, argv, 1, -1, 1);
+}
+
+/* py-spy fails when it attaches before the interpreter is initialised
+ * (no Python version found yet): retry while the run is young. */
+static void attach_pyspy(struct rec *r)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+
+	for (r->pyspy_tries = 1; r->pyspy_tries <= 20; r->pyspy_tries++) {
+		int status = 0, quit = 0;
+
+		nanosleep(&ts, NULL);
+		siginfo_t si = {0};
+
+		/* WNOWAIT: only look; the exit status is collected later. */
+		if (waitid(P_PID, (id_t)r->perun_pid, &si, WEXITED | WNOHANG | WNOWAIT) || si.si_pid)
+			break;
+		r->pyspy_pid = start_pyspy(r);
+		for (int i = 0; i < 30 && !quit; i++) {
+			nanosleep(&ts, NULL);
+			quit = waitpid(r->pyspy_pid, &status, WNOHANG) == r->pyspy_pid;
+		}
+		if (!quit)
+			return;
+		r->pyspy_pid = 0;
+	}
+	diag_warn(NULL, "record: py-spy could not attach to pid %d; no profile", (int)r->perun_pid);
+}
+
+static void write_record_json(const struct rec *r, enum sensor s, int status)
+{
+	char path[PATH_MAX];
+	struct outfile of;
+	cJSON *o = cJSON_CreateObject(), *cmd = cJSON_AddArrayToObject(o, "command");
+	char *text;
+
+	for (char **c = r->cmd; *c; c++)
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(*c));
+	cJSON_AddStringToObject(o, "python", r->python);
+	cJSON_AddStringToObject(o, "sensor", s == SENSOR_EMULATED ? "emulated" : "real");
+	if (s == SENSOR_EMULATED)
+		cJSON_AddStringToObject(o, "notice", EMULATED_NOTICE);
+	cJSON_AddNumberToObject(o, "training_pid", r->perun_pid);
+	cJSON_AddStringToObject(o, "training_process", "perun monitor (runs the script in-process)");
+	cJSON_AddNumberToObject(o, "sampling_period_s", r->period_s);
+	cJSON_AddNumberToObject(o, "pyspy_rate_hz", r->rate_hz);
+	cJSON_AddStringToObject(o, "pyspy_format", r->speedscope ? "speedscope" : "chrometrace");
+	cJSON_AddBoolToObject(o, "pyspy_idle", 1);
+	cJSON_AddBoolToObject(o, "pyspy_subprocesses", r->subprocesses);
+	cJSON_AddNumberToObject(o, "pyspy_attach_tries", r->pyspy_tries);
+	cJSON_AddNumberToObject(o, "exit_status", status);
+	text = cJSON_Print(o);
+	join(path, r->outdir, "record.json");
+	outfile_open(&of, path);
+	fprintf(of.fp, "%s\n", text);
+	outfile_commit(&of);
+	free(text);
+	cJSON_Delete(o);
+}
+
+/* Print every file under dir with its size; the fake powercap tree is
+ * shown as one line (its files are the emulator's, not outputs). */
+static void list_dir(const char *base, const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		struct stat st;
+
+		join(path, dir, name);
+		if (name[0] != '.' && !stat(path, &st)) {
+			const char *rel = path + strlen(base) + 1;
+
+			if (S_ISDIR(st.st_mode) && !strcmp(name, "powercap"))
+				printf("  %12s  %s/ (emulated RAPL tree)\n", "", rel);
+			else if (S_ISDIR(st.st_mode))
+				list_dir(base, path);
+			else if (S_ISREG(st.st_mode))
+				printf("  %12lld  %s\n", (long long)st.st_size, rel);
+		}
+		free(ents[i]);
+	}
+	if (n >= 0)
+		free(ents);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec r = {.rate_hz = 200, .period_s = 0.1, .subprocesses = 1};
+	char powercap[PATH_MAX] = "", ring[PATH_MAX], gen[64];
+	enum sensor s;
+	int gate[2], status = 0, code;
+
+	parse_args(&r, argc, argv);
+	find_parts(&r);
+	resolve_python(&r);
+	find_pyspy(&r);
+	if (!r.outdir_arg) {
+		time_t now = time(NULL);
+
+		strftime(gen, sizeof gen, "anchor-run-%Y%m%d-%H%M%S", localtime(&now));
+		r.outdir_arg = gen;
+	}
+	mkdir_p(r.outdir_arg);
+	if (!realpath(r.outdir_arg, r.outdir))
+		diag_fatal(r.outdir_arg, "%s", strerror(errno));
+	join(ring, r.outdir, "run.ring");
+	if (!access(ring, F_OK))
+		diag_fatal(ring, "record: OUTDIR already holds a recording; choose another -o");
+	join(r.profile, r.outdir, r.speedscope ? "profile.speedscope.json" : "profile.chrometrace.json");
+
+	s = r.sensor;
+	if (s == SENSOR_AUTO)
+		s = have_real_sensor() ? SENSOR_REAL : SENSOR_EMULATED;
+	if (s == SENSOR_EMULATED && !r.emuldir[0])
+		diag_fatal(NULL, "record: the emulated sensor needs tools/emulated_power beside the build dir, or ANCHOR_EMUL_DIR");
+	if (s == SENSOR_EMULATED) {
+		fprintf(stderr, "anchorpost: record: %s: %s (%s)\n",
+			r.sensor == SENSOR_AUTO ? "no readable RAPL counter or NVIDIA GPU" : "--sensor emulated",
+			"perun reads an emulated RAPL driven by the run's CPU time", EMULATED_NOTICE);
+		join(powercap, r.outdir, "emulated");
+		mkdir_p(powercap);
+		join(powercap, r.outdir, "emulated/powercap");
+		run_init(&r, powercap);
+	}
+
+	/* Ctrl-C reaches the whole foreground group; the recorder stays to
+	 * collect what its children write. */
+	signal(SIGINT, SIG_IGN);
+	if (pipe2(gate, O_CLOEXEC))
+		diag_fatal(NULL, "record: pipe: %s", strerror(errno));
+	r.perun_pid = start_perun(&r, s, powercap, gate[0]);
+	close(gate[0]);
+	if (s == SENSOR_EMULATED)
+		start_updater(&r, powercap);
+	/* The run starts now: one byte opens the gate (EOF would not come
+	 * while another child still held the write end). */
+	if (write(gate[1], "g", 1) != 1)
+		diag_fatal(NULL, "record: pipe write: %s", strerror(errno));
+	close(gate[1]);
+	attach_pyspy(&r);
+
+	if (wait_status(r.perun_pid, &status))
+		diag_fatal(NULL, "record: waitpid: %s", strerror(errno));
+	code = exit_code(status);
+	/* py-spy notices the exit and writes its file; a long profile takes
+	 * a while to serialise. */
+	if (r.pyspy_pid && wait_or_signal(r.pyspy_pid, 120, SIGINT) != 0)
+		diag_warn(r.profile, "record: py-spy ended with an error");
+	if (r.updater_pid && wait_or_signal(r.updater_pid, 10, SIGTERM) != 0)
+		diag_warn(NULL, "record: the emulated sensor's updater ended with an error");
+	signal(SIGINT, SIG_DFL);
+	write_record_json(&r, s, code);
+
+	printf("anchorpost record: %s (exit status %d)\n", r.outdir, code);
+	list_dir(r.outdir, r.outdir);
+	if (s == SENSOR_EMULATED)
+		printf("  energy: %s (perun/EMULATED_SENSOR.txt)\n", EMULATED_NOTICE);
+	return code;
+}

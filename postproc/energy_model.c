@@ -1,0 +1,286 @@
+/* energy_model.c - ring + perun on one timeline (see energy_model.h). */
+#include "energy_model.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diag.h"
+
+double energy_model_tl(const struct energy_model *m, uint64_t ts_ns)
+{
+	return ((double)ts_ns - (double)m->base_ns) / 1e9;
+}
+
+static const struct perun_host *pick_host(const struct perun_round *r, const char *want)
+{
+	const struct perun_host *first_power = NULL;
+	for (size_t i = 0; i < r->nhosts; i++) {
+		const struct perun_host *h = &r->hosts[i];
+		int power = 0;
+		for (size_t g = 0; g < h->ngroups; g++)
+			for (size_t s = 0; s < h->groups[g].nsensors; s++)
+				power |= perun_sensor_is_power(&h->groups[g].sensors[s]);
+		if (want && !strcmp(h->name, want))
+			return h;
+		if (power && !first_power)
+			first_power = h;
+	}
+	return first_power ? first_power : (r->nhosts ? &r->hosts[0] : NULL);
+}
+
+/* Cumulative energy at each sample, and the series attrib reads. */
+static int build_sensor(struct em_sensor *s)
+{
+	const struct perun_sensor *p = s->ps;
+	size_t n = p->n;
+	s->cum_j = calloc(n ? n : 1, sizeof *s->cum_j);
+	s->t_tl = calloc(n ? n : 1, sizeof *s->t_tl);
+	if (!s->cum_j || !s->t_tl)
+		return -ENOMEM;
+	s->ser.t_s = p->timesteps_s;
+	s->ser.n = n;
+	if (p->alt_values && p->alt_unit && !strcmp(p->alt_unit, "J")) {
+		int monotone = 1;
+		for (size_t i = 1; i < n; i++)
+			monotone &= p->alt_values[i] >= p->alt_values[i - 1];
+		if (monotone) {
+			/* RAPL: the counter itself is the most exact energy. */
+			s->ser.kind = ATTRIB_COUNTER_J;
+			s->ser.value = p->alt_values;
+			for (size_t i = 0; i < n; i++)
+				s->cum_j[i] = p->alt_values[i] - p->alt_values[0];
+			return 0;
+		}
+	}
+	s->ser.value = p->values;
+	if (!strcmp(s->group, "gpu")) {
+		/* NVML: instantaneous reads; perun integrates trapezoids. */
+		s->ser.kind = ATTRIB_INSTANT_W;
+		for (size_t i = 1; i < n; i++)
+			s->cum_j[i] = s->cum_j[i - 1] + 0.5 * (p->values[i] + p->values[i - 1]) *
+								(p->timesteps_s[i] - p->timesteps_s[i - 1]);
+	} else {
+		/* RAPL power as perun stores it: the mean over the window before. */
+		s->ser.kind = ATTRIB_WINDOW_AVG_W;
+		for (size_t i = 1; i < n; i++)
+			s->cum_j[i] = s->cum_j[i - 1] + p->values[i] * (p->timesteps_s[i] - p->timesteps_s[i - 1]);
+	}
+	return 0;
+}
+
+/* Cumulative energy at timeline t (inside the span), interpolated. */
+static double cum_at(const struct em_sensor *s, double t_s)
+{
+	const double *t = s->t_tl, *c = s->cum_j;
+	size_t lo = 0, hi = s->ser.n - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid] <= t_s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c[lo] + (c[hi] - c[lo]) * (t_s - t[lo]) / (t[hi] - t[lo]);
+}
+
+double energy_model_slice_j(const struct em_sensor *s, double a, double b)
+{
+	size_t n = s->ser.n;
+	double ca, cb;
+	if (n < 2 || b <= a)
+		return 0;
+	if (a < s->t_tl[0])
+		a = s->t_tl[0];
+	if (b > s->t_tl[n - 1])
+		b = s->t_tl[n - 1];
+	if (b <= a)
+		return 0;
+	/* Linear interpolation of the cumulative curve: constant power within
+	 * a window (RAPL), piecewise linear power is close enough (NVML). */
+	ca = cum_at(s, a);
+	cb = cum_at(s, b);
+	return cb - ca;
+}
+
+size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s)
+{
+	for (size_t g = 0; g < m->ngroups; g++)
+		if (!strcmp(m->groups[g], s->group))
+			return g;
+	return 0;
+}
+
+const char *energy_model_sensor_note(const struct energy_model *m)
+{
+	return m->emulated ? "emulated sensor, not a measurement" : "";
+}
+
+static int file_exists_beside(const char *path, const char *name)
+{
+	char *dup = strdup(path), buf[4096];
+	int found;
+	if (!dup)
+		return 0;
+	snprintf(buf, sizeof buf, "%s/%s", dirname(dup), name);
+	found = access(buf, F_OK) == 0;
+	free(dup);
+	return found;
+}
+
+/* Intervals of the primary thread's exclusive timeline, timeline seconds. */
+static struct attrib_interval *primary_intervals(const struct energy_model *m, size_t *n)
+{
+	const struct phase_thread *th;
+	struct attrib_interval *iv;
+	*n = 0;
+	if (!m->ph.nthr)
+		return NULL;
+	th = &m->ph.thr[m->ph.primary];
+	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
+	if (!iv)
+		return NULL;
+	for (size_t i = 0; i < th->nseg; i++) {
+		iv[i].t0_s = energy_model_tl(m, th->seg[i].t0_ns);
+		iv[i].t1_s = energy_model_tl(m, th->seg[i].t1_ns);
+		iv[i].phase = th->seg[i].phase;
+	}
+	*n = th->nseg;
+	return iv;
+}
+
+void energy_model_open(struct energy_model *m, const struct em_opts *o)
+{
+	char err[512];
+	memset(m, 0, sizeof *m);
+	ringload_open(&m->rl, o->ring);
+	if (!m->rl.rf.nev)
+		diag_fatal(o->ring, "the ring holds no records");
+	m->base_ns = m->rl.rf.ev[0].ts_ns;
+	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
+		diag_fatal(o->ring, "out of memory");
+	if (!m->ph.nnames)
+		diag_fatal(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
+				    "ANCHOR_AUTO anchors were recorded");
+	if (perun_load(o->perun, &m->pf, err, sizeof err))
+		diag_fatal(o->perun, "%s", err);
+	if (!m->pf.nruns)
+		diag_fatal(o->perun, "no perun run in the file");
+	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
+	if (!m->run)
+		diag_fatal(o->perun, "no multirun '%s' in the file", o->run);
+	if (o->round < 0 || (size_t)o->round >= m->run->nrounds)
+		diag_fatal(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
+			   o->round);
+	m->round = &m->run->rounds[o->round];
+	m->host = pick_host(m->round, o->host ? o->host : m->rl.rf.hdr.hostname);
+	if (!m->host)
+		diag_fatal(o->perun, "round %s has no host", m->round->id);
+	m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt");
+
+	/* Power sensors of the host, grouped by device group. */
+	for (size_t g = 0; g < m->host->ngroups; g++) {
+		const struct perun_group *gr = &m->host->groups[g];
+		for (size_t s = 0; s < gr->nsensors; s++) {
+			if (!perun_sensor_is_power(&gr->sensors[s]) || gr->sensors[s].n < 2)
+				continue;
+			struct em_sensor *ns = realloc(m->sen, (m->nsen + 1) * sizeof *ns);
+			if (!ns)
+				diag_fatal(NULL, "out of memory");
+			m->sen = ns;
+			memset(&m->sen[m->nsen], 0, sizeof *ns);
+			m->sen[m->nsen].ps = &gr->sensors[s];
+			m->sen[m->nsen].group = gr->name;
+			if (build_sensor(&m->sen[m->nsen]))
+				diag_fatal(NULL, "out of memory");
+			m->nsen++;
+			size_t k;
+			for (k = 0; k < m->ngroups && strcmp(m->groups[k], gr->name); k++)
+				;
+			if (k == m->ngroups) {
+				char **ng = realloc(m->groups, (m->ngroups + 1) * sizeof *ng);
+				if (!ng)
+					diag_fatal(NULL, "out of memory");
+				m->groups = ng;
+				m->groups[m->ngroups++] = gr->name;
+			}
+		}
+	}
+
+	/* Alignment: the exact hook, else execution_dt (+ fit). */
+	m->align.prior_offset_s = NAN;
+	const struct perun_sensor *ref = NULL;
+	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
+		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
+			if (m->host->groups[g].sensors[s].n > 1)
+				ref = &m->host->groups[g].sensors[s];
+	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
+				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
+	if (hook < 0)
+		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
+				   "perun run; falling back to execution_dt",
+			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+	if (hook <= 0) {
+		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
+			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
+					     "is unusable (or the ring has no SYNC record)",
+				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
+		if (m->nsen && !o->no_fit) {
+			size_t niv;
+			struct attrib_interval *iv = primary_intervals(m, &niv);
+			if (iv && niv)
+				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, o->fit_range_s, &m->align);
+			free(iv);
+		}
+	}
+	for (size_t i = 0; i < m->nsen; i++)
+		for (size_t k = 0; k < m->sen[i].ser.n; k++)
+			m->sen[i].t_tl[k] = m->sen[i].ps->timesteps_s[k] + m->align.offset_s;
+
+	/* Same run?  The perun span must overlap the ring's phases. */
+	{
+		const struct perun_sensor *any = NULL;
+		for (size_t g = 0; g < m->host->ngroups && !any; g++)
+			for (size_t s = 0; s < m->host->groups[g].nsensors && !any; s++)
+				if (m->host->groups[g].sensors[s].n > 1)
+					any = &m->host->groups[g].sensors[s];
+		if (!any)
+			diag_fatal(o->perun, "host %s has no sensor data", m->host->name);
+		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
+		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
+		double r0 = 0, r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
+		if (m->span_t1_s < r0 || m->span_t0_s > r1) {
+			char a[48], b[48], c[48], d[48];
+			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, m->base_ns), a, sizeof a);
+			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, m->base_ns + (uint64_t)(r1 * 1e9)), b,
+				       sizeof b);
+			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, (uint64_t)((double)m->base_ns +
+										m->span_t0_s * 1e9)),
+				       c, sizeof c);
+			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, (uint64_t)((double)m->base_ns +
+										m->span_t1_s * 1e9)),
+				       d, sizeof d);
+			diag_fatal(o->perun, "no time overlap with %s (files from different runs?): ring %s .. %s, "
+					     "perun %s .. %s (%s)",
+				   o->ring, a, b, c, d, m->align.method);
+		}
+	}
+}
+
+void energy_model_close(struct energy_model *m)
+{
+	for (size_t i = 0; i < m->nsen; i++) {
+		free(m->sen[i].cum_j);
+		free(m->sen[i].t_tl);
+	}
+	free(m->sen);
+	free(m->groups);
+	perun_free(&m->pf);
+	phase_set_free(&m->ph);
+	ringload_close(&m->rl);
+	memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,74 @@
+/*
+ * energy_model.h - a run's ring and perun file on one timeline.
+ *
+ * What `phases`, `functions` and `timeline` share: load the ring and the
+ * perun file, pick the multirun / round / host, align perun onto the ring's
+ * clock (align.h), and expose every power sensor as an attrib_series on
+ * the timeline (seconds since the ring's first record) plus a cumulative
+ * energy curve to integrate any slice of time.
+ */
+#ifndef ANCHORPOST_ENERGY_MODEL_H
+#define ANCHORPOST_ENERGY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "align.h"
+#include "attrib.h"
+#include "perun.h"
+#include "phase_set.h"
+#include "ringload.h"
+
+struct em_sensor {
+	const struct perun_sensor *ps;
+	const char *group;        /* device group ("cpu", "gpu", "ram", ...) */
+	struct attrib_series ser; /* sensor time (perun's t) */
+	double *t_tl;             /* n: timeline seconds */
+	double *cum_j;            /* n: cumulative energy at each t */
+};
+
+struct em_opts {
+	const char *ring, *perun;
+	const char *run;     /* multirun id, NULL: the last one */
+	long round;          /* round index */
+	const char *host;    /* NULL: the ring's host, else the first with power */
+	const char *tz;      /* execution_dt zone, NULL: local */
+	double fit_range_s;  /* offset search half-width around the prior */
+	int no_fit;
+};
+
+struct energy_model {
+	struct ringload rl;
+	struct phase_set ph;
+	struct perun_file pf;
+	const struct perun_multirun *run;
+	const struct perun_round *round;
+	const struct perun_host *host;
+	uint64_t base_ns;       /* timeline origin: the ring's first record */
+	struct align_perun align;
+	struct em_sensor *sen;  /* power sensors of the host */
+	size_t nsen;
+	char **groups;          /* distinct device groups, in sensor order */
+	size_t ngroups;
+	int emulated;           /* EMULATED_SENSOR.txt beside the perun file */
+	double span_t0_s, span_t1_s; /* perun's span on the timeline */
+};
+
+/* Load and align, or diag_fatal with a one-line reason. */
+void energy_model_open(struct energy_model *m, const struct em_opts *o);
+
+void energy_model_close(struct energy_model *m);
+
+/* Timeline seconds of a ring timestamp. */
+double energy_model_tl(const struct energy_model *m, uint64_t ts_ns);
+
+/* Energy of one sensor over timeline [a, b] (clipped to its span). */
+double energy_model_slice_j(const struct em_sensor *s, double a, double b);
+
+/* Index of a group name in m->groups. */
+size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s);
+
+/* The notice every output carries for an emulated sensor ("" if real). */
+const char *energy_model_sensor_note(const struct energy_model *m);
+
+#endif

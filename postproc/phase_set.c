@@ -1,0 +1,335 @@
+/* phase_set.c - phases from a ring (see phase_set.h). */
+#include "phase_set.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct thr_state {
+	uint32_t pid, tid;
+	int has_ranges;
+	uint64_t last_ns;
+	long *stack; /* open occurrence indices */
+	size_t nstack, capstack;
+	long mark_open; /* open mark segment, -1 none */
+};
+
+struct builder {
+	struct phase_set *ps;
+	size_t capocc, capnames;
+	struct thr_state *ts;
+	size_t nts, capts;
+};
+
+static int intern(struct builder *b, const char *name)
+{
+	struct phase_set *ps = b->ps;
+	for (size_t i = 0; i < ps->nnames; i++)
+		if (!strcmp(ps->names[i], name))
+			return (int)i;
+	if (ps->nnames == b->capnames) {
+		size_t cap = b->capnames ? b->capnames * 2 : 16;
+		char **n = realloc(ps->names, cap * sizeof *n);
+		if (!n)
+			return -1;
+		ps->names = n;
+		b->capnames = cap;
+	}
+	ps->names[ps->nnames] = strdup(name);
+	if (!ps->names[ps->nnames])
+		return -1;
+	return (int)ps->nnames++;
+}
+
+static struct thr_state *thread_of(struct builder *b, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = b->nts; i-- > 0;)
+		if (b->ts[i].pid == pid && b->ts[i].tid == tid)
+			return &b->ts[i];
+	if (b->nts == b->capts) {
+		size_t cap = b->capts ? b->capts * 2 : 16;
+		struct thr_state *t = realloc(b->ts, cap * sizeof *t);
+		if (!t)
+			return NULL;
+		b->ts = t;
+		b->capts = cap;
+	}
+	memset(&b->ts[b->nts], 0, sizeof b->ts[0]);
+	b->ts[b->nts].pid = pid;
+	b->ts[b->nts].tid = tid;
+	b->ts[b->nts].mark_open = -1;
+	return &b->ts[b->nts++];
+}
+
+static long new_occ(struct builder *b, const struct ring_event *e, int phase, int depth, int from_mark)
+{
+	struct phase_set *ps = b->ps;
+	if (ps->nocc == b->capocc) {
+		size_t cap = b->capocc ? b->capocc * 2 : 1024;
+		struct phase_occ *o = realloc(ps->occ, cap * sizeof *o);
+		if (!o)
+			return -1;
+		ps->occ = o;
+		b->capocc = cap;
+	}
+	struct phase_occ *o = &ps->occ[ps->nocc];
+	memset(o, 0, sizeof *o);
+	o->t0_ns = o->t1_ns = e->ts_ns;
+	o->pid = e->pid;
+	o->tid = e->tid;
+	o->phase = phase;
+	o->depth = depth;
+	o->from_mark = (uint8_t)from_mark;
+	return (long)ps->nocc++;
+}
+
+static int push(struct thr_state *t, long occ)
+{
+	if (t->nstack == t->capstack) {
+		size_t cap = t->capstack ? t->capstack * 2 : 8;
+		long *s = realloc(t->stack, cap * sizeof *s);
+		if (!s)
+			return -1;
+		t->stack = s;
+		t->capstack = cap;
+	}
+	t->stack[t->nstack++] = occ;
+	return 0;
+}
+
+/* Close the innermost open range named `phase` on t; 1 if found. */
+static int close_on(struct phase_set *ps, struct thr_state *t, int phase, uint64_t ts)
+{
+	for (size_t i = t->nstack; i-- > 0;) {
+		struct phase_occ *o = &ps->occ[t->stack[i]];
+		if (o->phase == phase) {
+			o->t1_ns = ts;
+			memmove(&t->stack[i], &t->stack[i + 1], (t->nstack - i - 1) * sizeof t->stack[0]);
+			t->nstack--;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int cmp_occ_t0(const void *a, const void *b)
+{
+	const struct phase_occ *x = a, *y = b;
+	if (x->t0_ns != y->t0_ns)
+		return x->t0_ns < y->t0_ns ? -1 : 1;
+	if (x->t1_ns != y->t1_ns)
+		return x->t1_ns > y->t1_ns ? -1 : 1; /* outer first */
+	return x->depth - y->depth;
+}
+
+/* Exclusive timeline and self time of one thread's occurrences
+ * occ[lo..hi) (sorted by t0, outer first). */
+static int thread_timeline(struct phase_set *ps, size_t lo, size_t hi, struct phase_thread *th)
+{
+	size_t n = hi - lo, nact = 0, cap = 0;
+	long *act = malloc((n ? n : 1) * sizeof *act);
+	uint64_t now;
+	size_t next = lo;
+	if (!act)
+		return -1;
+	th->seg = NULL;
+	th->nseg = 0;
+	th->phase_ns = 0;
+	for (size_t i = lo; i < hi; i++)
+		ps->occ[i].self_ns = ps->occ[i].t1_ns - ps->occ[i].t0_ns;
+	now = n ? ps->occ[lo].t0_ns : 0;
+	while (next < hi || nact) {
+		/* Next boundary: the earliest of the next start and the active ends. */
+		uint64_t t_next = UINT64_MAX;
+		if (next < hi)
+			t_next = ps->occ[next].t0_ns;
+		for (size_t k = 0; k < nact; k++)
+			if (ps->occ[act[k]].t1_ns < t_next)
+				t_next = ps->occ[act[k]].t1_ns;
+		if (nact && t_next > now) {
+			/* Innermost active: the latest start (deepest on ties). */
+			long in = act[0];
+			for (size_t k = 1; k < nact; k++) {
+				const struct phase_occ *a = &ps->occ[act[k]], *b = &ps->occ[in];
+				if (a->t0_ns > b->t0_ns || (a->t0_ns == b->t0_ns && a->depth > b->depth))
+					in = act[k];
+			}
+			/* Time of the innermost is not self time of the others. */
+			for (size_t k = 0; k < nact; k++)
+				if (act[k] != in)
+					ps->occ[act[k]].self_ns -= t_next - now;
+			if (th->nseg && th->seg[th->nseg - 1].occ == in && th->seg[th->nseg - 1].t1_ns == now) {
+				th->seg[th->nseg - 1].t1_ns = t_next;
+			} else {
+				if (th->nseg == cap) {
+					cap = cap ? cap * 2 : 256;
+					struct phase_seg *s = realloc(th->seg, cap * sizeof *s);
+					if (!s) {
+						free(act);
+						return -1;
+					}
+					th->seg = s;
+				}
+				th->seg[th->nseg].t0_ns = now;
+				th->seg[th->nseg].t1_ns = t_next;
+				th->seg[th->nseg].phase = ps->occ[in].phase;
+				th->seg[th->nseg].occ = (int)in;
+				th->nseg++;
+			}
+			th->phase_ns += t_next - now;
+		}
+		now = t_next;
+		/* Drop ended, add started. */
+		for (size_t k = 0; k < nact;) {
+			if (ps->occ[act[k]].t1_ns <= now)
+				act[k] = act[--nact];
+			else
+				k++;
+		}
+		while (next < hi && ps->occ[next].t0_ns <= now) {
+			if (ps->occ[next].t1_ns > now)
+				act[nact++] = (long)next;
+			next++;
+		}
+	}
+	free(act);
+	return 0;
+}
+
+static int cmp_occ_thread(const void *a, const void *b)
+{
+	const struct phase_occ *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return cmp_occ_t0(a, b);
+}
+
+int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
+		    struct phase_set *ps)
+{
+	struct builder b = {0};
+	int rc = -ENOMEM;
+	(void)procs;
+
+	memset(ps, 0, sizeof *ps);
+	b.ps = ps;
+	/* Pass 1: which threads use ranges, and each thread's last record. */
+	for (size_t i = 0; i < n; i++) {
+		struct thr_state *t = thread_of(&b, ev[i].pid, ev[i].tid);
+		if (!t)
+			goto out;
+		if ((ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END) &&
+		    strncmp(ev[i].text, "perun.", 6))
+			t->has_ranges = 1;
+		t->last_ns = ev[i].ts_ns;
+	}
+	/* Pass 2: build occurrences. */
+	for (size_t i = 0; i < n; i++) {
+		const struct ring_event *e = &ev[i];
+		struct thr_state *t;
+		int ph;
+		long o;
+		if (e->kind != ANCHOR_KIND_BEGIN && e->kind != ANCHOR_KIND_END && e->kind != ANCHOR_KIND_MARK)
+			continue;
+		/* anchor's own bookkeeping (perun's sample clock) is no phase. */
+		if (!strncmp(e->text, "perun.", 6))
+			continue;
+		t = thread_of(&b, e->pid, e->tid);
+		if (!t || (ph = intern(&b, e->text)) < 0)
+			goto out;
+		if (e->kind == ANCHOR_KIND_BEGIN) {
+			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
+				goto out;
+		} else if (e->kind == ANCHOR_KIND_END) {
+			if (close_on(ps, t, ph, e->ts_ns))
+				continue;
+			/* Ranges may cross threads: look in the process's others. */
+			int found = 0;
+			for (size_t k = 0; k < b.nts && !found; k++)
+				if (b.ts[k].pid == e->pid && &b.ts[k] != t)
+					found = close_on(ps, &b.ts[k], ph, e->ts_ns);
+			if (!found)
+				ps->unmatched_end++;
+		} else if (!t->has_ranges) {
+			if (t->mark_open >= 0)
+				ps->occ[t->mark_open].t1_ns = e->ts_ns;
+			if ((o = new_occ(&b, e, ph, 0, 1)) < 0)
+				goto out;
+			t->mark_open = o;
+		}
+	}
+	/* Close what is still open at the thread's (or process's) last record. */
+	for (size_t k = 0; k < b.nts; k++) {
+		struct thr_state *t = &b.ts[k];
+		uint64_t end = t->last_ns;
+		const struct ring_proc *p = procs ? ring_procs_find(procs, t->pid) : NULL;
+		if (p && p->exit_ns > end)
+			end = p->exit_ns;
+		for (size_t i = 0; i < t->nstack; i++) {
+			ps->occ[t->stack[i]].t1_ns = end;
+			ps->occ[t->stack[i]].unclosed = 1;
+			ps->unclosed_begin++;
+		}
+		if (t->mark_open >= 0)
+			ps->occ[t->mark_open].t1_ns = end;
+	}
+	/* Per thread: exclusive timeline and self times. */
+	if (ps->nocc)
+		qsort(ps->occ, ps->nocc, sizeof *ps->occ, cmp_occ_thread);
+	for (size_t lo = 0; lo < ps->nocc;) {
+		size_t hi = lo;
+		while (hi < ps->nocc && ps->occ[hi].pid == ps->occ[lo].pid && ps->occ[hi].tid == ps->occ[lo].tid)
+			hi++;
+		struct phase_thread *th = realloc(ps->thr, (ps->nthr + 1) * sizeof *th);
+		if (!th)
+			goto out;
+		ps->thr = th;
+		th = &ps->thr[ps->nthr++];
+		th->pid = ps->occ[lo].pid;
+		th->tid = ps->occ[lo].tid;
+		if (thread_timeline(ps, lo, hi, th))
+			goto out;
+		if (th->phase_ns > ps->thr[ps->primary].phase_ns)
+			ps->primary = ps->nthr - 1;
+		lo = hi;
+	}
+	rc = 0;
+out:
+	for (size_t k = 0; k < b.nts; k++)
+		free(b.ts[k].stack);
+	free(b.ts);
+	if (rc)
+		phase_set_free(ps);
+	return rc;
+}
+
+void phase_set_free(struct phase_set *ps)
+{
+	for (size_t i = 0; i < ps->nnames; i++)
+		free(ps->names[i]);
+	free(ps->names);
+	free(ps->occ);
+	for (size_t i = 0; i < ps->nthr; i++)
+		free(ps->thr[i].seg);
+	free(ps->thr);
+	memset(ps, 0, sizeof *ps);
+}
+
+int phase_set_find(const struct phase_set *ps, const char *name)
+{
+	for (size_t i = 0; i < ps->nnames; i++)
+		if (!strcmp(ps->names[i], name))
+			return (int)i;
+	return -1;
+}
+
+long phase_set_primary_of(const struct phase_set *ps, uint32_t pid)
+{
+	long best = -1;
+	for (size_t i = 0; i < ps->nthr; i++)
+		if (ps->thr[i].pid == pid && (best < 0 || ps->thr[i].phase_ns > ps->thr[best].phase_ns))
+			best = (long)i;
+	return best;
+}

@@ -1,0 +1,83 @@
+/*
+ * phase_set.h - phases from a ring: ranges and mark segments, with the
+ * exclusive (self) timeline energy attribution needs.
+ *
+ * Ranges: BEGIN/END records matched by name on the same thread (innermost
+ * open range of that name); an END whose BEGIN is on another thread of the
+ * same process closes that one (ranges may cross threads).  A BEGIN still
+ * open when its process ends is closed at the process's last record and
+ * counted as unclosed; an END with no BEGIN is counted as unmatched.
+ *
+ * Names starting with "perun." are anchor's record of perun's sample clock
+ * (align.h), not phases.
+ *
+ * Marks: on a thread with no ranges at all, `anchor.mark("x")` means "x
+ * starts now": the thread's timeline is cut into segments, each running
+ * from one mark to the next (the last to the thread's last record).
+ * Threads that use ranges keep their marks as instants.
+ *
+ * Exclusive timeline: on each thread, every instant belongs to the
+ * innermost open range there.  The primary thread (most phase time) gives
+ * the single timeline attributed against whole-machine power; other
+ * threads' phases get time statistics, and with --by-process each process's
+ * own primary thread gets its own attribution.
+ */
+#ifndef ANCHORPOST_PHASE_SET_H
+#define ANCHORPOST_PHASE_SET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_procs.h"
+#include "ring_reader.h"
+
+/* One occurrence of a phase on one thread (inclusive: children inside). */
+struct phase_occ {
+	uint64_t t0_ns, t1_ns; /* ring CLOCK_MONOTONIC */
+	uint64_t self_ns;      /* minus the time of ranges nested inside */
+	uint32_t pid, tid;
+	int phase;             /* index into phase_set.names */
+	int depth;             /* 0 = outermost on its thread */
+	uint8_t from_mark;     /* a mark segment, not a range */
+	uint8_t unclosed;      /* closed at process end */
+};
+
+/* A piece of the exclusive timeline: [t0, t1) belongs to `phase`. */
+struct phase_seg {
+	uint64_t t0_ns, t1_ns;
+	int phase;
+	int occ;               /* the innermost occurrence it belongs to */
+};
+
+/* A thread's exclusive timeline. */
+struct phase_thread {
+	uint32_t pid, tid;
+	uint64_t phase_ns;     /* total time inside any phase */
+	struct phase_seg *seg;
+	size_t nseg;
+};
+
+struct phase_set {
+	char **names;
+	size_t nnames;
+	struct phase_occ *occ;  /* sorted by (pid, tid, t0_ns), outer first */
+	size_t nocc;
+	struct phase_thread *thr;
+	size_t nthr;
+	size_t primary;         /* index into thr of the primary thread */
+	uint64_t unmatched_end, unclosed_begin;
+};
+
+/* Build from sorted ring events.  0 or -ENOMEM. */
+int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
+		    struct phase_set *ps);
+
+void phase_set_free(struct phase_set *ps);
+
+/* Index of a name, or -1. */
+int phase_set_find(const struct phase_set *ps, const char *name);
+
+/* The primary thread of process pid (most phase time), or -1. */
+long phase_set_primary_of(const struct phase_set *ps, uint32_t pid);
+
+#endif

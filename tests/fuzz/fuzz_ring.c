@@ -1,0 +1,26 @@
+/*
+ * fuzz_ring.c - libFuzzer target for the ring reader (untrusted files).
+ * Seeds: real rings written by the marker victim (tests/t_fuzz_ring.sh).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_clock.h"
+#include "ring_procs.h"
+#include "ring_reader.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ring_file rf = {0};
+	char err[256];
+	if (ring_reader_parse(data, size, &rf, err, sizeof err) == 0) {
+		struct ring_clock c;
+		struct ring_procs p;
+		if (ring_clock_build(rf.ev, rf.nev, &c) == 0)
+			ring_clock_free(&c);
+		if (ring_procs_build(rf.ev, rf.nev, rf.hdr.hostname, &p) == 0)
+			ring_procs_free(&p);
+	}
+	ring_reader_free(&rf);
+	return 0;
+}

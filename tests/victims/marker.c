@@ -1,0 +1,165 @@
+/*
+ * marker.c - victim program for the ring tests, linked with -lanchor.
+ *
+ *   marker threads N COUNT        N threads x COUNT marks "t<i>" value=seq
+ *   marker forks N COUNT EXE      parent + N forked children marking at
+ *                                 once; child 0 execs EXE (marker) instead
+ *   marker loop PROGRESS_FILE     mark forever; after each mark returns,
+ *                                 store its seq in PROGRESS_FILE (mmap), so
+ *                                 a test that kill -9s us knows what was
+ *                                 committed
+ *   marker signals COUNT          marks in a loop while a 50 us timer's
+ *                                 signal handler marks too (same thread)
+ *   marker stacks                 print &stack_probe, then mark from it
+ *   marker crash                  mark, then segfault
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "anchor.h"
+
+static long g_count;
+
+static void *thread_main(void *arg)
+{
+	char name[16];
+	snprintf(name, sizeof name, "t%ld", (long)(intptr_t)arg);
+	for (long i = 0; i < g_count; i++)
+		anchor_mark_value(name, i);
+	return NULL;
+}
+
+static int run_threads(int n)
+{
+	pthread_t th[256];
+	if (n > 256)
+		n = 256;
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+static int run_forks(int n, const char *exe)
+{
+	pid_t kids[64];
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			if (i == 0) {
+				char cnt[32];
+				snprintf(cnt, sizeof cnt, "%ld", g_count);
+				execl(exe, exe, "threads", "1", cnt, (char *)NULL);
+				_exit(127);
+			}
+			thread_main((void *)(intptr_t)(100 + i));
+			_exit(0);
+		}
+	}
+	thread_main((void *)(intptr_t)99);
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		waitpid(kids[i], &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad++;
+	}
+	return bad ? 1 : 0;
+}
+
+static int run_loop(const char *progress)
+{
+	/* The test pre-fills the file with -1 (nothing committed yet), so a
+	 * kill before our first store still reads as "none". */
+	int fd = open(progress, O_RDWR);
+	volatile int64_t *last;
+	if (fd < 0)
+		return 2;
+	last = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (last == MAP_FAILED)
+		return 2;
+	for (int64_t i = 0;; i++) {
+		anchor_mark_value("loop", i);
+		/* Published only after anchor_mark returned: every seq <= *last
+		 * is committed. */
+		__atomic_store_n(last, i, __ATOMIC_RELEASE);
+	}
+}
+
+static volatile long g_sig_count;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* Marks from a signal handler interrupt marks on the same thread. */
+	anchor_mark_value("t_sig", g_sig_count);
+	g_sig_count++;
+}
+
+static int run_signals(long n)
+{
+	struct itimerval it = {{0, 50}, {0, 50}};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (long i = 0; i < n; i++)
+		anchor_mark_value("t_main", i);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("signal marks %ld\n", g_sig_count);
+	return g_sig_count > 0 ? 0 : 1;
+}
+
+/* Not inlined: its return address must be on the captured stack. */
+__attribute__((noinline)) static int stack_probe(int n)
+{
+	for (int i = 0; i < n; i++)
+		anchor_mark_value("stack", i);
+	__asm__ volatile("" ::: "memory"); /* keep the call a call, not a tail jump */
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "threads")) {
+		g_count = atol(argv[3]);
+		return run_threads(atoi(argv[2]));
+	}
+	if (argc >= 5 && !strcmp(argv[1], "forks")) {
+		g_count = atol(argv[3]);
+		return run_forks(atoi(argv[2]), argv[4]);
+	}
+	if (argc >= 3 && !strcmp(argv[1], "loop"))
+		return run_loop(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "signals"))
+		return run_signals(atol(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "stacks")) {
+		/* Print the probe's address so the checker can find it on the
+		 * captured stacks (ANCHOR_STACKS=1). */
+		printf("%p\n", (void *)stack_probe);
+		fflush(stdout);
+		return stack_probe(3);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "crash")) {
+		anchor_mark("before-crash");
+		raise(SIGSEGV);
+		return 0;
+	}
+	fprintf(stderr, "usage: marker threads N COUNT | forks N COUNT EXE | loop FILE | crash\n");
+	return 2;
+}

@@ -1,0 +1,147 @@
+/*
+ * ring_check.c - verify what the marker victim wrote, through the real
+ * reader (anchors/ring_reader.c).
+ *
+ *   ring_check seqs RING        for every (pid, name) of "t*" marks: values
+ *                               are exactly 0..n-1 in order; prints
+ *                               "pid name count" lines and totals
+ *   ring_check loop RING LAST   "loop" marks: a contiguous run of values
+ *                               that ends at LAST or LAST+1 (and starts at
+ *                               0 unless the ring wrapped); no gaps
+ * Exit 0 when consistent, 1 with a reason otherwise.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_reader.h"
+
+struct key {
+	uint32_t pid;
+	char name[32];
+	int64_t next;
+	uint64_t count;
+};
+
+static int check_seqs(struct ring_file *rf)
+{
+	struct key *keys = NULL;
+	size_t nkeys = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		size_t k;
+		if (e->kind != ANCHOR_KIND_MARK || e->text[0] != 't')
+			continue;
+		for (k = 0; k < nkeys; k++)
+			if (keys[k].pid == e->pid && !strcmp(keys[k].name, e->text))
+				break;
+		if (k == nkeys) {
+			keys = realloc(keys, (nkeys + 1) * sizeof *keys);
+			memset(&keys[nkeys], 0, sizeof *keys);
+			keys[nkeys].pid = e->pid;
+			snprintf(keys[nkeys].name, sizeof keys[nkeys].name, "%s", e->text);
+			nkeys++;
+		}
+		if ((int64_t)e->value != keys[k].next) {
+			printf("FAIL pid %u %s: expected value %" PRId64 ", got %" PRId64 " (lost, duplicated or reordered)\n",
+			       e->pid, e->text, keys[k].next, (int64_t)e->value);
+			return 1;
+		}
+		keys[k].next++;
+		keys[k].count++;
+		total++;
+	}
+	for (size_t k = 0; k < nkeys; k++)
+		printf("%u %s %" PRIu64 "\n", keys[k].pid, keys[k].name, keys[k].count);
+	printf("total %" PRIu64 " streams %zu torn %" PRIu64 " bad_check %" PRIu64 "\n", total, nkeys,
+	       rf->stats.torn, rf->stats.bad_check);
+	free(keys);
+	return 0;
+}
+
+static int check_loop(struct ring_file *rf, int64_t last)
+{
+	int64_t first = -1, prev = -1;
+	uint64_t n = 0;
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		if (e->kind != ANCHOR_KIND_MARK || strcmp(e->text, "loop"))
+			continue;
+		if (first < 0)
+			first = (int64_t)e->value;
+		else if ((int64_t)e->value != prev + 1) {
+			printf("FAIL gap or reorder: %" PRId64 " after %" PRId64 "\n", (int64_t)e->value, prev);
+			return 1;
+		}
+		prev = (int64_t)e->value;
+		n++;
+	}
+	if (last >= 0 && (prev < last || prev > last + 1)) {
+		printf("FAIL last committed mark %" PRId64 " but ring ends at %" PRId64 "\n", last, prev);
+		return 1;
+	}
+	if (!rf->stats.overwritten_slots && last >= 0 && first != 0) {
+		printf("FAIL ring did not wrap but first mark is %" PRId64 "\n", first);
+		return 1;
+	}
+	printf("ok loop marks %" PRIu64 " first %" PRId64 " last %" PRId64 " (committed %" PRId64
+	       ") torn %" PRIu64 " overwritten %" PRIu64 "\n",
+	       n, first, prev, last, rf->stats.torn, rf->stats.overwritten_slots);
+	return 0;
+}
+
+/* Every "stack" mark carries a native stack holding a return address
+ * inside stack_probe (within 256 bytes of its start). */
+static int check_stacks(struct ring_file *rf, uint64_t probe)
+{
+	int n = 0;
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		int hit = 0;
+		if (e->kind != ANCHOR_KIND_MARK || strcmp(e->text, "stack"))
+			continue;
+		for (unsigned k = 0; k < e->nstack; k++)
+			hit |= e->stack[k] >= probe && e->stack[k] < probe + 256;
+		if (!e->nstack || !hit) {
+			printf("FAIL mark %d: %u frames, none inside stack_probe (%#llx)\n", n, e->nstack,
+			       (unsigned long long)probe);
+			return 1;
+		}
+		n++;
+	}
+	printf("ok %d stack marks, each with stack_probe on its stack\n", n);
+	return n == 3 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct ring_file rf;
+	char err[256];
+	int rc;
+	if (argc < 3) {
+		fprintf(stderr, "usage: ring_check seqs RING | loop RING LAST\n");
+		return 2;
+	}
+	if (ring_reader_load(argv[2], &rf, err, sizeof err)) {
+		/* Killed before the creator finished the header: acceptable
+		 * only if nothing was committed. */
+		if (!strcmp(argv[1], "loop") && argc >= 4 && atoll(argv[3]) < 0) {
+			printf("ok no ring yet and nothing committed (%s)\n", err);
+			return 0;
+		}
+		printf("FAIL %s: %s\n", argv[2], err);
+		return 1;
+	}
+	if (!strcmp(argv[1], "seqs"))
+		rc = check_seqs(&rf);
+	else if (!strcmp(argv[1], "stacks") && argc >= 4)
+		rc = check_stacks(&rf, strtoull(argv[3], NULL, 16));
+	else if (!strcmp(argv[1], "loop") && argc >= 4)
+		rc = check_loop(&rf, atoll(argv[3]));
+	else
+		rc = 2;
+	ring_reader_free(&rf);
+	return rc;
+}

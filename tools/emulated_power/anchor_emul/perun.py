@@ -1,0 +1,127 @@
+"""Real perun, with its RAPL backend reading an emulated powercap tree.
+
+  python -m anchor_emul.perun --powercap DIR  monitor [perun options] app.py [args]
+  python -m anchor_emul.perun --real          monitor [perun options] app.py [args]
+
+What is changed, and nothing else:
+  * perun.backend.powercap_rapl.RAPL_PATH -> DIR (a module constant read in
+    PowercapRAPLBackend.setup; the sampler is a fork()ed multiprocessing
+    child, so it inherits the change);
+  * each emulated RAPL sensor's metadata gains emulated_sensor=<notice>, so
+    the HDF5 perun writes says so itself, and EMULATED_SENSOR.txt is written
+    into perun's --data_out;
+  * the monitored script's exit status is kept: perun runs the script
+    in-process and turns any SystemExit into "exit 1" (perun/api/cli.py);
+    here sys.exit(0) counts as success and sys.exit(N) ends this process
+    with N after perun has saved its data.
+--real does only the last one (a launcher that returns the script's status).
+"""
+
+import os
+import sys
+
+from . import EMULATED_NOTICE, MARKER_FILE
+
+_script_status = {"code": None}
+
+
+def _data_out(args):
+	for i, a in enumerate(args):
+		if a in ("--data_out", "--data-out", "-d") and i + 1 < len(args):
+			return args[i + 1]
+		for p in ("--data_out=", "--data-out="):
+			if a.startswith(p):
+				return a[len(p):]
+		if not a.startswith("-") and a.endswith(".py"):
+			break
+	return os.environ.get("PERUN_DATA_OUT", "perun_results")
+
+
+def _patch_rapl(root):
+	import perun.backend.powercap_rapl as rapl
+
+	rapl.RAPL_PATH = os.path.join(os.path.abspath(root), "")
+	orig_setup = rapl.PowercapRAPLBackend.setup
+
+	def setup(self):
+		orig_setup(self)
+		# Sensors share self._metadata: one key marks all of them.
+		self._metadata["emulated_sensor"] = EMULATED_NOTICE
+		self._metadata["emulated_powercap"] = rapl.RAPL_PATH
+
+	rapl.PowercapRAPLBackend.setup = setup
+
+
+def _keep_exit_status():
+	from perun.monitoring.application import Application
+
+	orig_run = Application.run
+
+	def run(self):
+		try:
+			result = orig_run(self)
+		except SystemExit as e:
+			code = e.code
+			if code is None or code == 0:
+				_script_status["code"] = 0
+				return None
+			_script_status["code"] = code if isinstance(code, int) else 1
+			raise
+		except BaseException:
+			_script_status["code"] = 1
+			raise
+		_script_status["code"] = 0
+		return result
+
+	Application.run = run
+
+
+def _write_marker(data_out, root):
+	os.makedirs(data_out, exist_ok=True)
+	with open(os.path.join(data_out, MARKER_FILE), "w") as f:
+		f.write(f"{EMULATED_NOTICE}.\n"
+			f"perun's RAPL sensors in this directory read an emulated powercap tree at\n"
+			f"{os.path.abspath(root)}, advanced by anchor_emul.updater.  Their joules\n"
+			f"are what the emulator put in, not what any hardware used.\n")
+
+
+def main():
+	args = sys.argv[1:]
+	root = None
+	real = False
+	while args and args[0] in ("--powercap", "--real"):
+		if args[0] == "--real":
+			real = True
+			args = args[1:]
+		elif len(args) > 1:
+			root = args[1]
+			args = args[2:]
+		else:
+			sys.exit("anchor_emul.perun: --powercap needs a directory")
+	if args and args[0] == "--":
+		args = args[1:]
+	if real == (root is not None):
+		sys.exit("anchor_emul.perun: give exactly one of --powercap DIR or --real")
+	if root is not None:
+		if not os.path.exists(os.path.join(root, MARKER_FILE)):
+			sys.exit(f"anchor_emul.perun: {root}: not an emulated powercap tree")
+		_patch_rapl(root)
+		if args and args[0] == "monitor":
+			_write_marker(_data_out(args[1:]), root)
+	_keep_exit_status()
+	from perun.api.cli import cli
+
+	sys.argv = ["perun"] + args
+	perun_status = 0
+	try:
+		cli()
+	except SystemExit as e:
+		perun_status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+	code = _script_status["code"]
+	if code:
+		return code
+	return perun_status
+
+
+if __name__ == "__main__":
+	sys.exit(main())
