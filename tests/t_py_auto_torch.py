@@ -133,7 +133,7 @@ for _ in range(3):
     opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
 anchor.auto("torch")            # idempotent
 print(json.dumps({"bad": bad, "before": before, "loader": type(torch.__spec__.loader).__name__,
-                  "meta_path_clean": not any(type(f).__name__ == "_TorchImportWatcher" for f in sys.meta_path)}))
+                  "meta_path_clean": not any(type(f).__module__.startswith("anchor") for f in sys.meta_path)}))
 '''
 
 
@@ -147,6 +147,28 @@ def explicit_case():
     for name in ("forward", "backward", "optimizer.step"):
         check(len(ranges(rows, name)) == 3, "explicit auto: %d %s ranges" % (len(ranges(rows, name)), name))
     print("ok: anchor.auto('torch') before import torch, idempotent, unknown target -> ValueError")
+
+
+MINI = r'''
+import sys, torch, torch.nn as nn
+m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
+print("anchor" in sys.modules)
+'''
+
+
+def preload_only_case():
+    """The issue's command line: LD_PRELOAD + ANCHOR_AUTO, no PYTHONPATH,
+    no import: libanchor.so puts anchor's python dir on PYTHONPATH."""
+    ring = os.path.join(TMP, "preload-only.ring")
+    p = run_py(MINI, ring, True, extra={"ANCHOR_AUTO": "torch", "ANCHOR_SYNC_PULSE": "0", "PYTHONPATH": ""})
+    check(p.stdout.split() == ["True"], "anchor not loaded: %r %r" % (p.stdout, p.stderr))
+    rows = dump(ring)
+    for name in ("forward", "backward", "optimizer.step"):
+        check(len(ranges(rows, name)) == 3, "preload only: %d %s ranges" % (len(ranges(rows, name)), name))
+    print("ok: LD_PRELOAD + ANCHOR_AUTO=torch alone (no PYTHONPATH, no import) gives the phases")
 
 
 def lazy_case():
@@ -163,4 +185,5 @@ need_build()
 run_case(True, True)
 run_case(False, False)
 explicit_case()
+preload_only_case()
 lazy_case()

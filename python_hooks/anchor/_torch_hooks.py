@@ -23,9 +23,9 @@ optimizer or data changes.  Names written:
   epoch            MARK, value = per-DataLoader epoch index (0, 1, ...),
                    written when ``DataLoader.__iter__`` starts a new pass.
 
-torch is never imported by us: if it is not imported yet, a meta-path
-finder waits for ``import torch`` to finish and installs the hooks then,
-and removes itself.
+torch is never imported by us: if it is not imported yet, the meta-path
+watcher of anchor._import_hook installs the hooks right after
+``import torch`` finishes, and removes itself.
 """
 import functools
 import sys
@@ -162,66 +162,9 @@ def uninstall():
         _installed = False
 
 
-class _TorchImportWatcher:
-    """Meta-path finder that never finds anything itself: when the import
-    system asks for ``torch``, it lets the real finder produce the spec and
-    arranges for the hooks to install once torch's module body has run."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch":
-            return None
-        _remove_watcher()
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        orig_exec = loader.exec_module
-
-        def exec_module(module):
-            # Instance attribute shadows the method for this one call and
-            # is removed again, so torch.__loader__ is the real loader.
-            try:
-                del loader.exec_module
-            except AttributeError:
-                pass
-            orig_exec(module)
-            _install(module)
-
-        try:
-            loader.exec_module = exec_module
-        except (AttributeError, TypeError):
-            return spec
-        return spec
-
-
-_watcher = None
-
-
-def _remove_watcher():
-    global _watcher
-    if _watcher is not None:
-        try:
-            sys.meta_path.remove(_watcher)
-        except ValueError:
-            pass
-        _watcher = None
-
-
 def install_when_imported():
-    """Install now if torch is imported, else when it gets imported."""
-    global _watcher
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "autograd"):
-        _install(torch)
-        return
-    if _watcher is None and not _installed:
-        _watcher = _TorchImportWatcher()
-        sys.meta_path.insert(0, _watcher)
+    """Install now if torch is imported, else right after ``import torch``
+    finishes (anchor._import_hook; torch is never imported by us)."""
+    from . import _import_hook
+
+    _import_hook.when_imported("torch", _install)
