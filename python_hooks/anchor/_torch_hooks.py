@@ -28,7 +28,6 @@ watcher of anchor._import_hook installs the hooks right after
 ``import torch`` finishes, and removes itself.
 """
 import functools
-import sys
 import threading
 import weakref
 
@@ -38,6 +37,8 @@ from ._anchor import mark as _mark
 
 _installed = False
 _lock = threading.Lock()
+
+
 class _State(threading.local):
     # Class attributes are the per-thread defaults: no getattr fallback
     # needed on the hot path.
