@@ -44,6 +44,19 @@ struct event {
 	int open;
 };
 
+struct memo {
+	uint64_t hash;
+	uint64_t off;  /* frames in arena[off, off + depth) */
+	uint32_t depth;
+	uint32_t node; /* 0: empty slot (the empty stack is never memoised) */
+};
+
+/* Most samples repeat a stack seen before, so a sample is first looked up
+ * whole: one probe and a memcmp of contiguous frames, instead of one
+ * scattered tree lookup per frame.  The arena is capped; past it, new
+ * stacks still resolve through the tree. */
+#define MEMO_ARENA_MAX ((size_t)8 << 20) /* frames: 32 MB */
+
 struct ss {
 	struct pyspy_input *in;
 	yajl_handle h;
@@ -73,11 +86,18 @@ struct ss {
 	struct event ev;     /* event being read */
 	int ev_have_type, ev_have_at, ev_have_frame;
 
-	/* the sample being read: common prefix with the previous one */
-	uint32_t node, depth;
-	int prefix_ok;
+	/* the sample being read: its frames and a running hash of them */
+	uint32_t *cur;
+	uint32_t depth, cur_cap;
+	uint64_t cur_hash;
+	/* the last stack resolved through the tree: reused as a prefix */
 	uint32_t *path_frame, *path_node;
 	uint32_t path_len, path_cap;
+	/* whole-stack memo: (hash, frames) -> node, frames kept in an arena */
+	struct memo *memo;
+	uint32_t memo_cap, memo_n;
+	uint32_t *arena;
+	size_t arena_n, arena_cap;
 
 	/* frames */
 	int64_t max_frame;
@@ -345,7 +365,7 @@ static int frame_end(struct ss *s)
 
 static int sample_frame(struct ss *s, long long v)
 {
-	uint32_t f, d = s->depth, node;
+	uint32_t f;
 	if (v < 0 || v > INT32_MAX)
 		return fail(s, -EINVAL, "frame index out of range");
 	f = (uint32_t)v;
@@ -355,29 +375,109 @@ static int sample_frame(struct ss *s, long long v)
 		if (s->p->frames.complete && f >= s->p->frames.n)
 			return fail(s, -EINVAL, "frame index out of range");
 	}
-	if (s->prefix_ok && d < s->path_len && s->path_frame[d] == f) {
-		node = s->path_node[d];
-	} else {
-		s->prefix_ok = 0;
-		if (pyspy_stacks_child(&s->p->stacks, s->node, f, &node))
+	if (s->depth == s->cur_cap) {
+		uint32_t cap = s->cur_cap ? s->cur_cap * 2 : 256;
+		uint32_t *c = realloc(s->cur, (size_t)cap * sizeof *c);
+		if (!c)
 			return fail(s, -ENOMEM, "");
-		if (d >= s->path_cap) {
-			uint32_t cap = s->path_cap ? s->path_cap * 2 : 256;
-			uint32_t *a = realloc(s->path_frame, cap * sizeof *a);
-			if (a)
-				s->path_frame = a;
-			uint32_t *b = a ? realloc(s->path_node, cap * sizeof *b) : NULL;
-			if (!b)
-				return fail(s, -ENOMEM, "");
-			s->path_node = b;
-			s->path_cap = cap;
-		}
-		s->path_frame[d] = f;
-		s->path_node[d] = node;
-		s->path_len = d + 1;
+		s->cur = c;
+		s->cur_cap = cap;
 	}
-	s->node = node;
-	s->depth = d + 1;
+	s->cur[s->depth++] = f;
+	s->cur_hash = (s->cur_hash ^ f) * 0x100000001b3ULL;
+	return 1;
+}
+
+/* Walk the prefix tree for cur[], reusing the common prefix with the
+ * previous walk. */
+static int resolve_tree(struct ss *s, uint32_t *out)
+{
+	uint32_t node = 0, d = 0;
+	if (s->depth > s->path_cap) {
+		uint32_t cap = s->cur_cap;
+		uint32_t *a = realloc(s->path_frame, (size_t)cap * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		s->path_frame = a;
+		uint32_t *b = realloc(s->path_node, (size_t)cap * sizeof *b);
+		if (!b)
+			return -ENOMEM;
+		s->path_node = b;
+		s->path_cap = cap;
+	}
+	while (d < s->depth && d < s->path_len && s->path_frame[d] == s->cur[d])
+		node = s->path_node[d++];
+	for (; d < s->depth; d++) {
+		if (pyspy_stacks_child(&s->p->stacks, node, s->cur[d], &node))
+			return -ENOMEM;
+		s->path_frame[d] = s->cur[d];
+		s->path_node[d] = node;
+	}
+	s->path_len = s->depth;
+	*out = node;
+	return 0;
+}
+
+static int memo_grow(struct ss *s)
+{
+	uint32_t cap = s->memo_cap ? s->memo_cap * 2 : 4096;
+	struct memo *t = calloc(cap, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->memo_cap; i++) {
+		uint32_t j;
+		if (!s->memo[i].node)
+			continue;
+		for (j = (uint32_t)s->memo[i].hash & (cap - 1); t[j].node; j = (j + 1) & (cap - 1))
+			;
+		t[j] = s->memo[i];
+	}
+	free(s->memo);
+	s->memo = t;
+	s->memo_cap = cap;
+	return 0;
+}
+
+static int sample_end(struct ss *s)
+{
+	uint64_t h = s->cur_hash ^ s->depth;
+	uint32_t node = 0, j;
+	h ^= h >> 31;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	if (s->depth) {
+		if ((s->memo_n + 1) * 2 > s->memo_cap && memo_grow(s))
+			return fail(s, -ENOMEM, "");
+		for (j = (uint32_t)h & (s->memo_cap - 1); s->memo[j].node; j = (j + 1) & (s->memo_cap - 1)) {
+			const struct memo *m = &s->memo[j];
+			if (m->hash == h && m->depth == s->depth &&
+			    !memcmp(s->arena + m->off, s->cur, (size_t)s->depth * sizeof *s->cur)) {
+				node = m->node;
+				break;
+			}
+		}
+		if (!node) {
+			if (resolve_tree(s, &node))
+				return fail(s, -ENOMEM, "");
+			if (s->arena_n + s->depth <= MEMO_ARENA_MAX) {
+				if (s->arena_n + s->depth > s->arena_cap) {
+					size_t cap = (s->arena_n + s->depth) * 2;
+					uint32_t *a = realloc(s->arena, cap * sizeof *a);
+					if (!a)
+						return fail(s, -ENOMEM, "");
+					s->arena = a;
+					s->arena_cap = cap;
+				}
+				memcpy(s->arena + s->arena_n, s->cur, (size_t)s->depth * sizeof *s->cur);
+				s->memo[j] = (struct memo){h, s->arena_n, s->depth, node};
+				s->arena_n += s->depth;
+				s->memo_n++;
+			}
+		}
+	}
+	if (push((void **)&s->nodes, &s->nodes_cap, s->nnodes, sizeof *s->nodes))
+		return fail(s, -ENOMEM, "");
+	s->nodes[s->nnodes++] = node;
 	return 1;
 }
 
@@ -504,8 +604,6 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 			if (s->have_samples++)
 				return fail(s, -EINVAL, "duplicate \"samples\"");
 			s->st = S_SAMPLES;
-			s->prefix_ok = 0;
-			s->path_len = 0;
 			return 1;
 		case K_WEIGHTS:
 			if (k != V_ARR)
@@ -579,9 +677,8 @@ static int value(struct ss *s, enum vk k, double num, int is_int, long long iv, 
 		if (k != V_ARR)
 			return fail(s, -EINVAL, "a sample is not an array of frame indices");
 		s->st = S_SAMPLE;
-		s->node = 0;
 		s->depth = 0;
-		s->prefix_ok = 1;
+		s->cur_hash = 0xcbf29ce484222325ULL;
 		return 1;
 	case S_SAMPLE:
 		if (k != V_NUM || !is_int)
@@ -743,11 +840,8 @@ static int cb_end_array(void *c)
 		s->st = S_PROFILE;
 		return 1;
 	case S_SAMPLE:
-		if (push((void **)&s->nodes, &s->nodes_cap, s->nnodes, sizeof *s->nodes))
-			return fail(s, -ENOMEM, "");
-		s->nodes[s->nnodes++] = s->node;
 		s->st = S_SAMPLES;
-		return 1;
+		return sample_end(s);
 	case S_FRAMES:
 		s->st = S_SHARED;
 		s->p->frames.complete = 1;
@@ -829,6 +923,9 @@ int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pysp
 	free(s.events);
 	free(s.path_frame);
 	free(s.path_node);
+	free(s.cur);
+	free(s.memo);
+	free(s.arena);
 	free(s.fr_name);
 	free(s.fr_file);
 	return rc;
