@@ -12,12 +12,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import check, read_csv, run, speedscope_truth  # noqa: E402
+from pyspy_common import pyspy_binary, check, read_csv, run, speedscope_truth  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 py = os.environ.get("PYTHON", sys.executable)
 victim = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyspy_victim.py")
-pyspy = shutil.which("py-spy")
+pyspy = pyspy_binary()
 if not pyspy:
     print("py-spy is not installed (scripts/install-deps.sh installs it)")
     sys.exit(77)
