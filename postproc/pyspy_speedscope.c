@@ -60,6 +60,15 @@ struct memo {
 struct ss {
 	struct pyspy_input *in;
 	yajl_handle h;
+	uint64_t feed_base;  /* file offset of the first byte last fed to h */
+	/* Fast path: a "samples" array is scanned here, not by yajl (below). */
+	int takeover;        /* a callback asks the driver to hand over */
+	int fast;            /* scanning a samples array */
+	int fstate;          /* scanner state */
+	uint64_t fval;       /* integer being scanned */
+	unsigned fdigits;
+	uint64_t fast_off;   /* file offset of the byte being scanned */
+	int replay;          /* feeding the restart prefix: ignore callbacks */
 	struct pyspy_profile *p;
 	pyspy_sample_fn fn;
 	void *ctx;
@@ -113,12 +122,19 @@ struct ss {
 	int have_first_weight;
 };
 
+/* File offset of the token being handled: yajl counts from where it was
+ * last fed (feed_base); the fast samples scanner sets fast_off itself. */
+static uint64_t off(const struct ss *s)
+{
+	return s->fast ? s->fast_off : s->feed_base + yajl_get_bytes_consumed(s->h);
+}
+
 static int fail(struct ss *s, int e, const char *what)
 {
 	if (e == -ENOMEM)
 		pyspy_set_err(s->err, "out of memory");
 	else
-		pyspy_set_err(s->err, "byte %llu: %s", (unsigned long long)pyspy_json_offset(s->in, s->h), what);
+		pyspy_set_err(s->err, "byte %llu: %s", (unsigned long long)off(s), what);
 	s->failed = e;
 	return 0;
 }
@@ -371,7 +387,7 @@ static int sample_frame(struct ss *s, long long v)
 	f = (uint32_t)v;
 	if (v > s->max_frame) {
 		s->max_frame = v;
-		s->max_frame_off = pyspy_json_offset(s->in, s->h);
+		s->max_frame_off = off(s);
 		if (s->p->frames.complete && f >= s->p->frames.n)
 			return fail(s, -EINVAL, "frame index out of range");
 	}
@@ -604,7 +620,9 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 			if (s->have_samples++)
 				return fail(s, -EINVAL, "duplicate \"samples\"");
 			s->st = S_SAMPLES;
-			return 1;
+			/* Stop yajl right after '[': the driver scans the array. */
+			s->takeover = 1;
+			return 0;
 		case K_WEIGHTS:
 			if (k != V_ARR)
 				return fail(s, -EINVAL, "\"weights\" is not an array");
@@ -642,7 +660,7 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 			s->ev_have_frame = 1;
 			if (iv > s->max_frame) {
 				s->max_frame = iv;
-				s->max_frame_off = pyspy_json_offset(s->in, s->h);
+				s->max_frame_off = off(s);
 			}
 		}
 		return 1;
@@ -654,6 +672,8 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 static int value(struct ss *s, enum vk k, double num, int is_int, long long iv, const unsigned char *str,
 		 size_t len)
 {
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		if (k == V_MAP || k == V_ARR) {
 			if (++s->skip > PYSPY_MAX_SKIP_DEPTH)
@@ -755,6 +775,8 @@ static int cb_map_key(void *c, const unsigned char *k, size_t n)
 {
 	struct ss *s = c;
 	enum key key = K_SKIP;
+	if (s->replay)
+		return 1;
 	if (s->skip)
 		return 1;
 	switch (s->st) {
@@ -789,6 +811,8 @@ static int cb_map_key(void *c, const unsigned char *k, size_t n)
 static int cb_end_map(void *c)
 {
 	struct ss *s = c;
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		s->skip--;
 		return 1;
@@ -826,6 +850,8 @@ static int cb_end_map(void *c)
 static int cb_end_array(void *c)
 {
 	struct ss *s = c;
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		s->skip--;
 		return 1;
@@ -870,6 +896,194 @@ static const yajl_callbacks callbacks = {
 	.yajl_end_array = cb_end_array,
 };
 
+/*
+ * The fast path.  Nearly all of a profile's bytes are its "samples": arrays
+ * of small integers, where yajl's per-token callbacks cost twice what the
+ * data needs.  So when a profile's "samples" array opens, the callback
+ * stops yajl right after the '[' and the driver scans the array with the
+ * byte loop below (same checks, same messages, same frame-by-frame calls
+ * as the callbacks).  At the closing ']' a fresh yajl handle is primed
+ * with a prefix that leaves it in the same nesting (inside a profile
+ * object, after a value) and parsing goes on from the next byte.
+ */
+enum fstate { F_FIRST, F_NEXT, F_AFTER, F_IN_FIRST, F_IN_NEXT, F_INT, F_IN_AFTER, F_DONE };
+
+static const char restart_prefix[] = "{\"profiles\":[{\"samples\":[]";
+
+static int is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Scan buf[0, n) at file offset base.  Returns bytes used; sets s->fast = 0
+ * at the closing ']'; on error s->failed is set. */
+static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64_t base)
+{
+	size_t i = 0;
+	int st = s->fstate;
+	for (; i < n; i++) {
+		unsigned char c = buf[i];
+		if (st == F_INT) {
+			if (c >= '0' && c <= '9') {
+				if (s->fval == 0 && s->fdigits) {
+					s->fast_off = base + i;
+					fail(s, -EINVAL, "invalid JSON (leading zero in a number)");
+					return i;
+				}
+				if (s->fdigits < 12)
+					s->fval = s->fval * 10 + (uint64_t)(c - '0');
+				s->fdigits++;
+				continue;
+			}
+			s->fast_off = base + i;
+			if (c == '.' || c == 'e' || c == 'E') {
+				fail(s, -EINVAL, "a sample holds something other than a frame index");
+				return i;
+			}
+			if (!sample_frame(s, s->fval > INT32_MAX ? -1 : (long long)s->fval))
+				return i;
+			st = F_IN_AFTER;
+		}
+		if (is_ws(c))
+			continue;
+		s->fast_off = base + i;
+		switch (st) {
+		case F_FIRST:
+		case F_NEXT:
+			if (c == '[') {
+				s->depth = 0;
+				s->cur_hash = 0xcbf29ce484222325ULL;
+				st = F_IN_FIRST;
+			} else if (c == ']' && st == F_FIRST) {
+				s->fast = 0;
+				s->st = S_PROFILE;
+				return i + 1;
+			} else {
+				fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+							 c == 'f' || c == 'n'
+						 ? "a sample is not an array of frame indices"
+						 : "invalid JSON in \"samples\"");
+				return i;
+			}
+			break;
+		case F_AFTER:
+			if (c == ',') {
+				st = F_NEXT;
+			} else if (c == ']') {
+				s->fast = 0;
+				s->st = S_PROFILE;
+				return i + 1;
+			} else {
+				fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
+				return i;
+			}
+			break;
+		case F_IN_FIRST:
+		case F_IN_NEXT:
+			if (c >= '0' && c <= '9') {
+				s->fval = (uint64_t)(c - '0');
+				s->fdigits = 1;
+				st = F_INT;
+			} else if (c == '-') {
+				fail(s, -EINVAL, "frame index out of range");
+				return i;
+			} else if (c == ']' && st == F_IN_FIRST) {
+				if (!sample_end(s))
+					return i;
+				st = F_AFTER;
+			} else {
+				fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
+						 ? "a sample holds something other than a frame index"
+						 : "invalid JSON in a sample");
+				return i;
+			}
+			break;
+		case F_IN_AFTER:
+			if (c == ',') {
+				st = F_IN_NEXT;
+			} else if (c == ']') {
+				if (!sample_end(s))
+					return i;
+				st = F_AFTER;
+			} else {
+				fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
+				return i;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	s->fstate = st;
+	return i;
+}
+
+static int restart_yajl(struct ss *s);
+
+static int ss_drive(struct ss *s)
+{
+	struct pyspy_input *in = s->in;
+	size_t pos = 0;
+	yajl_status st;
+	int rc;
+
+	for (;;) {
+		if (s->fast && pos < in->len) {
+			pos += fast_scan(s, (const unsigned char *)in->buf + pos, in->len - pos, in->base + pos);
+			if (s->failed)
+				return s->failed;
+			if (!s->fast && (rc = restart_yajl(s)))
+				return rc;
+		}
+		if (!s->fast && pos < in->len) {
+			s->feed_base = in->base + pos;
+			st = yajl_parse(s->h, (const unsigned char *)in->buf + pos, in->len - pos);
+			if (st == yajl_status_client_canceled && s->takeover) {
+				s->takeover = 0;
+				s->fast = 1;
+				s->fstate = F_FIRST;
+				pos += yajl_get_bytes_consumed(s->h);
+				continue;
+			}
+			if (st != yajl_status_ok)
+				return pyspy_json_fail(in, s->h, st, s->feed_base, &s->failed, s->err);
+			pos = in->len;
+		}
+		if (pos < in->len)
+			continue;
+		if (in->eof)
+			break;
+		if ((rc = pyspy_input_fill(in, s->err)))
+			return rc;
+		pos = 0;
+	}
+	in->base += in->len;
+	in->len = 0;
+	if (s->fast) {
+		pyspy_set_err(s->err, "byte %llu: truncated JSON (inside \"samples\")", (unsigned long long)in->base);
+		return -EINVAL;
+	}
+	s->feed_base = in->base;
+	st = yajl_complete_parse(s->h);
+	if (st != yajl_status_ok)
+		return pyspy_json_fail(in, s->h, st, s->feed_base, &s->failed, s->err);
+	return 0;
+}
+
+static int restart_yajl(struct ss *s)
+{
+	yajl_free(s->h);
+	s->h = yajl_alloc(&callbacks, NULL, s);
+	if (!s->h) {
+		pyspy_set_err(s->err, "out of memory");
+		return -ENOMEM;
+	}
+	s->replay = 1;
+	yajl_parse(s->h, (const unsigned char *)restart_prefix, sizeof restart_prefix - 1);
+	s->replay = 0;
+	return 0;
+}
+
 int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 			   struct pyspy_error *err)
 {
@@ -895,7 +1109,7 @@ int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pysp
 		pyspy_set_err(err, "out of memory");
 		return -ENOMEM;
 	}
-	rc = pyspy_json_drive(in, s.h, &s.failed, err);
+	rc = ss_drive(&s);
 	if (!rc && !s.seen_profiles) {
 		pyspy_set_err(err, "no \"profiles\" array (not a speedscope file)");
 		rc = -EINVAL;
