@@ -104,6 +104,12 @@ aggregate is faster than \`json.load\` alone; B/D = ${r_csv}x (${c_csv}x) for th
 stack of every sample (its wall time is mostly writing the file).
 Peak RSS of anchorpost: A $(mb "${RSS[anchorpost_by_frame]}") MB, D $(mb "${RSS[anchorpost_csv]}") MB, the full model E $(mb "${RSS[model_energy_write]}") MB (target < 200 MB).
 A and B produce the same per-frame table (checked row by row in the run).
+
+Notes: on a shared machine wall times are inflated, Python's most (its wall time ran 3-6x its CPU
+time here), so the CPU-time ratios are the conservative figures.  anchorpost scans the \`samples\`
+arrays with a byte loop and the rest of the document with yajl (postproc/pyspy_speedscope.c); A keeps
+per-stack counters only, D buffers 24 B per sample until the frame table (written last by py-spy)
+arrives, E is \`pyspy_load()\` holding all 1.8 M samples plus \`pyspy_write_energy_speedscope()\`.
 MD
 echo "wrote bench/RESULTS-pyspy.md"
 cat "$ROOT/bench/RESULTS-pyspy.md"
