@@ -203,7 +203,7 @@ class Updater:
 			if self.trace is not None:
 				self.trace.append((now, self.phase, self.counters["package"].total_uj,
 						   self.counters["dram"].total_uj))
-			if a.watch_pid and a.model == "phase" and not _alive(a.watch_pid):
+			if a.watch_pid and not _alive(a.watch_pid):
 				break
 		self.t_end = t_last
 		self.finish()
