@@ -9,6 +9,10 @@ phases from 30 ms (shorter than the period) to 150 ms:
      phase instance, and every output says "emulated sensor".
   2. a 20 J counter range, so the counters wrap several times: perun's
      wrap handling must still give the totals within 1 %.
+  3. with an emulated GPU (stub pynvml, perun's real NVML backend) whose
+     reading is the average power over the last 100 ms (as NVML averages on
+     recent GPUs): perun's GPU ENERGY within 3 % of the truth, RAPL still
+     within 1 %, and the GPU's HDF5 name says "emulated sensor".
 """
 import csv
 import json
@@ -26,8 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "groundtruth"))
 import run_scenario  # noqa: E402
 
 NOTICE = "emulated sensor, not a measurement"
-PHASES = [("load", 30, 6.0, 1.0, "sleep"), ("fwd", 70, 25.0, 3.0, "spin"),
-	  ("bwd", 150, 40.0, 4.0, "spin"), ("opt", 30, 15.0, 6.0, "spin")]
+PHASES = [("load", 30, 6.0, 1.0, "sleep", 60.0), ("fwd", 70, 25.0, 3.0, "spin", 250.0),
+	  ("bwd", 150, 40.0, 4.0, "spin", 300.0), ("opt", 30, 15.0, 6.0, "spin", 120.0)]
 REPEAT = 12
 fails = []
 
@@ -42,6 +46,9 @@ def rapl_sensors(path):
 	out = {}
 	with h5py.File(path, "r") as f:
 		def visit(name, obj):
+			if name.endswith("/CUDA:0_POWER") and "metrics" in obj:
+				out["CUDA:0_POWER"] = {"energy_j": float(obj["metrics/ENERGY"].attrs["value"]),
+						       "name": obj.attrs.get("name")}
 			if isinstance(obj, h5py.Group) and "raw_data" in obj and "alt_values" in obj["raw_data"]:
 				out[name.rsplit("/", 1)[-1]] = {
 					"energy_j": float(obj["metrics/ENERGY"].attrs["value"]),
@@ -52,16 +59,22 @@ def rapl_sensors(path):
 	return out
 
 
-def scenario(name, max_range_uj=None):
+def scenario(name, max_range_uj=None, gpu=False):
 	out = os.path.join(TMP, name)
 	spec = run_scenario.make_spec(PHASES, repeat=REPEAT, jitter=0.3, sampling_period=0.1, seed=7)
 	s = run_scenario.run(out, spec, sampling_period=0.1, python=sys.executable,
-			     libanchor=os.path.join(BUILD, "libanchor.so"), max_range_uj=max_range_uj)
+			     libanchor=os.path.join(BUILD, "libanchor.so"), max_range_uj=max_range_uj,
+			     gpu=gpu, gpu_avg_ms=100.0 if gpu else 0.0)
 	with open(s["files"]["truth"]) as f:
 		truth = json.load(f)
 	sensors = rapl_sensors(s["files"]["perun_hdf5"])
-	check(set(sensors) == {"cpu_0_package-0", "ram_0_dram"}, f"{name}: perun found the emulated package and dram: {sorted(sensors)}")
-	for dev, sid in (("package", "cpu_0_package-0"), ("dram", "ram_0_dram")):
+	want_ids = {"cpu_0_package-0", "ram_0_dram"} | ({"CUDA:0_POWER"} if gpu else set())
+	check(set(sensors) == want_ids, f"{name}: perun found the emulated sensors: {sorted(sensors)}")
+	if gpu and "CUDA:0_POWER" in sensors:
+		want, got = truth["devices"]["gpu"]["total_j"], sensors["CUDA:0_POWER"]["energy_j"]
+		check(abs(got - want) < 0.03 * want, f"{name}: gpu: perun ENERGY {got:.2f} J vs truth {want:.2f} J ({(got - want) / want * 100:+.2f} %)")
+		check(NOTICE in str(sensors["CUDA:0_POWER"]["name"]), f"{name}: gpu: HDF5 name says '{NOTICE}'")
+	for dev, sid in (("package", "cpu_0_package-0"), ("dram", "ram_0_dram")):  # RAPL
 		if sid not in sensors:
 			continue
 		want = truth["devices"][dev]["total_j"]
@@ -89,7 +102,7 @@ sched = {}
 with open(s["files"]["instances"]) as f:
 	for row in csv.DictReader(f):
 		sched.setdefault(row["phase"], []).append((int(row["t_end_mono_ns"]) - int(row["t_begin_mono_ns"])) / 1e9)
-for name, ms, pw, dw, _ in PHASES:
+for name, ms, pw, dw, _, _ in PHASES:
 	ph = truth["phases"][name]
 	sec = sum(sched[name])
 	check(len(sched[name]) == REPEAT and ph["entries"] == REPEAT, f"{name}: {REPEAT} instances logged and entered")
@@ -112,6 +125,7 @@ for name, *_ in PHASES:
 	check(begins.get(name) == REPEAT, f"ring: {begins.get(name)} '{name}' ranges (want {REPEAT})")
 
 scenario("wrap", max_range_uj=20_000_000)
+scenario("gpu", gpu=True)
 
 print(f"{len(fails)} failed checks")
 sys.exit(1 if fails else 0)

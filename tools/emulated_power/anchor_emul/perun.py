@@ -7,6 +7,8 @@ What is changed, and nothing else:
   * perun.backend.powercap_rapl.RAPL_PATH -> DIR (a module constant read in
     PowercapRAPLBackend.setup; the sampler is a fork()ed multiprocessing
     child, so it inherits the change);
+  * when DIR has an emulated GPU (updater --init --gpu), the stub pynvml in
+    tools/emulated_power/nvml_stub goes first on sys.path;
   * each emulated RAPL sensor's metadata gains emulated_sensor=<notice>, so
     the HDF5 perun writes says so itself, and EMULATED_SENSOR.txt is written
     into perun's --data_out;
@@ -76,6 +78,20 @@ def _keep_exit_status():
 	Application.run = run
 
 
+def _use_gpu_stub(root):
+	"""Emulated GPU present: the stub pynvml goes first on sys.path (perun
+	imports pynvml with importlib when its NVML backend is set up)."""
+	from . import powercap
+
+	nvml = os.path.join(os.path.abspath(root), powercap.NVML_DIR)
+	if not os.path.isdir(nvml):
+		return False
+	here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+	sys.path.insert(0, os.path.join(here, "nvml_stub"))
+	os.environ["ANCHOR_EMUL_NVML"] = nvml
+	return True
+
+
 def _write_marker(data_out, root):
 	os.makedirs(data_out, exist_ok=True)
 	with open(os.path.join(data_out, MARKER_FILE), "w") as f:
@@ -106,6 +122,7 @@ def main():
 		if not os.path.exists(os.path.join(root, MARKER_FILE)):
 			sys.exit(f"anchor_emul.perun: {root}: not an emulated powercap tree")
 		_patch_rapl(root)
+		_use_gpu_stub(root)
 		if args and args[0] == "monitor":
 			_write_marker(_data_out(args[1:]), root)
 	_keep_exit_status()
