@@ -574,6 +574,8 @@ int cmd_record(int argc, char **argv)
 	s = r.sensor;
 	if (s == SENSOR_AUTO)
 		s = have_real_sensor() ? SENSOR_REAL : SENSOR_EMULATED;
+	if (r.sensor == SENSOR_REAL && !have_real_sensor())
+		diag_warn(NULL, "record: --sensor real, but no RAPL counter is readable and there is no NVIDIA GPU: perun will record no energy");
 	if (s == SENSOR_EMULATED && !r.emuldir[0])
 		diag_fatal(NULL, "record: the emulated sensor needs tools/emulated_power beside the build dir, or ANCHOR_EMUL_DIR");
 	if (s == SENSOR_EMULATED) {
