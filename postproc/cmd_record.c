@@ -106,7 +106,7 @@ static void parse_args(struct rec *r, int argc, char **argv)
 			r->subprocesses = 0;
 			continue;
 		} else if (!v) {
-			break;
+			diag_fatal(NULL, "record: %s needs a value (or '--' before the command)", a);
 		}
 		if (!strcmp(a, "-o")) {
 			r->outdir_arg = v;
@@ -129,7 +129,8 @@ static void parse_args(struct rec *r, int argc, char **argv)
 			else if (strcmp(v, "chrometrace"))
 				diag_fatal(NULL, "record: --format is chrometrace or speedscope, not '%s'", v);
 		} else {
-			break;
+			usage(stderr);
+			diag_fatal(NULL, "record: unknown option '%s' (the command goes after '--')", a);
 		}
 		i++;
 	}
@@ -482,6 +483,9 @@ static void attach_pyspy(struct rec *r)
 		if (!quit)
 			return;
 		r->pyspy_pid = 0;
+		/* A run shorter than the wait: py-spy followed it to the end. */
+		if (exit_code(status) == 0)
+			return;
 	}
 	diag_warn(NULL, "record: py-spy could not attach to pid %d; no profile", (int)r->perun_pid);
 }

@@ -96,4 +96,6 @@ want = IDLE + PER_CORE * busy
 check(busy > 0.2 and abs(p_spin - want) < 0.15 * PER_CORE,
       f"spinning ({busy:.2f} cores by getrusage): {p_spin:.1f} W (expect {want:.1f} W)")
 print(f"updater ticks {truth['ticks']}, tick p50 {truth['tick_ms']['p50']:.1f} ms p99 {truth['tick_ms']['p99']:.1f} ms")
+for m in fails:
+	print("failed: " + m)
 sys.exit(1 if fails else 0)

@@ -3,7 +3,9 @@
 Two short ground-truth scenarios at perun's fastest period (0.1 s), with
 phases from 30 ms (shorter than the period) to 150 ms:
   1. default counter range: perun's ENERGY per sensor (HDF5, h5py) is within
-     1 % of truth.json, perun's raw counter series is monotonic and its
+     1 % of truth.json (3 % when perun's own sample intervals were irregular:
+     its trapezoid then differs from the counter sum), perun's per-window
+     power times its intervals equals the truth to 0.01 %, perun's raw counter series is monotonic and its
      first/last values are exactly the counter's start/end (no torn reads),
      the ledger matches the phase schedule, the ring holds one range per
      phase instance, and every output says "emulated sensor".
@@ -53,6 +55,8 @@ def rapl_sensors(path):
 				out[name.rsplit("/", 1)[-1]] = {
 					"energy_j": float(obj["metrics/ENERGY"].attrs["value"]),
 					"alt": obj["raw_data/alt_values"][()].astype(np.int64),
+					"t_s": obj["raw_data/timesteps"][()].astype(np.float64),
+					"power_w": obj["raw_data/values"][()].astype(np.float64),
 					"emulated": obj.attrs.get("emulated_sensor"),
 				}
 		f.visititems(visit)
@@ -80,7 +84,19 @@ def scenario(name, max_range_uj=None, gpu=False):
 		want = truth["devices"][dev]["total_j"]
 		got = sensors[sid]["energy_j"]
 		err = (got - want) / want
-		check(want > 1.0 and abs(err) < 0.01, f"{name}: {dev}: perun ENERGY {got:.4f} J vs truth {want:.4f} J ({err * 100:+.3f} %)")
+		# perun's ENERGY is a trapezoid over its per-window powers; with
+		# irregular sample intervals (its sampler delayed on a loaded machine)
+		# that is not the counter sum: measured up to +1.25 % with intervals
+		# of 0.045-0.19 s.  1 % is required when perun sampled regularly.
+		dt = np.diff(sensors[sid]["t_s"])
+		regular = dt.max() <= 1.5 * 0.1 and dt.min() >= 0.5 * 0.1
+		tol = 0.01 if regular else 0.03
+		check(want > 1.0 and abs(err) < tol,
+		      f"{name}: {dev}: perun ENERGY {got:.4f} J vs truth {want:.4f} J ({err * 100:+.3f} %, "
+		      f"sample intervals {dt.min():.3f}-{dt.max():.3f} s, tolerance {tol * 100:.0f} %)")
+		rect = float(np.sum(sensors[sid]["power_w"][1:] * dt))
+		check(abs(rect - want) < 1e-4 * want,
+		      f"{name}: {dev}: perun's power series x its own intervals = {rect:.4f} J (truth {want:.4f} J)")
 		mod = truth["devices"][dev]["max_energy_range_uj"] + 1
 		alt = sensors[sid]["alt"]
 		steps = np.diff(alt) % mod  # unwrap as the hardware counter would
@@ -127,5 +143,7 @@ for name, *_ in PHASES:
 scenario("wrap", max_range_uj=20_000_000)
 scenario("gpu", gpu=True)
 
+for m in fails:
+	print("failed: " + m)
 print(f"{len(fails)} failed checks")
 sys.exit(1 if fails else 0)
