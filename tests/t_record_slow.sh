@@ -90,7 +90,7 @@ PY
 # The script's exit status comes back through perun and the recorder.
 printf 'import sys\nprint("exiting 3")\nsys.exit(3)\n' >"$T/exit3.py"
 rc=0
-"$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated -- "$PYTHON" "$T/exit3.py" >/dev/null || rc=$?
+"$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated --rate 10 --no-subprocesses -- "$PYTHON" "$T/exit3.py" >/dev/null || rc=$?
 [ $rc -eq 3 ] || { echo "FAIL: exit status $rc, want 3"; exit 1; }
 echo "ok   exit status 3 forwarded"
 
