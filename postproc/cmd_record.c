@@ -401,6 +401,7 @@ static void start_updater(struct rec *r, const char *powercap)
 	}
 	if (access(ready, F_OK))
 		diag_fatal(ready, "record: the emulated sensor's updater did not start in 30 s");
+	unlink(ready);
 }
 
 static pid_t start_perun(struct rec *r, enum sensor s, const char *powercap, int gate_fd)
