@@ -11,6 +11,9 @@ phases from 30 ms (shorter than the period) to 150 ms:
      phase instance, and every output says "emulated sensor".
   2. a 20 J counter range, so the counters wrap several times: perun's
      wrap handling must still give the totals within 1 %.
+  In scenario 1 the updater's tick trace pins perun's sample times: one
+  CLOCK_MONOTONIC offset fits them within 1 ms, and perun's first sample
+  falls inside the workload's 1 s lead-in as the ring's marks place it.
   3. with an emulated GPU (stub pynvml, perun's real NVML backend) whose
      reading is the average power over the last 100 ms (as NVML averages on
      recent GPUs): perun's GPU ENERGY within 3 % of the truth, RAPL still
@@ -29,6 +32,7 @@ ROOT = os.environ.get("ANCHOR_ROOT", os.path.abspath(os.path.join(os.path.dirnam
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()
 sys.path.insert(0, os.path.join(ROOT, "tools", "groundtruth"))
+import perun_clock  # noqa: E402
 import run_scenario  # noqa: E402
 
 NOTICE = "emulated sensor, not a measurement"
@@ -63,12 +67,12 @@ def rapl_sensors(path):
 	return out
 
 
-def scenario(name, max_range_uj=None, gpu=False):
+def scenario(name, max_range_uj=None, gpu=False, trace=False):
 	out = os.path.join(TMP, name)
 	spec = run_scenario.make_spec(PHASES, repeat=REPEAT, jitter=0.3, sampling_period=0.1, seed=7)
 	s = run_scenario.run(out, spec, sampling_period=0.1, python=sys.executable,
 			     libanchor=os.path.join(BUILD, "libanchor.so"), max_range_uj=max_range_uj,
-			     gpu=gpu, gpu_avg_ms=100.0 if gpu else 0.0)
+			     gpu=gpu, gpu_avg_ms=100.0 if gpu else 0.0, trace=trace)
 	with open(s["files"]["truth"]) as f:
 		truth = json.load(f)
 	sensors = rapl_sensors(s["files"]["perun_hdf5"])
@@ -108,7 +112,7 @@ def scenario(name, max_range_uj=None, gpu=False):
 	return s, truth
 
 
-s, truth = scenario("plain")
+s, truth = scenario("plain", trace=True)
 marker = s["files"]["marker"]
 check(os.path.exists(marker) and NOTICE in open(marker).read(), "perun/EMULATED_SENSOR.txt exists and says so")
 check(truth.get("notice") == NOTICE and truth.get("emulated") is True, "truth.json says so")
@@ -139,6 +143,23 @@ with open(dump) as f:
 			begins[row["name"]] = begins.get(row["name"], 0) + 1
 for name, *_ in PHASES:
 	check(begins.get(name) == REPEAT, f"ring: {begins.get(name)} '{name}' ranges (want {REPEAT})")
+
+# perun's clock: every sample read while the counter moved pins its time
+# stamp to a ~1 ms updater tick; one offset must fit them all (perun 1.0.0
+# stamps with perf_counter_ns = CLOCK_MONOTONIC, the ring's clock).
+pc = perun_clock.perun_t0(os.path.join(TMP, "plain"))
+print(f"perun t0 = {pc['t0_mono_ns']} ns ±{pc['uncertainty_ms']:.3f} ms from {pc['samples_pinned']} samples, "
+      f"{pc['delayed_reads']} delayed reads (max {pc['max_read_delay_ms']:.1f} ms)")
+check(pc["samples_pinned"] >= 10 and pc["uncertainty_ms"] < 1.0,
+      "perun's sample times fit one CLOCK_MONOTONIC offset within 1 ms")
+check(pc["delayed_reads"] <= pc["samples_pinned"] // 4, "most perun reads follow their time stamp within a tick")
+marks = {}
+with open(dump) as f:
+	for row in csv.DictReader(f):
+		if row["kind"] == "mark" and row["name"].startswith("groundtruth_"):
+			marks[row["name"]] = int(row["mono_ns"])
+lead = (marks["groundtruth_start"] - pc["t0_mono_ns"]) / 1e9
+check(0.0 < lead < 1.0 + 0.1, f"perun's first sample is {lead:.3f} s before the workload's first phase (lead-in 1 s)")
 
 scenario("wrap", max_range_uj=20_000_000)
 scenario("gpu", gpu=True)
