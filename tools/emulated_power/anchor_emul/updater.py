@@ -59,7 +59,7 @@ def parse_args(argv):
 	ap.add_argument("--dram-idle-w", type=float, default=1.5)
 	ap.add_argument("--dram-w-per-core", type=float, default=1.0)
 	ap.add_argument("--cpu-window-ms", type=float, default=50.0, help="cpu model: CPU-rate window")
-	ap.add_argument("--period-ms", type=float, default=None, help="tick (default 1 ms phase, 5 ms cpu)")
+	ap.add_argument("--period-ms", type=float, default=None, help="tick (default 1 ms phase; 10 ms cpu, the kernel's CPU-time resolution at USER_HZ=100)")
 	ap.add_argument("--noise", type=float, default=0.0, help="relative gaussian noise on power per tick")
 	ap.add_argument("--seed", type=int, default=1)
 	ap.add_argument("--truth", help="write the ledger here (JSON) at the end")
@@ -209,7 +209,7 @@ class Updater:
 	def run(self):
 		a = self.a
 		self.scheduling = self.raise_priority()
-		period_s = (a.period_ms if a.period_ms else (1.0 if a.model == "phase" else 5.0)) / 1000.0
+		period_s = (a.period_ms if a.period_ms else (1.0 if a.model == "phase" else 10.0)) / 1000.0
 		for s in (signal.SIGTERM, signal.SIGINT):
 			signal.signal(s, self.on_signal)
 		t_last = time.monotonic_ns()
