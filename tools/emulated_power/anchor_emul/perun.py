@@ -12,6 +12,8 @@ What is changed, and nothing else:
   * each emulated RAPL sensor's metadata gains emulated_sensor=<notice>, so
     the HDF5 perun writes says so itself, and EMULATED_SENSOR.txt is written
     into perun's --data_out;
+  * a KeyboardInterrupt in the script ends the run normally (status 130), so
+    perun still saves its data;
   * the monitored script's exit status is kept: perun runs the script
     in-process and turns any SystemExit into "exit 1" (perun/api/cli.py);
     here sys.exit(0) counts as success and sys.exit(N) ends this process
@@ -20,6 +22,7 @@ What is changed, and nothing else:
 """
 
 import os
+import signal
 import sys
 
 from . import EMULATED_NOTICE, MARKER_FILE
@@ -62,6 +65,16 @@ def _keep_exit_status():
 	def run(self):
 		try:
 			result = orig_run(self)
+		except KeyboardInterrupt:
+			# End the run here and let perun save what it sampled (perun
+			# 1.0.0 catches only SystemExit and Exception: a Ctrl-C would
+			# leave no HDF5).  Status 130, like a shell.
+			# Further Ctrl-Cs (anchorpost record repeats its SIGINT until
+			# the run ends) must not interrupt perun's saving.
+			signal.signal(signal.SIGINT, signal.SIG_IGN)
+			print("anchor_emul.perun: interrupted; perun saves the run so far", file=sys.stderr)
+			_script_status["code"] = 130
+			return None
 		except SystemExit as e:
 			code = e.code
 			if code is None or code == 0:
