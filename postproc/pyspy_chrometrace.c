@@ -9,6 +9,13 @@
  * becomes one delivered row.  Chrome's {"traceEvents": [...]} wrapper is
  * accepted too; metadata ("M") events are skipped; any other phase is
  * refused rather than misread.
+ *
+ * py-spy keeps the previous stack per *pthread id only* and stamps each
+ * event with the pid of the sample being diffed (src/chrometrace.rs).
+ * With --subprocesses a forked child inherits its parent's pthread id, so
+ * the "E" of a frame opened under one pid can come with another pid.  The
+ * stack state here is therefore kept per pthread id like py-spy's, and
+ * each interval goes to the (pid, tid) of the events that opened it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,10 +30,11 @@ enum st { S_TOP0, S_WRAP, S_EVENTS, S_EVENT, S_ARGS, S_DONE };
 enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE };
 
 struct tstate {
+	uint64_t tid;   /* pthread id: py-spy's key for the previous stack */
+	uint32_t owner; /* thread (pid, tid) of the latest events */
 	uint32_t node;
 	double last_ts;
 	int have_ts;
-	uint64_t intervals;
 };
 
 struct ct {
@@ -42,6 +50,7 @@ struct ct {
 	unsigned skip;
 	int seen_events, wrapped;
 	struct tstate *ts;
+	uint32_t nts, ts_cap, last_ts_idx;
 	uint32_t last_thread;
 
 	/* the event being read */
@@ -97,11 +106,6 @@ static int thread_of(struct ct *c, uint32_t *out)
 		}
 	if (pyspy_thread_add(p, &i))
 		return -ENOMEM;
-	struct tstate *ts = realloc(c->ts, (size_t)p->threads_cap * sizeof *ts);
-	if (!ts)
-		return -ENOMEM;
-	c->ts = ts;
-	memset(&ts[i], 0, sizeof ts[i]);
 	t = &p->threads[i];
 	t->pid = c->pid;
 	t->pthread_id = c->tid;
@@ -113,6 +117,31 @@ static int thread_of(struct ct *c, uint32_t *out)
 		return -ENOMEM;
 	*out = c->last_thread = i;
 	return 0;
+}
+
+/* The stack state of pthread id c->tid, shared by every pid. */
+static struct tstate *state_of(struct ct *c)
+{
+	uint32_t i = c->last_ts_idx;
+	if (i < c->nts && c->ts[i].tid == c->tid)
+		return &c->ts[i];
+	for (i = 0; i < c->nts; i++)
+		if (c->ts[i].tid == c->tid) {
+			c->last_ts_idx = i;
+			return &c->ts[i];
+		}
+	if (c->nts == c->ts_cap) {
+		uint32_t cap = c->ts_cap ? c->ts_cap * 2 : 8;
+		struct tstate *ts = realloc(c->ts, (size_t)cap * sizeof *ts);
+		if (!ts)
+			return NULL;
+		c->ts = ts;
+		c->ts_cap = cap;
+	}
+	memset(&c->ts[c->nts], 0, sizeof c->ts[0]);
+	c->ts[c->nts].tid = c->tid;
+	c->last_ts_idx = c->nts;
+	return &c->ts[c->nts++];
 }
 
 static int event_end(struct ct *c)
@@ -132,24 +161,23 @@ static int event_end(struct ct *c)
 	}
 	if (!c->have_name || !c->have_pid || !c->have_tid || !c->have_ts)
 		return fail(c, -EINVAL, "event lacks name, pid, tid or ts");
-	if (thread_of(c, &ti))
+	if (thread_of(c, &ti) || !(s = state_of(c)))
 		return fail(c, -ENOMEM, "");
-	s = &c->ts[ti];
 	if (s->have_ts && c->t_us < s->last_ts)
 		return fail(c, -EINVAL, "ts goes backwards within a thread");
 	if (s->have_ts && c->t_us > s->last_ts && s->node) {
 		struct pyspy_sample_ev ev = {
-			.thread = ti,
+			.thread = s->owner,
 			.stack = s->node,
-			.index = s->intervals++,
+			.index = p->threads[s->owner].nsamples,
 			.t_rel_s = s->last_ts / 1e6,
 			.duration_s = (c->t_us - s->last_ts) / 1e6,
 			.ts_us = s->last_ts,
 			.count = 1,
 		};
 		ev.weight = ev.duration_s;
-		p->threads[ti].nsamples++;
-		p->threads[ti].total_weight += ev.weight;
+		p->threads[s->owner].nsamples++;
+		p->threads[s->owner].total_weight += ev.weight;
 		if (c->fn && c->fn(c->ctx, p, &ev, c->err)) {
 			c->failed = -ECANCELED;
 			return 0;
@@ -157,6 +185,7 @@ static int event_end(struct ct *c)
 	}
 	s->last_ts = c->t_us;
 	s->have_ts = 1;
+	s->owner = ti;
 	if (c->ph == 'B') {
 		if (pyspy_frames_intern(&p->frames, c->name, c->name_len, c->have_file ? c->file : NULL, c->file_len,
 					c->line, &frame) ||
