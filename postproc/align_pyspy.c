@@ -15,6 +15,8 @@
  * taken when it processes a sample, a little after reading the stack. */
 #define LIFETIME_SLACK_S 0.05
 #define COARSE_STEP_S 1e-3
+#define MAX_DRIFT 0.5
+#define MAX_SCALE_DEV 1.0
 #define FINE_STEP_S 1e-5
 
 struct burst {
@@ -26,13 +28,39 @@ struct burst {
 struct pt {
 	double x;
 	int busy;
-	const struct burst *b; /* the bursts of the point's ring thread */
+	const struct burst *b; /* the bursts it is tested against */
 	size_t nb;
+	const struct burst *b_all; /* all bursts of the point's ring thread */
+	size_t nb_all;
 };
+
+/* Test points only against the first (last = 0) or last (last = 1)
+ * group of bursts (bursts more than 1 s apart are separate pulses). */
+static void pin_to_group(struct pt *pts, size_t n, int last)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct burst *b = pts[i].b_all;
+		size_t nb = pts[i].nb_all, lo = 0, hi = nb;
+		if (!nb)
+			continue;
+		if (!last) {
+			hi = 1;
+			while (hi < nb && b[hi].t0 - b[hi - 1].t1 <= 1.0)
+				hi++;
+		} else {
+			lo = nb - 1;
+			while (lo > 0 && b[lo].t0 - b[lo - 1].t1 <= 1.0)
+				lo--;
+		}
+		pts[i].b = b + lo;
+		pts[i].nb = hi - lo;
+	}
+}
 
 struct fit {
 	double offset_s, half_s, cost_s;
 	double max_s; /* largest single miss at the offset */
+	double rms_s; /* RMS of the misses over all points */
 	int ok;
 };
 
@@ -250,11 +278,14 @@ static struct fit fit_offset(const struct pt *pts, size_t n, double scale, doubl
 		f.half_s = (double)(b - a) / 2 * FINE_STEP_S + FINE_STEP_S / 2;
 		f.cost_s = cmin;
 		f.max_s = 0;
+		f.rms_s = 0;
 		for (size_t i = 0; i < n; i++) {
 			double d = pt_cost(&pts[i], pts[i].x * scale + f.offset_s);
 			if (d > f.max_s)
 				f.max_s = d;
+			f.rms_s += d * d;
 		}
+		f.rms_s = sqrt(f.rms_s / (double)n);
 		f.ok = 1;
 		free(c);
 	}
@@ -301,12 +332,13 @@ static int add_points(const struct pyspy_profile *p, const struct thr_rows *r, c
 			*pts = np;
 			*cap = nc;
 		}
-		(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s, .busy = is_busy, .b = b, .nb = nb};
+		(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s, .busy = is_busy, .b = b, .nb = nb, .b_all = b, .nb_all = nb};
 		*nbusy += (size_t)is_busy;
 		/* chrometrace: the end of a busy interval is a sample that was
 		 * no longer busy (unless the next interval is busy again). */
 		if (chrome && is_busy && !(nx && busy[nx->stack] && nx->t_rel_s <= s->t_rel_s + s->duration_s))
-			(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s + s->duration_s, .busy = 0, .b = b, .nb = nb};
+			(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s + s->duration_s, .busy = 0, .b = b, .nb = nb,
+							.b_all = b, .nb_all = nb};
 	}
 	return 0;
 }
@@ -459,10 +491,8 @@ done:
 
 /* ---- speedscope warp ----------------------------------------------- */
 
-#define WARP_WINDOW_S 0.15
-#define WARP_RANGE_S 0.15
-#define WARP_STEP_S 5e-4
-#define WARP_MIN_SIG 8
+#define WARP_BAND 24
+#define WARP_MAX_CELLS 20000000ULL /* 12 bytes each */
 
 /* Per row: bit q set when the stack holds phase q's typical frame, the
  * frame whose presence is most over-represented inside q (rows timed y). */
@@ -542,62 +572,142 @@ done:
 	return rc;
 }
 
-/* Piecewise-linear knots for the reference thread's rows, timed y now. */
+/* Piecewise-linear knots for the reference thread's rows (timed y by the
+ * linear fit so far): an order-preserving assignment of samples to the
+ * thread's exclusive timeline (phase segments and the gaps between them)
+ * that maximises agreement (+1 a sample holding its interval's typical
+ * frame, -1 one holding another phase's, 0 one holding none), by dynamic
+ * programming in a band of +-WARP_BAND intervals around the linear
+ * prediction.  Then each interval's first and last agreeing sample are
+ * pinned half a sample period inside its ends. */
 static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, const struct thr_rows *r,
 		    const struct phase_thread *th, uint64_t base_ns, size_t nphase)
 {
-	size_t n = r->n;
+	size_t n = r->n, ni = 0, W = 2 * WARP_BAND + 1;
 	double *y = malloc((n ? n : 1) * sizeof *y);
 	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
+	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
+	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph);
+	long *lo = malloc((n ? n : 1) * sizeof *lo), *kas = malloc((n ? n : 1) * sizeof *kas);
+	double *best = NULL;
+	int32_t *from = NULL;
 	int rc = -ENOMEM;
-	if (!y || !mask)
+	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas)
+		goto done;
+	if (!n || !th->nseg || n * W > WARP_MAX_CELLS) {
+		rc = 0; /* nothing to warp, or too big: keep the line */
+		goto done;
+	}
+	best = malloc(n * W * sizeof *best);
+	from = malloc(n * W * sizeof *from);
+	if (!best || !from)
 		goto done;
 	for (size_t j = 0; j < n; j++)
 		y[j] = a->offset_s + a->scale * p->samples[r->idx[j]].t_rel_s;
 	if (sig_masks(p, r, th, base_ns, nphase, y, mask))
 		goto done;
-	a->knot_x = malloc((n / 8 + 4) * sizeof *a->knot_x);
-	a->knot_y = malloc((n / 8 + 4) * sizeof *a->knot_y);
+	/* Intervals: segments and the gaps between them, timeline seconds. */
+	for (size_t k = 0; k < th->nseg; k++) {
+		double s0 = tl(base_ns, th->seg[k].t0_ns), s1 = tl(base_ns, th->seg[k].t1_ns);
+		if (ni && s0 > it1[ni - 1]) {
+			it0[ni] = it1[ni - 1];
+			it1[ni] = s0;
+			iph[ni++] = -1;
+		}
+		it0[ni] = s0;
+		it1[ni] = s1;
+		iph[ni++] = th->seg[k].phase;
+	}
+	for (size_t j = 0; j < n; j++) {
+		size_t l = 0, h = ni;
+		while (l < h) { /* first interval ending after y */
+			size_t mid = (l + h) / 2;
+			if (it1[mid] <= y[j])
+				l = mid + 1;
+			else
+				h = mid;
+		}
+		long kp = (long)(l < ni ? l : ni - 1);
+		lo[j] = kp - WARP_BAND;
+		if (j && lo[j] < lo[j - 1])
+			lo[j] = lo[j - 1];
+	}
+	for (size_t j = 0; j < n; j++) {
+		long kp = lo[j] + WARP_BAND;
+		for (size_t w = 0; w < W; w++) {
+			long k = lo[j] + (long)w;
+			double sc = -INFINITY;
+			int32_t fr = -1;
+			if (k >= 0 && k < (long)ni) {
+				int ph = iph[k];
+				sc = (ph >= 0 && ph < 64 && (mask[j] >> ph & 1)) ? 1.0 : mask[j] ? -1.0 : 0.0;
+				sc -= 1e-4 * (double)labs(k - kp); /* ties: stay near the line */
+				if (j) {
+					/* best over k' <= k in the previous row's band */
+					double pm = -INFINITY;
+					long kk = k - lo[j - 1];
+					if (kk >= (long)W)
+						kk = (long)W - 1;
+					for (long q = kk; q >= 0; q--)
+						if (best[(j - 1) * W + (size_t)q] > pm) {
+							pm = best[(j - 1) * W + (size_t)q];
+							fr = (int32_t)q;
+						}
+					sc = fr >= 0 ? sc + pm : -INFINITY;
+				}
+			}
+			best[j * W + w] = sc;
+			from[j * W + w] = fr;
+		}
+	}
+	{
+		size_t bw = 0;
+		for (size_t w = 1; w < W; w++)
+			if (best[(n - 1) * W + w] > best[(n - 1) * W + bw])
+				bw = w;
+		if (!isfinite(best[(n - 1) * W + bw])) {
+			rc = 0;
+			goto done;
+		}
+		for (size_t j = n; j-- > 0;) {
+			kas[j] = lo[j] + (long)bw;
+			if (j)
+				bw = (size_t)from[j * W + bw];
+		}
+	}
+	a->knot_x = malloc((2 * ni + 2) * sizeof *a->knot_x);
+	a->knot_y = malloc((2 * ni + 2) * sizeof *a->knot_y);
 	if (!a->knot_x || !a->knot_y)
 		goto done;
-	for (size_t j0 = 0; j0 < n;) {
-		double x0 = p->samples[r->idx[j0]].t_rel_s;
-		size_t j1 = j0, nsig = 0;
-		while (j1 < n && p->samples[r->idx[j1]].t_rel_s < x0 + WARP_WINDOW_S)
-			nsig += mask[j1++] != 0;
-		if (nsig >= WARP_MIN_SIG) {
-			long best = LONG_MIN, bl = 0, bh = 0;
-			long steps = (long)(WARP_RANGE_S / WARP_STEP_S);
-			for (long k = -steps; k <= steps; k++) {
-				long sc = 0;
-				for (size_t j = j0; j < j1; j++) {
-					int ph = phase_at(th, base_ns, y[j] + (double)k * WARP_STEP_S);
-					if (ph >= 0 && ph < 64 && (mask[j] >> ph & 1))
-						sc++;
-					else if (mask[j])
-						sc--;
-				}
-				if (sc > best) {
-					best = sc;
-					bl = bh = k;
-				} else if (sc == best && k == bh + 1) {
-					bh = k;
-				}
+	for (size_t j = 0; j < n;) {
+		long k = kas[j];
+		size_t j1 = j, jf = SIZE_MAX, jl = SIZE_MAX;
+		while (j1 < n && kas[j1] == k) {
+			int ph = iph[k];
+			if (ph >= 0 && ph < 64 && (mask[j1] >> ph & 1)) {
+				if (jf == SIZE_MAX)
+					jf = j1;
+				jl = j1;
 			}
-			double xc = (x0 + p->samples[r->idx[j1 - 1]].t_rel_s) / 2;
-			double d = (double)(bl + bh) / 2 * WARP_STEP_S;
-			/* Only a clear majority of agreeing samples moves time. */
-			if (best > 0 && (double)best >= 0.5 * (double)nsig) {
-				double ky = a->offset_s + a->scale * xc + d;
-				if (!a->nknots || (xc > a->knot_x[a->nknots - 1] && ky > a->knot_y[a->nknots - 1])) {
-					a->knot_x[a->nknots] = xc;
-					a->knot_y[a->nknots++] = ky;
-					if (fabs(d) * 1e3 > a->warp_max_ms)
-						a->warp_max_ms = fabs(d) * 1e3;
-				}
+			j1++;
+		}
+		if (jf != SIZE_MAX && jl > jf) {
+			double in = a->sample_period_s / 2, len = it1[k] - it0[k];
+			if (!(in < len / 4))
+				in = len / 4;
+			double xs[2] = {p->samples[r->idx[jf]].t_rel_s, p->samples[r->idx[jl]].t_rel_s};
+			double ys[2] = {it0[k] + in, it1[k] - in};
+			for (int e = 0; e < 2; e++) {
+				if (a->nknots && (xs[e] <= a->knot_x[a->nknots - 1] || ys[e] <= a->knot_y[a->nknots - 1]))
+					continue;
+				double lin = a->offset_s + a->scale * xs[e];
+				if (fabs(ys[e] - lin) * 1e3 > a->warp_max_ms)
+					a->warp_max_ms = fabs(ys[e] - lin) * 1e3;
+				a->knot_x[a->nknots] = xs[e];
+				a->knot_y[a->nknots++] = ys[e];
 			}
 		}
-		j0 = j1;
+		j = j1;
 	}
 	if (a->nknots < 2)
 		a->nknots = 0;
@@ -605,6 +715,13 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, const 
 done:
 	free(y);
 	free(mask);
+	free(it0);
+	free(it1);
+	free(iph);
+	free(lo);
+	free(kas);
+	free(best);
+	free(from);
 	return rc;
 }
 
@@ -637,6 +754,8 @@ static double period_estimate(const struct pyspy_profile *p, const struct thr_ro
 {
 	if (p->meta.format != PYSPY_FMT_CHROMETRACE && p->meta.rate_hz > 0)
 		return 1.0 / p->meta.rate_hz;
+	if (p->meta.format == PYSPY_FMT_CHROMETRACE)
+		return NAN; /* intervals merge unchanged samples: no rate in the file */
 	/* chrometrace merges unchanged samples, so this is an upper bound on
 	 * the sampling period: the median interval of the busiest thread. */
 	uint32_t best = 0;
@@ -722,7 +841,9 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			continue;
 		double x0 = p->samples[tr[k].idx[0]].t_rel_s;
 		const struct pyspy_sample *l = &p->samples[tr[k].idx[tr[k].n - 1]];
-		double x1 = l->t_rel_s;
+		/* speedscope's nominal time drifts: allow it to run up to
+		 * twice as fast as real time before calling it no overlap */
+		double x1 = chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
 		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S;
 		if (l0 > lo)
 			lo = l0;
@@ -788,18 +909,28 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			ncl += pts[i].x - pts[i - 1].x > 1.0;
 		a->pulse_samples = nbusy;
 		a->pulse_groups = ncl;
-		if (!chrome && ncl >= 2 && pts[npts - 1].x - pts[0].x > 2.0) {
+		if (!chrome && ncl >= 2) {
 			/* speedscope: the first and last pulse fix offset and scale. */
 			size_t e0 = 0, s1 = npts - 1;
 			while (e0 + 1 < npts && pts[e0 + 1].x - pts[e0].x <= 1.0)
 				e0++;
 			while (s1 > 0 && pts[s1].x - pts[s1 - 1].x <= 1.0)
 				s1--;
+			/* The mapping keeps order: the first cluster of busy samples
+			 * is the ring's first pulse, the last the last.  Without
+			 * this, identical pulses at both ends are a tie. */
+			pin_to_group(pts, e0 + 1, 0);
+			pin_to_group(pts + s1, npts - s1, 1);
 			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, lo, hi, a->prior_offset_s);
 			double x0 = pts[0].x, x1 = pts[npts - 1].x, span = x1 - x0;
-			double w = 0.5 + 0.1 * span;
+			/* py-spy behind at 200 Hz on a busy machine: seen 1.7x */
+			double w = 0.5 + MAX_SCALE_DEV * span;
 			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, f0.offset_s - w, f0.offset_s + w,
 						   f0.offset_s);
+			for (size_t i = 0; i < npts; i++) {
+				pts[i].b = pts[i].b_all;
+				pts[i].nb = pts[i].nb_all;
+			}
 			if (f0.ok && f1.ok) {
 				double xm0 = 0, xm1 = 0;
 				for (size_t i = 0; i <= e0; i++)
@@ -825,8 +956,9 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		}
 		a->offset_s = f.offset_s;
 		/* py-spy stamps a sample when it processes it, a jittery moment
-		 * after reading the stack: the worst miss bounds that jitter. */
-		a->uncert_ms = (sqrt(f.half_s * f.half_s + spread * spread) + f.max_s) * 1e3;
+		 * after reading the stack: the misses' RMS measures that jitter
+		 * (the worst is reported beside it). */
+		a->uncert_ms = sqrt(f.half_s * f.half_s + spread * spread + f.rms_s * f.rms_s) * 1e3;
 		a->resid_ms = f.cost_s / (double)npts * 1e3;
 		a->resid_max_ms = f.max_s * 1e3;
 		snprintf(a->method, sizeof a->method, "pulse%s", !chrome && a->scale != 1.0 ? "+scale" : "");
@@ -854,12 +986,12 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		}
 	}
 
-	/* Without --idle py-spy drops idle samples with no gap, so profile
-	 * time runs slow against the pulses: a fitted scale far above 1 says
-	 * so better than pyspy.h's guess (which processes that come and go
-	 * under --subprocesses fool); without two pulses the guess stands. */
+	/* pyspy.h's guess; sample_energy refines it (a profile with --idle
+	 * holds samples of waiting threads; one without has none).  The
+	 * fitted scale cannot tell: py-spy falling behind on a busy machine
+	 * stretches real time 1.7x with --idle too (measured). */
 	if (!chrome)
-		a->idle_dropped = !strcmp(a->method, "pulse+scale") ? a->scale > 1.25 : p->meta.idle == PYSPY_IDLE_UNLIKELY;
+		a->idle_dropped = p->meta.idle == PYSPY_IDLE_UNLIKELY;
 
 	/* Per-thread offsets. */
 	for (uint32_t k = 0; k < p->nthreads; k++) {
@@ -884,8 +1016,15 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
 				/* a window's correction is good to about its plateau;
 				 * the warp's size says how wrong the line was */
-				a->uncert_ms = sqrt(a->uncert_ms * a->uncert_ms + 4 * WARP_STEP_S * 1e3 * WARP_STEP_S * 1e3 +
-						    (a->sample_period_s * 1e3) * (a->sample_period_s * 1e3));
+				/* The pulses' misses under the warp (RMS), and half a
+				 * sample period for where in it a sample fell. */
+				double ss = 0, half = a->sample_period_s / 2;
+				for (size_t i = 0; i < npts; i++) {
+					double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+					ss += d * d;
+				}
+				a->resid_ms = npts ? sqrt(ss / (double)npts) * 1e3 : NAN;
+				a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
 			}
 		}
 	}
@@ -934,8 +1073,21 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 		*t0_s = t;
 		*t1_s = t + d;
 	} else {
-		*t0_s = t - d / 2;
-		*t1_s = t + d / 2;
+		/* Halfway to the thread's neighbouring samples: where the warp
+		 * stretches time (py-spy fell behind) the samples cover it
+		 * still.  Readers deliver a thread's samples contiguously, in
+		 * order; at most two nominal periods each way. */
+		double h0 = d / 2, h1 = d / 2;
+		if (i > 0 && p->samples[i - 1].thread == s->thread)
+			h0 = (t - align_pyspy_time(a, s->thread, p->samples[i - 1].t_rel_s)) / 2;
+		if (i + 1 < p->nsamples && p->samples[i + 1].thread == s->thread)
+			h1 = (align_pyspy_time(a, s->thread, p->samples[i + 1].t_rel_s) - t) / 2;
+		if (!(h0 >= 0) || h0 > 2 * d)
+			h0 = h0 > 2 * d ? 2 * d : d / 2;
+		if (!(h1 >= 0) || h1 > 2 * d)
+			h1 = h1 > 2 * d ? 2 * d : d / 2;
+		*t0_s = t - h0;
+		*t1_s = t + h1;
 	}
 	if (*t1_s > a->thr[s->thread].ring_end_s)
 		*t1_s = a->thr[s->thread].ring_end_s;
@@ -955,9 +1107,11 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	if (a->nknots)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; warp: %zu knots, largest correction %.3g ms",
 			 a->nknots, a->warp_max_ms);
-	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms (median sample interval %.3g ms)%s; "
+	char per[64] = "";
+	if (!isnan(a->sample_period_s))
+		snprintf(per, sizeof per, " (sample period %.3g ms)", a->sample_period_s * 1e3);
+	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
-		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms,
-		 a->sample_period_s * 1e3, extra, a->prior, a->prior_offset_s,
+		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
 		 a->idle_dropped ? "; profile looks recorded without --idle: sample times unreliable" : "");
 }

@@ -90,7 +90,9 @@ void align_pyspy_free(struct align_pyspy *a);
 double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s);
 
 /* The aligned slice of sample i: chrometrace [t, t+d) (the stack held
- * from one sample to the next), speedscope centred on the sample; cut at
+ * from one sample to the next), speedscope from halfway to the thread's
+ * previous sample to halfway to its next (at most 2 nominal periods each
+ * way); cut at
  * the end of the sample's process (py-spy keeps a dead process's last
  * stack open until it stops recording). */
 void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *p, size_t i, double *t0_s,

@@ -387,6 +387,7 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 	fprintf(fp, "alignment_method: %s\n", a->method);
 	fprintf(fp, "alignment_uncert_ms: %.6g\n", a->uncert_ms);
 	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
+	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
 	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
 	for (size_t g = 0; g < m->ngroups; g++)
 		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
@@ -466,14 +467,18 @@ int cmd_functions(int argc, char **argv)
 		diag_fatal(profile, "the profile holds no samples");
 	if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
 		diag_fatal(profile, "%s", err);
-	if (a.idle_dropped)
-		diag_warn(profile, "looks recorded without py-spy --idle (%s): idle samples were dropped with no "
-				   "gap, so sample times and energies are unreliable; re-record with --idle",
-			  p.meta.idle_reason);
 	char script[1024];
 	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
 	if (sample_energy_build(&m, &p, &a, string_src, &se))
 		diag_fatal(NULL, "out of memory");
+	/* Waiting threads sampled at all means --idle; pyspy.h's guess is
+	 * fooled by processes that come and go under --subprocesses. */
+	a.idle_dropped = a.idle_dropped && se.idle_share < 0.01;
+	if (a.idle_dropped)
+		diag_warn(profile, "looks recorded without py-spy --idle (%s; %.2g%% idle samples): idle samples "
+				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
+				   "with --idle",
+			  p.meta.idle_reason, 100 * se.idle_share);
 	{
 		double att = 0;
 		for (size_t k = 0; k < m.ngroups; k++)

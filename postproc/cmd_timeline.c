@@ -215,11 +215,12 @@ int cmd_timeline(int argc, char **argv)
 			diag_fatal(profile, "the profile holds no samples");
 		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
 			diag_fatal(profile, "%s", err);
+		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
+			diag_fatal(NULL, "out of memory");
+		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
 		if (a.idle_dropped)
 			diag_warn(profile, "looks recorded without py-spy --idle (%s): sample times are unreliable",
 				  p.meta.idle_reason);
-		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
-			diag_fatal(NULL, "out of memory");
 		top = malloc(nbins * sizeof *top);
 		if (!top)
 			diag_fatal(NULL, "out of memory");
@@ -318,6 +319,7 @@ int cmd_timeline(int argc, char **argv)
 			afp = af.fp;
 		}
 		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", m.align.method, m.align.uncert_ms);
+		fprintf(afp, "perun span: %.6f .. %.6f s\n", m.span_t0_s, m.span_t1_s);
 		if (have_prof) {
 			char line[768];
 			align_pyspy_describe(&a, &p, line, sizeof line);

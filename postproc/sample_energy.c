@@ -189,11 +189,13 @@ int sample_energy_build(const struct energy_model *m, const struct pyspy_profile
 		align_pyspy_slice(a, p, i, &se->t0_s[i], &se->t1_s[i]);
 		/* the leaf decides; a pseudo-frame leaf means no Python frame */
 		se->idle[i] = !st || se->frame_blocking[pyspy_stack_leaf(&p->stacks, st)];
+		se->idle_share += se->idle[i];
 		if (!(se->t1_s[i] > se->t0_s[i]))
 			continue;
 		ev[nev++] = (struct sweep_ev){se->t0_s[i], i, 1};
 		ev[nev++] = (struct sweep_ev){se->t1_s[i], i, 0};
 	}
+	se->idle_share = n ? se->idle_share / (double)n : 0;
 	qsort(ev, nev, sizeof *ev, cmp_ev);
 	for (size_t s = 0; s < m->nsen; s++)
 		se->span_j[energy_model_group_of(m, &m->sen[s])] +=

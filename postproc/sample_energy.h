@@ -31,6 +31,7 @@ struct sample_energy {
 	double *unsampled_j;   /* ngroups: perun energy no sample covers */
 	double *span_j;        /* ngroups: perun energy over its whole span */
 	uint8_t *frame_blocking; /* frames.n: leaf line blocks */
+	double idle_share;     /* share of samples that are idle */
 };
 
 /* 0 or -ENOMEM.  string_src: the source file of frames whose file is
