@@ -21,12 +21,16 @@
  *                half width, widened by the spread between pulses); with
  *                pulses far apart, speedscope's scale is fitted too.
  *   +warp        speedscope only: py-spy's lag is not uniform (it falls
- *                behind while the machine is busy), so a line through the
- *                pulses can be tens of ms off in between.  Window by window
- *                (0.15 s of profile time) a local correction of up to
- *                +-150 ms is fitted that best matches phases with their
- *                typical frames (as phase-frames below), and the mapping
- *                becomes piecewise linear through those knots.
+ *                behind while the machine is busy, then catches up), so a
+ *                line through the pulses is off by up to ~0.4 s in between
+ *                (measured on 2 loaded cores).  Samples are assigned, in
+ *                order, to the reference thread's phase timeline so that
+ *                most hold their phase's typical frame (dynamic
+ *                programming in a band around the line); each phase's
+ *                first and last typical sample are pinned inside it and
+ *                time is piecewise linear between those knots.  Kept only
+ *                if the pulses' RMS miss under it is within one sample
+ *                period of the line's.
  *   phase-frames no pulse sampled: the offset that maximises the share of
  *                samples whose stack holds the frame most typical of the
  *                phase they fall in (the function that runs the phase).
@@ -76,6 +80,7 @@ struct align_pyspy {
 	double *knot_x, *knot_y;
 	size_t nknots;
 	double warp_max_ms;    /* largest correction the warp made */
+	int warp_rejected;     /* it missed the pulses more than the line */
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a

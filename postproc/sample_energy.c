@@ -294,15 +294,20 @@ int sample_energy_phase_at(const struct energy_model *m, const struct align_pysp
 
 const char *sample_energy_perun_script(const struct ringload *rl, char *buf, size_t cap)
 {
-	for (size_t i = 0; i < rl->procs.n; i++) {
-		const char *a = rl->procs.p[i].argv, *mon = strstr(a, " monitor ");
-		if (!mon || !strstr(a, "perun"))
+	/* From the PROC_START records themselves: ring_procs keeps only the
+	 * first 512 bytes of argv, and perun's options come before the script. */
+	for (size_t i = 0; i < rl->rf.nev; i++) {
+		const struct ring_event *e = &rl->rf.ev[i];
+		if (e->kind != ANCHOR_KIND_PROC_START)
+			continue;
+		const char *a = ring_event_field(e, "argv"), *mon;
+		if (!a || !(mon = strstr(a, " monitor ")) || !strstr(a, "perun"))
 			continue;
 		/* argv is space-joined: the first token ending in .py after it */
 		const char *t = mon + 9;
 		while (*t) {
-			const char *e = strchr(t, ' ');
-			size_t len = e ? (size_t)(e - t) : strlen(t);
+			const char *end = strchr(t, ' ');
+			size_t len = end ? (size_t)(end - t) : strlen(t);
 			if (len > 3 && !memcmp(t + len - 3, ".py", 3) && len < cap) {
 				memcpy(buf, t, len);
 				buf[len] = '\0';
@@ -311,11 +316,11 @@ const char *sample_energy_perun_script(const struct ringload *rl, char *buf, siz
 					fclose(fp);
 					return buf;
 				}
-				return NULL;
-			}
-			if (!e)
 				break;
-			t = e + 1;
+			}
+			if (!end)
+				break;
+			t = end + 1;
 		}
 	}
 	return NULL;

@@ -1,5 +1,6 @@
 """Victim for the `functions`/`timeline` tests: known functions inside known
-anchored ranges, with a sync pulse at both ends.
+anchored ranges, with a sync pulse at both ends (none with --no-pulse).
+Usage: functions_victim.py [REPS] [--no-pulse]
 
 hot_spin() busy-spins only inside "hot" ranges and cool_wait() sleeps only
 inside "cool" ranges, on the main thread; a helper thread sleeps the whole
@@ -32,17 +33,20 @@ def helper(stop):
 
 def main():
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 6
+    pulse = "--no-pulse" not in sys.argv
     stop = threading.Event()
     t = threading.Thread(target=helper, args=(stop,), name="helper")
     t.start()
     time.sleep(0.3)
-    anchor.sync_pulse()
+    if pulse:
+        anchor.sync_pulse()
     for _ in range(reps):
         with anchor.phase("hot"):
             hot_spin(0.25)
         with anchor.phase("cool"):
             cool_wait(0.15)
-    anchor.sync_pulse()
+    if pulse:
+        anchor.sync_pulse()
     time.sleep(0.2)
     stop.set()
     t.join()

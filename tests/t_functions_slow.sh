@@ -190,6 +190,38 @@ for fmt, limit_periods in (("chrometrace", 2), ("speedscope", 5)):
 	      f"hot {ph:.2f} W vs cool {pcl:.2f} W; top frame hot_spin in {top_hot:.0%} of hot bins")
 PY
 
+# No sync pulse: the offset comes from phases vs frames alone.
+"$AP" record -o "$T/nopulse" --rate $RATE --sampling-period 0.1 --sensor emulated -- \
+	"$PYTHON" "$ANCHOR_ROOT/tests/functions_victim.py" 6 --no-pulse >/dev/null
+"$AP" functions --ring "$T/nopulse/run.ring" --perun "$T/nopulse/perun/functions_victim.hdf5" \
+	--profile "$T/nopulse/profile.chrometrace.json" -o "$T/nopulse/functions.csv" \
+	--samples-out "$T/nopulse/samples.csv" 2>/dev/null
+"$AP" dump "$T/nopulse/run.ring" -o "$T/nopulse/ring.csv"
+"$PYTHON" - "$T" $RATE <<'PY'
+import csv, json, sys
+T, rate = sys.argv[1], float(sys.argv[2])
+al = dict(l.strip().split(": ", 1) for l in open(f"{T}/nopulse/functions.csv.alignment.txt") if ": " in l)
+assert al["alignment_method"] == "phase-frames", al["alignment_method"]
+pid = json.load(open(f"{T}/nopulse/record.json"))["training_pid"]
+rows = list(csv.DictReader(open(f"{T}/nopulse/ring.csv")))
+t0 = int(rows[0]["mono_ns"])
+rs, op = [], None
+for r in rows:
+	if r["name"] == "hot" and int(r["pid"]) == pid:
+		t = (int(r["mono_ns"]) - t0) / 1e9
+		if r["kind"] == "begin":
+			op = t
+		else:
+			rs.append((op, t))
+ds = sorted(min(0.0 if a <= t <= b else min(abs(t - a), abs(t - b)) for a, b in rs)
+	    for t in (float(s["t0_s"]) for s in csv.DictReader(open(f"{T}/nopulse/samples.csv"))
+		      if s["leaf_function"] == "hot_spin" and int(s["pid"]) == pid))
+p95 = ds[int(0.95 * (len(ds) - 1))]
+assert len(ds) >= 50 and p95 <= 2 / rate, (len(ds), p95)
+print(f"ok   no pulse: {al['alignment']}")
+print(f"ok   no pulse: {len(ds)} hot_spin samples, p95 {p95*1e3:.2f} ms / worst {ds[-1]*1e3:.2f} ms outside 'hot'")
+PY
+
 # Bad input: the speedscope profile of the other run against this ring.
 rc=0
 "$AP" functions --ring "$T/chrometrace/run.ring" --perun "$T/chrometrace/perun/functions_victim.hdf5" \
