@@ -131,8 +131,16 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 			if (e->pid == pid && e->tid == tid)
 				last = e->ts_ns;
 		}
-		if (!pid)
+		if (!pid) {
+			/* A thread that never wrote a record has no THREAD record,
+			 * but its process's end still bounds its samples (py-spy
+			 * keeps a dead process's last stack open to the end). */
+			if (chrome && t->pid > 0 && ring_procs_find(&rl->procs, (uint32_t)t->pid)) {
+				a->thr[k].ring_pid = (uint32_t)t->pid;
+				a->thr[k].ring_end_s = proc_end_s(rl, base_ns, (uint32_t)t->pid);
+			}
 			continue;
+		}
 		/* A thread that existed before its process's PROC_START/FORK (the
 		 * main thread) starts with the process. */
 		const struct ring_proc *pr = ring_procs_find(&rl->procs, pid);
@@ -497,19 +505,60 @@ done:
 #define WARP_NEAR_S 0.5
 #define WARP_MAX_CELLS 20000000ULL /* 12 bytes each */
 
-/* Per row: bit q set when the stack holds phase q's typical frame, the
- * frame whose presence is most over-represented inside q (rows timed y). */
+static int cmp_frame_fn(const void *x, const void *y, void *ctx)
+{
+	const struct pyspy_profile *p = ctx;
+	const struct pyspy_frame *a = &p->frames.v[*(const uint32_t *)x], *b = &p->frames.v[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->file ? a->file : "", b->file ? b->file : "");
+}
+
+/* fn[f]: a function id per frame, the same for every line of one
+ * (name, file).  0 or -ENOMEM. */
+static int function_ids(const struct pyspy_profile *p, uint32_t **fn_out, size_t *nfn)
+{
+	uint32_t nf = p->frames.n, *ord = malloc((nf ? nf : 1) * sizeof *ord), *fn = malloc((nf ? nf : 1) * sizeof *fn);
+	if (!ord || !fn) {
+		free(ord);
+		free(fn);
+		return -ENOMEM;
+	}
+	for (uint32_t f = 0; f < nf; f++)
+		ord[f] = f;
+	qsort_r(ord, nf, sizeof *ord, cmp_frame_fn, (void *)p);
+	*nfn = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		if (i && cmp_frame_fn(&ord[i - 1], &ord[i], (void *)p))
+			(*nfn)++;
+		fn[ord[i]] = (uint32_t)*nfn;
+	}
+	if (nf)
+		(*nfn)++;
+	free(ord);
+	*fn_out = fn;
+	return 0;
+}
+
+/* Per row: bit q set when the stack holds phase q's typical function,
+ * the one whose presence is most over-represented inside q (rows timed
+ * y).  Functions, not frames: a frame is one line, and the line of main
+ * that calls sync_pulse also covers the gaps between its bursts. */
 static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
 		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
 {
-	size_t nf = p->frames.n, n = r->n, np = nphase < 64 ? nphase : 64, tot = n;
-	size_t cells = nf * np + 1;
-	double *in = calloc(cells, sizeof *in), *out = calloc(cells, sizeof *out);
+	size_t nf = 0, n = r->n, np = nphase < 64 ? nphase : 64, tot = n;
+	uint32_t *fn = NULL;
+	double *in = NULL, *out = NULL;
 	size_t cnt[64] = {0};
 	int sig[64];
 	uint32_t *fr = NULL, cap = 0;
-	uint8_t *mark = calloc(nf ? nf : 1, 1);
+	uint8_t *mark = NULL;
 	int rc = -ENOMEM;
+	if (function_ids(p, &fn, &nf))
+		goto done;
+	in = calloc(nf * np + 1, sizeof *in);
+	out = calloc(nf * np + 1, sizeof *out);
+	mark = calloc(nf + 1, 1);
 	if (!in || !out || !mark)
 		goto done;
 	if (use) {
@@ -534,18 +583,19 @@ static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, co
 		if (ph >= 0 && (size_t)ph < np)
 			cnt[ph]++;
 		for (uint32_t k = 0; k < d; k++) {
-			if (mark[fr[k]])
+			uint32_t g = fn[fr[k]];
+			if (mark[g])
 				continue; /* once per stack */
-			mark[fr[k]] = 1;
+			mark[g] = 1;
 			for (size_t q = 0; q < np; q++) {
 				if (ph == (int)q)
-					in[q * nf + fr[k]] += 1;
+					in[q * nf + g] += 1;
 				else
-					out[q * nf + fr[k]] += 1;
+					out[q * nf + g] += 1;
 			}
 		}
 		for (uint32_t k = 0; k < d; k++)
-			mark[fr[k]] = 0;
+			mark[fn[fr[k]]] = 0;
 	}
 	for (size_t q = 0; q < np; q++) {
 		double best = 0.05; /* weaker evidence is no signature */
@@ -581,11 +631,12 @@ static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, co
 		mask[j] = 0;
 		for (size_t q = 0; q < np; q++)
 			for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
-				if (fr[k] == (uint32_t)sig[q])
+				if (fn[fr[k]] == (uint32_t)sig[q])
 					mask[j] |= 1ULL << q;
 	}
 	rc = 0;
 done:
+	free(fn);
 	free(in);
 	free(out);
 	free(fr);
@@ -846,7 +897,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 
 	/* Reference thread: the mapped thread with the most samples. */
 	for (uint32_t k = 0; k < p->nthreads; k++)
-		if (a->thr[k].ring_pid && tr[k].n && (ref < 0 || tr[k].n > tr[ref].n))
+		if (a->thr[k].ring_tid && tr[k].n && (ref < 0 || tr[k].n > tr[ref].n))
 			ref = k;
 	if (ref < 0) {
 		seterr(err, errlen, "no sample of the profile is on a thread of the ring");
@@ -857,7 +908,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	 * thread's life.  For speedscope only the reference thread counts:
 	 * other threads start at 0 with their own offset. */
 	for (uint32_t k = 0; k < p->nthreads; k++) {
-		if (!a->thr[k].ring_pid || !tr[k].n || (!chrome && (long)k != ref))
+		if (!a->thr[k].ring_tid || !tr[k].n || (!chrome && (long)k != ref))
 			continue;
 		double x0 = p->samples[tr[k].idx[0]].t_rel_s;
 		const struct pyspy_sample *l = &p->samples[tr[k].idx[tr[k].n - 1]];
@@ -902,7 +953,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	{
 		int pulse = phase_set_find(ph, PULSE_RANGE);
 		for (uint32_t k = 0; k < p->nthreads && pulse >= 0; k++) {
-			if (!a->thr[k].ring_pid || (!chrome && (long)k != ref))
+			if (!a->thr[k].ring_tid || (!chrome && (long)k != ref))
 				continue;
 			b_off[k] = nb;
 			for (size_t i = 0; i < ph->nocc; i++) {
@@ -1018,7 +1069,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	/* Per-thread offsets. */
 	for (uint32_t k = 0; k < p->nthreads; k++) {
 		double o = a->offset_s;
-		if (!chrome && (long)k != ref && a->thr[k].ring_pid && rt[k].start_s > o)
+		if (!chrome && (long)k != ref && a->thr[k].ring_tid && rt[k].start_s > o)
 			o = rt[k].start_s; /* the thread's profile starts at its first sample */
 		a->thr[k].offset_s = o;
 		a->thr[k].x_shift_s = (o - a->offset_s) / a->scale;
@@ -1109,18 +1160,19 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 		*t1_s = t + d;
 	} else {
 		/* Halfway to the thread's neighbouring samples: where the warp
-		 * stretches time (py-spy fell behind) the samples cover it
-		 * still.  Readers deliver a thread's samples contiguously, in
-		 * order; at most two nominal periods each way. */
+		 * stretches time (py-spy fell behind, or stalled: 0.4 s seen)
+		 * the thread was alive on both sides and its samples cover the
+		 * gap.  Readers deliver a thread's samples contiguously, in
+		 * order; its first and last reach half a period out. */
 		double h0 = d / 2, h1 = d / 2;
 		if (i > 0 && p->samples[i - 1].thread == s->thread)
 			h0 = (t - align_pyspy_time(a, s->thread, p->samples[i - 1].t_rel_s)) / 2;
 		if (i + 1 < p->nsamples && p->samples[i + 1].thread == s->thread)
 			h1 = (align_pyspy_time(a, s->thread, p->samples[i + 1].t_rel_s) - t) / 2;
-		if (!(h0 >= 0) || h0 > 2 * d)
-			h0 = h0 > 2 * d ? 2 * d : d / 2;
-		if (!(h1 >= 0) || h1 > 2 * d)
-			h1 = h1 > 2 * d ? 2 * d : d / 2;
+		if (!(h0 >= 0))
+			h0 = d / 2;
+		if (!(h1 >= 0))
+			h1 = d / 2;
 		*t0_s = t - h0;
 		*t1_s = t + h1;
 	}

@@ -55,7 +55,7 @@ struct align_pyspy_thread {
 	double offset_s;     /* timeline = offset_s + scale * t_rel_s */
 	double x_shift_s;    /* speedscope: t_rel_s + x_shift_s = reference-thread time */
 	uint32_t ring_pid;   /* 0 when not found in the ring */
-	uint32_t ring_tid;
+	uint32_t ring_tid;   /* 0 when only the process was found */
 	double ring_end_s;   /* its process's end on the timeline, INFINITY unknown */
 };
 
@@ -96,8 +96,7 @@ double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s)
 
 /* The aligned slice of sample i: chrometrace [t, t+d) (the stack held
  * from one sample to the next), speedscope from halfway to the thread's
- * previous sample to halfway to its next (at most 2 nominal periods each
- * way); cut at
+ * previous sample to halfway to its next; cut at
  * the end of the sample's process (py-spy keeps a dead process's last
  * stack open until it stops recording). */
 void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *p, size_t i, double *t0_s,
