@@ -35,25 +35,44 @@ struct pt {
 	size_t nb_all;
 };
 
-/* Test points only against the first (last = 0) or last (last = 1)
- * group of bursts (bursts more than 1 s apart are separate pulses). */
-static void pin_to_group(struct pt *pts, size_t n, int last)
+/* Groups of bursts: bursts more than 1 s apart are separate pulses.
+ * Start index of group g in b[0..nb), or nb past the last. */
+static size_t group_start(const struct burst *b, size_t nb, size_t g)
+{
+	size_t i = 0;
+	for (size_t k = 0; k < g && i < nb; k++) {
+		i++;
+		while (i < nb && b[i].t0 - b[i - 1].t1 <= 1.0)
+			i++;
+	}
+	return i;
+}
+
+static size_t group_count(const struct burst *b, size_t nb)
+{
+	size_t g = nb ? 1 : 0;
+	for (size_t i = 1; i < nb; i++)
+		g += b[i].t0 - b[i - 1].t1 > 1.0;
+	return g;
+}
+
+/* Mean burst midpoint of group g. */
+static double group_mid(const struct burst *b, size_t nb, size_t g)
+{
+	size_t i0 = group_start(b, nb, g), i1 = group_start(b, nb, g + 1);
+	double m = 0;
+	for (size_t i = i0; i < i1; i++)
+		m += (b[i].t0 + b[i].t1) / 2;
+	return i1 > i0 ? m / (double)(i1 - i0) : NAN;
+}
+
+/* Test points only against group g of their bursts. */
+static void pin_to_group(struct pt *pts, size_t n, size_t g)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct burst *b = pts[i].b_all;
-		size_t nb = pts[i].nb_all, lo = 0, hi = nb;
-		if (!nb)
-			continue;
-		if (!last) {
-			hi = 1;
-			while (hi < nb && b[hi].t0 - b[hi - 1].t1 <= 1.0)
-				hi++;
-		} else {
-			lo = nb - 1;
-			while (lo > 0 && b[lo].t0 - b[lo - 1].t1 <= 1.0)
-				lo--;
-		}
-		pts[i].b = b + lo;
+		size_t lo = group_start(pts[i].b_all, pts[i].nb_all, g);
+		size_t hi = group_start(pts[i].b_all, pts[i].nb_all, g + 1);
+		pts[i].b = pts[i].b_all + lo;
 		pts[i].nb = hi - lo;
 	}
 }
@@ -852,6 +871,63 @@ static double period_estimate(const struct pyspy_profile *p)
 	return NAN;
 }
 
+/* Knots (cluster mean x, its pulse group's fitted local time) for every
+ * cluster of pulse points, cluster c pinned to burst group g0 + c.  Sets
+ * a->knot_* when at least two fit; 0, or -ENOMEM. */
+static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_t ncl, const struct burst *rb,
+		       size_t nrb, size_t g0)
+{
+	double *kx = malloc(ncl * sizeof *kx), *ky = malloc(ncl * sizeof *ky);
+	size_t nk = 0, c0 = 0, ng = group_count(rb, nrb);
+	if (!kx || !ky) {
+		free(kx);
+		free(ky);
+		return -ENOMEM;
+	}
+	for (size_t c = 0; c < ncl && c0 < npts; c++) {
+		size_t c1 = c0;
+		double xm = pts[c0].x;
+		while (c1 + 1 < npts && pts[c1 + 1].x - pts[c1].x <= PULSE_GAP_X_S)
+			xm += pts[++c1].x;
+		xm /= (double)(c1 - c0 + 1);
+		if (g0 + c < ng) {
+			double pred = a->offset_s + a->scale * xm - xm;
+			pin_to_group(pts + c0, c1 - c0 + 1, g0 + c);
+			struct fit fc = fit_offset(pts + c0, c1 - c0 + 1, 1.0, pred - 0.3, pred + 0.3, pred);
+			for (size_t i = c0; i <= c1; i++) {
+				pts[i].b = pts[i].b_all;
+				pts[i].nb = pts[i].nb_all;
+			}
+			double y = xm + fc.offset_s;
+			if (fc.ok && (!nk || (xm > kx[nk - 1] && y > ky[nk - 1]))) {
+				kx[nk] = xm;
+				ky[nk++] = y;
+			}
+		}
+		c0 = c1 + 1;
+	}
+	if (nk >= 2) {
+		free(a->knot_x);
+		free(a->knot_y);
+		a->knot_x = kx;
+		a->knot_y = ky;
+		a->nknots = nk;
+		a->pulse_knots = nk;
+		strncat(a->method, "+pulses", sizeof a->method - strlen(a->method) - 1);
+		double ss = 0;
+		for (size_t i = 0; i < npts; i++) {
+			double d = pt_cost(&pts[i], align_pyspy_time(a, 0, pts[i].x));
+			ss += d * d;
+		}
+		a->resid_ms = sqrt(ss / (double)npts) * 1e3;
+		a->uncert_ms = a->resid_ms;
+		return 0;
+	}
+	free(kx);
+	free(ky);
+	return 0;
+}
+
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
 		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
 {
@@ -973,6 +1049,8 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	if (nbusy) {
 		struct fit f;
 		double spread = 0;
+		size_t pulse_g0 = 0;
+		int have_g0 = 0;
 		qsort(pts, npts, sizeof *pts, cmp_pt);
 		/* Clusters: points more than PULSE_GAP_X_S apart in profile time
 		 * are separate pulses (a pulse is 100 ms; speedscope time can
@@ -989,29 +1067,47 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				e0++;
 			while (s1 > 0 && pts[s1].x - pts[s1 - 1].x <= PULSE_GAP_X_S)
 				s1--;
-			/* The mapping keeps order: the first cluster of busy samples
-			 * is the ring's first pulse, the last the last.  Without
-			 * this, identical pulses at both ends are a tie. */
-			pin_to_group(pts, e0 + 1, 0);
-			pin_to_group(pts + s1, npts - s1, 1);
-			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, lo, hi, a->prior_offset_s);
-			double x0 = pts[0].x, x1 = pts[npts - 1].x, span = x1 - x0;
-			/* py-spy behind at 200 Hz on a busy machine: seen 1.7x */
-			double w = 0.5 + MAX_SCALE_DEV * span;
-			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, f0.offset_s - w, f0.offset_s + w,
-						   f0.offset_s);
+			/* The mapping keeps order, but py-spy may have missed the
+			 * first pulses (ANCHOR_SYNC_PULSE pulses at process start,
+			 * before py-spy attached): try every pair of burst groups
+			 * (i for the first cluster, j for the last) whose line is
+			 * plausible, and keep the one the points fit best. */
+			const struct burst *rb = bursts + b_off[ref];
+			size_t nrb = b_n[ref], ng = group_count(rb, nrb), gi = 0, gj = ng ? ng - 1 : 0;
+			double xm0 = 0, xm1 = 0, bestc = INFINITY;
+			for (size_t i = 0; i <= e0; i++)
+				xm0 += pts[i].x;
+			for (size_t i = s1; i < npts; i++)
+				xm1 += pts[i].x;
+			xm0 /= (double)(e0 + 1);
+			xm1 /= (double)(npts - s1);
+			for (size_t i = 0; i + 1 < ng && xm1 > xm0; i++)
+				for (size_t j = i + 1; j < ng; j++) {
+					double ti = group_mid(rb, nrb, i), tj = group_mid(rb, nrb, j);
+					double sc = (tj - ti) / (xm1 - xm0), o = ti - sc * xm0;
+					if (!(sc >= 1.0 / (1 + MAX_SCALE_DEV) && sc <= 1 + 2 * MAX_SCALE_DEV) ||
+					    o < lo - 1.0 || o > hi + 1.0)
+						continue;
+					double c = total_cost(pts, npts, sc, o);
+					if (c < bestc - 1e-9) {
+						bestc = c;
+						gi = i;
+						gj = j;
+					}
+				}
+			double gti = ng ? group_mid(rb, nrb, gi) : a->prior_offset_s + xm0;
+			double gtj = ng ? group_mid(rb, nrb, gj) : a->prior_offset_s + xm1;
+			pulse_g0 = gi;
+			have_g0 = ng > 0;
+			pin_to_group(pts, e0 + 1, gi);
+			pin_to_group(pts + s1, npts - s1, gj);
+			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - 0.3, gti - xm0 + 0.3, gti - xm0);
+			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, gtj - xm1 - 0.3, gtj - xm1 + 0.3, gtj - xm1);
 			for (size_t i = 0; i < npts; i++) {
 				pts[i].b = pts[i].b_all;
 				pts[i].nb = pts[i].nb_all;
 			}
 			if (f0.ok && f1.ok) {
-				double xm0 = 0, xm1 = 0;
-				for (size_t i = 0; i <= e0; i++)
-					xm0 += pts[i].x;
-				for (size_t i = s1; i < npts; i++)
-					xm1 += pts[i].x;
-				xm0 /= (double)(e0 + 1);
-				xm1 /= (double)(npts - s1);
 				if (xm1 > xm0)
 					a->scale = 1.0 + (f1.offset_s - f0.offset_s) / (xm1 - xm0);
 				double pred = f0.offset_s - (a->scale - 1.0) * xm0;
@@ -1035,6 +1131,13 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		a->resid_ms = f.cost_s / (double)npts * 1e3;
 		a->resid_max_ms = f.max_s * 1e3;
 		snprintf(a->method, sizeof a->method, "pulse%s", !chrome && a->scale != 1.0 ? "+scale" : "");
+		/* speedscope with more than two pulses (ANCHOR_SYNC_PULSE adds
+		 * them at process start and exit): a knot at every pulse, the
+		 * clusters taken in order from the first one's group. */
+		if (!chrome && have_g0 && ncl >= 3 && pulse_knots(a, pts, npts, ncl, bursts + b_off[ref], b_n[ref], pulse_g0)) {
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
 	} else {
 		/* No pulse sampled: phases against frames on the reference
 		 * thread, if it has phases; else the prior alone. */
@@ -1081,6 +1184,25 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
 				th = (long)i;
 		if (th >= 0) {
+			double *px = NULL, *py = NULL;
+			size_t pn = a->nknots;
+			if (pn) {
+				px = malloc(pn * sizeof *px);
+				py = malloc(pn * sizeof *py);
+				if (!px || !py) {
+					free(px);
+					free(py);
+					seterr(err, errlen, "out of memory");
+					goto out;
+				}
+				memcpy(px, a->knot_x, pn * sizeof *px);
+				memcpy(py, a->knot_y, pn * sizeof *py);
+			}
+			double ss_line = 0;
+			for (size_t i = 0; i < npts; i++) {
+				double l = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+				ss_line += l * l;
+			}
 			/* Again and again: typical frames found on warped times are
 			 * sharper than those found on the line. */
 			for (int pass = 0; pass < WARP_PASSES; pass++)
@@ -1093,26 +1215,44 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			 * in, neighbours out) under it must not be clearly worse
 			 * than under the line, or the line stays. */
 			double half = isnan(a->sample_period_s) ? 0 : a->sample_period_s / 2;
-			double ss_warp = 0, ss_line = 0;
+			double ss_warp = 0;
 			for (size_t i = 0; i < npts; i++) {
 				double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
-				double l = pt_cost(&pts[i], a->offset_s + a->scale * pts[i].x);
 				ss_warp += d * d;
-				ss_line += l * l;
 			}
-			/* the line fits the two pulses by construction, so the
-			 * warp gets one sample period of slack there */
+			/* the line (or the pulse knots) fit the pulses by
+			 * construction, so the warp gets one sample period of
+			 * slack there */
 			double tol = isnan(a->sample_period_s) ? 0 : a->sample_period_s;
 			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
 				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
 				/* plus half a sample period: where in it a sample fell */
 				a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
-			} else if (a->nknots) {
-				a->nknots = 0;
-				a->warp_rejected = 1;
+				free(px);
+				free(py);
+			} else {
+				/* back to the pulses' knots (or the line) */
+				a->warp_rejected = a->nknots > 0;
+				free(a->knot_x);
+				free(a->knot_y);
+				a->knot_x = px;
+				a->knot_y = py;
+				a->nknots = pn;
 			}
 		}
+	}
+	/* The pulses' misses under the final mapping, for the report. */
+	if (npts && a->pulse_samples) {
+		double ss = 0, mx = 0;
+		for (size_t i = 0; i < npts; i++) {
+			double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+			ss += d * d;
+			if (d > mx)
+				mx = d;
+		}
+		a->resid_ms = sqrt(ss / (double)npts) * 1e3;
+		a->resid_max_ms = mx * 1e3;
 	}
 	/* Overlap check on the reference thread after the fit. */
 	{
@@ -1186,7 +1326,7 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 {
 	char extra[160] = "";
 	if (!strncmp(a->method, "pulse", 5))
-		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), mean miss %.3g ms, "
+		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
 	else if (!strcmp(a->method, "phase-frames"))
 		snprintf(extra, sizeof extra, "; %.1f%% of in-phase samples hold their phase's typical frame",

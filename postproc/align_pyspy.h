@@ -20,6 +20,7 @@
  *                middle of the set of offsets meeting that (uncertainty: its
  *                half width, widened by the spread between pulses); with
  *                pulses far apart, speedscope's scale is fitted too.
+ *   +pulses      speedscope with more than two pulses: a knot at each.
  *   +warp        speedscope only: py-spy's lag is not uniform (it falls
  *                behind while the machine is busy, then catches up), so a
  *                line through the pulses is off by up to ~0.4 s in between
@@ -63,7 +64,7 @@ struct align_pyspy {
 	double scale;          /* 1 for chrometrace */
 	double offset_s;       /* of the reference (pulse) thread */
 	double uncert_ms;      /* 1-sigma-ish: plateau half width + spread */
-	double resid_ms;       /* mean miss of pulse constraints at the offset */
+	double resid_ms;       /* RMS miss of the pulse constraints, final mapping */
 	double resid_max_ms;   /* worst miss */
 	double prior_offset_s; /* from PROC_START */
 	char method[48];
@@ -81,6 +82,7 @@ struct align_pyspy {
 	size_t nknots;
 	double warp_max_ms;    /* largest correction the warp made */
 	int warp_rejected;     /* it missed the pulses more than the line */
+	size_t pulse_knots;    /* knots at pulses (speedscope, > 2 pulses) */
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a
