@@ -13,5 +13,7 @@ int cmd_perun(int argc, char **argv);
 int cmd_phases(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_functions(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 #endif

@@ -153,6 +153,44 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
 	return iv;
 }
 
+/* `perun monitor script.py` runs the script inside its own process and
+ * samples from before the script starts until after it ends, so when the
+ * primary thread's process is that perun process, perun's span contains
+ * every phase of it.  execution_dt is taken before perun's set-up, which
+ * on a loaded machine runs for seconds (cpuinfo subprocesses: measured
+ * ~2.7 s), beyond the fit's reach and with the fit preferring windows with
+ * no phase in them.  So: centre the prior in the offsets that keep the
+ * phases inside the span and search just those. */
+static void contain_prior(struct energy_model *m, double *range_s)
+{
+	const struct phase_thread *th;
+	const struct ring_proc *pr;
+	const struct perun_sensor *any = NULL;
+	if (!m->ph.nthr || !m->nsen)
+		return;
+	th = &m->ph.thr[m->ph.primary];
+	pr = ring_procs_find(&m->rl.procs, th->pid);
+	if (!pr || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") || !th->nseg)
+		return;
+	any = m->sen[0].ps;
+	double p0 = energy_model_tl(m, th->seg[0].t0_ns), p1 = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
+	double d0 = any->timesteps_s[0], d1 = any->timesteps_s[any->n - 1];
+	/* timeline = t + offset: need offset + d0 <= p0 and offset + d1 >= p1 */
+	double lo = p1 - d1, hi = p0 - d0;
+	if (!(lo <= hi))
+		return;
+	double c = (lo + hi) / 2, r = (hi - lo) / 2 + 0.1;
+	if (fabs(m->align.offset_s - c) <= r && *range_s >= r)
+		return; /* the prior's search already covers it */
+	m->align.offset_s = c;
+	m->align.uncert_ms = r * 1e3;
+	*range_s = r;
+	{
+		size_t l = strlen(m->align.method);
+		snprintf(m->align.method + l, sizeof m->align.method - l, "+contain");
+	}
+}
+
 void energy_model_open(struct energy_model *m, const struct em_opts *o)
 {
 	char err[512];
@@ -229,11 +267,13 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
+		double range_s = o->fit_range_s;
+		contain_prior(m, &range_s);
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
 			if (iv && niv)
-				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, o->fit_range_s, &m->align);
+				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
 			free(iv);
 		}
 	}
