@@ -197,7 +197,9 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	memset(m, 0, sizeof *m);
 	ringload_open(&m->rl, o->ring);
 	if (!m->rl.rf.nev)
-		diag_fatal(o->ring, "the ring holds no records");
+		diag_fatal(o->ring, "the ring holds no records%s",
+			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
+						    : "");
 	m->base_ns = m->rl.rf.ev[0].ts_ns;
 	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
 		diag_fatal(o->ring, "out of memory");
