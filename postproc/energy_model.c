@@ -261,9 +261,10 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
-				   "perun run; falling back to execution_dt",
-			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+		diag_fatal(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
+				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
+				     "--run/--round)",
+			   o->ring, m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
@@ -295,6 +296,21 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
 		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
 		double r0 = 0, r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
+		/* Phases must mostly lie inside perun's span: a fitted offset can
+		 * slide another run's data a little into view. */
+		double inside = 0, all = 0;
+		if (m->ph.nthr) {
+			const struct phase_thread *th = &m->ph.thr[m->ph.primary];
+			for (size_t i = 0; i < th->nseg; i++) {
+				double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
+				double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
+				all += b - a;
+				if (cb > ca)
+					inside += cb - ca;
+			}
+		}
+		if (all > 0 && inside < 0.5 * all)
+			r0 = r1 + 1; /* refused below */
 		if (m->span_t1_s < r0 || m->span_t0_s > r1) {
 			char a[48], b[48], c[48], d[48];
 			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, m->base_ns), a, sizeof a);
