@@ -102,3 +102,9 @@ $(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
 $(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(READER_SRC)
+
+# ---- synthetic rings (tests of multi-ring merging, bench/mpi_scale.sh) ----
+all: $(B)/tools/ringgen
+$(B)/tools/ringgen: tools/ringgen/ringgen.c anchors/ring_format.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -o $@ $<
