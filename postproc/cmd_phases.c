@@ -338,6 +338,9 @@ int cmd_phases(int argc, char **argv)
 	struct csv c;
 	FILE *tty;
 
+	/* Several rings, --by-rank, --stragglers: the multi-ring model. */
+	if (phases_wants_mpi(argc, argv))
+		return cmd_phases_mpi(argc, argv);
 	o.fit_range_s = 3.0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
