@@ -107,4 +107,4 @@ $(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
 all: $(B)/tools/ringgen
 $(B)/tools/ringgen: tools/ringgen/ringgen.c anchors/ring_format.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -o $@ $<
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -lm

@@ -24,7 +24,9 @@
  *   slowest (1 for the rank with the most compute time: the one the others
  *   waited for), behind_ms (slowest's compute_ms minus this rank's)
  * wait = time inside collectives (MPI_*, dist.*) within the step; wait_j =
- * the host's energy over those intervals (every group).
+ * joules spent in those intervals at the collective phase's attributed
+ * power on that rank's host (every group; mring.c says why not a slice
+ * of the power curve).
  */
 #include <math.h>
 #include <stdio.h>
@@ -506,7 +508,7 @@ static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 			fprintf(tty, "\n");
 		}
 		if (energy)
-			fprintf(tty, "(wait_J: the host's energy while this rank waited; ranks sharing a host each see the whole host)\n");
+			fprintf(tty, "(wait_J: joules at the collective phases' attributed host power while this rank waited;\n ranks sharing a host each see the whole host)\n");
 		if (out)
 			fprintf(tty, "wrote %s\n", out);
 	}

@@ -342,13 +342,11 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 	free(iv);
 }
 
-/* Union of [a,b) intervals (sorted by a in place); total length, and the
- * host's energy over them when h is given. */
-static double union_len(double (*v)[2], size_t n, const struct mr_host *h, double *energy_j)
+/* Union of [a,b) intervals (sorted by a in place): total length. */
+static double union_len(double (*v)[2], size_t n)
 {
 	double tot = 0, ca = 0, cb = 0;
 	int open = 0;
-	*energy_j = 0;
 	for (size_t i = 1; i < n; i++) /* insertion sort: a handful per step */
 		for (size_t j = i; j > 0 && v[j][0] < v[j - 1][0]; j--) {
 			double a = v[j][0], b = v[j][1];
@@ -363,11 +361,8 @@ static double union_len(double (*v)[2], size_t n, const struct mr_host *h, doubl
 				cb = v[i][1];
 			continue;
 		}
-		if (open) {
+		if (open)
 			tot += cb - ca;
-			if (h)
-				*energy_j += host_slice_j(h, ca, cb);
-		}
 		if (i < n) {
 			ca = v[i][0];
 			cb = v[i][1];
@@ -377,10 +372,42 @@ static double union_len(double (*v)[2], size_t n, const struct mr_host *h, doubl
 	return tot;
 }
 
+/*
+ * Energy spent waiting.  Collectives last milliseconds, far below perun's
+ * sampling period, so slicing the host's power curve over a wait would
+ * hand it the window's average power (forward and backward included).
+ * The attributed power of the collective phase (its joules over its self
+ * time, all groups, from the regression when it is short) is the honest
+ * rate; slicing is the fallback for a phase that got no joules.
+ */
+static double *phase_power_w(const struct phase_set *ps, const struct mr_unit *u, size_t ng)
+{
+	double *w = xcalloc(ps->nnames, sizeof *w);
+	for (size_t k = 0; k < ps->nnames; k++) {
+		w[k] = NAN;
+		for (size_t p = 0; p < u->nph; p++) {
+			const struct mr_phase *ph = &u->ph[p];
+			double e = 0;
+			int any = 0;
+			if (strcmp(ph->name, ps->names[k]) || ph->self_s <= 0)
+				continue;
+			for (size_t g = 0; g < ng; g++)
+				if (!isnan(ph->energy_j[g])) {
+					e += ph->energy_j[g];
+					any = 1;
+				}
+			if (any)
+				w[k] = e / ph->self_s;
+		}
+	}
+	return w;
+}
+
 static void unit_steps(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk,
 		       const struct phase_thread *th, int step_idx, const char *is_coll, struct mr_unit *u)
 {
 	const struct mr_host *h = u->host_idx >= 0 ? &m->hosts[u->host_idx] : NULL;
+	double *pw = phase_power_w(ps, u, m->ngroups ? m->ngroups : 1);
 	size_t n = 0, cap = 0, c0 = 0;
 	double (*iv)[2] = NULL;
 	size_t ivcap = 0;
@@ -414,6 +441,7 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 			u->steps = ns;
 		}
 		struct mr_step *s = &u->steps[n++];
+		s->wait_j = 0;
 		s->t0_s = tl_s(m, clk, oc->t0_ns);
 		s->t1_s = tl_s(m, clk, oc->t1_ns);
 		/* Steps come in time order; skip collectives that ended before. */
@@ -434,13 +462,17 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 			}
 			iv[k][0] = tl_s(m, clk, a);
 			iv[k][1] = tl_s(m, clk, b);
+			if (h)
+				s->wait_j += !isnan(pw[c->phase]) ? pw[c->phase] * (iv[k][1] - iv[k][0])
+								  : host_slice_j(h, iv[k][0], iv[k][1]);
 			k++;
 		}
-		s->wait_s = union_len(iv, k, h, &s->wait_j);
+		s->wait_s = union_len(iv, k);
 		if (!h)
 			s->wait_j = NAN;
 	}
 	u->nsteps = n;
+	free(pw);
 	free(iv);
 	free(coll);
 }

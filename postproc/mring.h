@@ -45,7 +45,8 @@ struct mr_phase {
 struct mr_step {
 	double t0_s, t1_s;  /* timeline */
 	double wait_s;      /* inside collectives (union of MPI_* / dist.* ranges) */
-	double wait_j;      /* the host's energy over those intervals, all groups */
+	double wait_j;      /* joules over those intervals, all groups: the collective
+			     * phase's attributed power x time (mring.c says why) */
 };
 
 struct mr_unit {

@@ -7,6 +7,7 @@
  *           [--t0-unix-ns T] [--mono-base-ns M] [--rt-error-ns E]
  *           [--slow-rank R --slow-ms MS] [--seed K] [--pid P]
  *           [--no-exit] [--truth FILE.csv]
+ *           [--power-out FILE.csv --period-s P]
  *
  * The simulated job: N ranks in lock step.  Step k starts on every rank at
  * the same true time S_k; each rank runs data, forward, backward (jittered
@@ -23,8 +24,16 @@
  * --truth writes every rank's steps (not just this one's) as CSV:
  *   step,rank,t0_unix_ns,t1_unix_ns,wait_ns,slowest
  * --no-exit leaves out PROC_EXIT (a rank that was killed).
+ * --power-out writes what an emulated RAPL sensor of this rank's host would
+ * count, sampled every P s (default 0.1) from 0.5 s before the first step
+ * to 0.5 s after the last, with a fixed power per phase (phase_power below):
+ *   # first_sample_unix_ns=N
+ *   t_rel_s,pkg_j,dram_j          cumulative joules since the first sample
+ * and, appended to --truth's directory as FILE.energy.csv, the exact joules
+ * per phase put into those counters.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +50,8 @@ struct gen {
 };
 
 struct opts {
-	const char *out, *host, *truth;
+	const char *out, *host, *truth, *power_out;
+	double period_s;
 	int rank, nranks, steps, slow_rank, no_exit;
 	double slow_ms;
 	uint64_t seed;
@@ -63,6 +73,53 @@ static double unif(uint64_t seed, uint64_t step, uint64_t rank, uint64_t what)
 {
 	uint64_t h = mix(seed ^ mix(step * 0x9e3779b97f4a7c15ull ^ mix(rank * 31 + what)));
 	return (double)(h >> 11) / 9007199254740992.0;
+}
+
+/* Watts (package, dram) per phase; idle outside steps. */
+static const struct {
+	const char *name;
+	double pkg_w, dram_w;
+} phase_power[] = {
+	{"data", 20, 2}, {"forward", 45, 4}, {"backward", 50, 5}, {"MPI_Allreduce", 12, 1.5},
+	{"optimizer.step", 30, 6}, {NULL, 8, 1}, /* idle */
+};
+#define NPOW (sizeof phase_power / sizeof phase_power[0])
+
+struct power {
+	int64_t first_ns;   /* unix ns of sample 0 */
+	double period_s;
+	size_t n;           /* samples */
+	double *pkg, *dram; /* energy inside window (i-1, i] */
+	double phase_j[NPOW][2];
+};
+
+/* Add [a, b) (true unix ns) at phase k's power into the windows. */
+static void power_add(struct power *p, int64_t a, int64_t b, size_t k)
+{
+	double ta = (double)(a - p->first_ns) / 1e9, tb = (double)(b - p->first_ns) / 1e9;
+	if (!p->n || tb <= ta)
+		return;
+	p->phase_j[k][0] += phase_power[k].pkg_w * (tb - ta);
+	p->phase_j[k][1] += phase_power[k].dram_w * (tb - ta);
+	while (ta < tb) {
+		size_t w = (size_t)floor(ta / p->period_s) + 1; /* window (w-1, w] */
+		double end = (double)w * p->period_s;
+		if (end > tb)
+			end = tb;
+		if (w < p->n) {
+			p->pkg[w] += phase_power[k].pkg_w * (end - ta);
+			p->dram[w] += phase_power[k].dram_w * (end - ta);
+		}
+		ta = end;
+	}
+}
+
+static size_t power_phase(const char *name)
+{
+	size_t k;
+	for (k = 0; phase_power[k].name && strcmp(phase_power[k].name, name); k++)
+		;
+	return k;
 }
 
 static uint64_t mono_of(const struct gen *g, int64_t true_ns)
@@ -153,6 +210,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->steps = 100;
 	o->slow_rank = -1;
 	o->slow_ms = 3;
+	o->period_s = 0.1;
 	o->seed = 1;
 	o->t0_unix_ns = 1790000000000000000ll;
 	o->mono_base_ns = 1000000000000ll;
@@ -175,6 +233,10 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->host = v;
 		else if (!strcmp(a, "--truth"))
 			o->truth = v;
+		else if (!strcmp(a, "--power-out"))
+			o->power_out = v;
+		else if (!strcmp(a, "--period-s"))
+			o->period_s = atof(v);
 		else if (!strcmp(a, "--rank"))
 			o->rank = (int)arg_i64(v);
 		else if (!strcmp(a, "--nranks"))
@@ -276,6 +338,34 @@ int main(int argc, char **argv)
 	g.next_sync_ns = (uint64_t)now + 1000000000ull;
 	now += 1000000; /* 1 ms of start-up */
 
+	struct power pw = {0};
+	if (o.power_out) {
+		/* Dry run of the schedule for the run's length. */
+		int64_t t = now, d, f, b;
+		for (int k = 0; k < o.steps; k++) {
+			int64_t mx = 0;
+			for (int r = 0; r < o.nranks; r++) {
+				work_ns(&o, k, r, &d, &f, &b);
+				if (d + f + b > mx)
+					mx = d + f + b;
+			}
+			t += mx + 1300000;
+		}
+		if (o.period_s < 0.001) {
+			fprintf(stderr, "ringgen: --period-s must be at least 0.001\n");
+			return 2;
+		}
+		pw.first_ns = now - 500000000;
+		pw.period_s = o.period_s;
+		pw.n = (size_t)ceil((double)(t + 500000000 - pw.first_ns) / 1e9 / o.period_s) + 1;
+		pw.pkg = calloc(pw.n, sizeof *pw.pkg);
+		pw.dram = calloc(pw.n, sizeof *pw.dram);
+		if (!pw.pkg || !pw.dram) {
+			fprintf(stderr, "ringgen: out of memory\n");
+			return 1;
+		}
+		power_add(&pw, pw.first_ns, now, NPOW - 1);
+	}
 	if (o.truth && !(truth = fopen(o.truth, "w"))) {
 		fprintf(stderr, "ringgen: %s: %s\n", o.truth, strerror(errno));
 		return 1;
@@ -317,7 +407,40 @@ int main(int argc, char **argv)
 		ev(&g, end_ar, ANCHOR_KIND_BEGIN, "optimizer.step");
 		ev(&g, end_step, ANCHOR_KIND_END, "optimizer.step");
 		ev(&g, end_step, ANCHOR_KIND_END, "train_step");
+		if (pw.n) {
+			power_add(&pw, now, now + d, power_phase("data"));
+			power_add(&pw, now + d, now + d + f, power_phase("forward"));
+			power_add(&pw, now + d + f, now + d + f + b, power_phase("backward"));
+			power_add(&pw, now + d + f + b, end_ar, power_phase("MPI_Allreduce"));
+			power_add(&pw, end_ar, end_step, power_phase("optimizer.step"));
+		}
 		now = end_step;
+	}
+	if (pw.n) {
+		double cp = 0, cd = 0;
+		FILE *pf;
+		power_add(&pw, now, pw.first_ns + (int64_t)llround((double)(pw.n - 1) * pw.period_s * 1e9), NPOW - 1);
+		pf = fopen(o.power_out, "w");
+		if (!pf) {
+			fprintf(stderr, "ringgen: %s: %s\n", o.power_out, strerror(errno));
+			return 1;
+		}
+		fprintf(pf, "# first_sample_unix_ns=%lld\n", (long long)(pw.first_ns + o.rt_error_ns));
+		for (size_t k = 0; k < NPOW; k++)
+			fprintf(pf, "# phase_j %s=%.9f,%.9f\n", phase_power[k].name ? phase_power[k].name : "(idle)",
+				pw.phase_j[k][0], pw.phase_j[k][1]);
+		fprintf(pf, "t_rel_s,pkg_j,dram_j\n");
+		for (size_t i = 0; i < pw.n; i++) {
+			cp += pw.pkg[i];
+			cd += pw.dram[i];
+			fprintf(pf, "%.6f,%.9f,%.9f\n", (double)i * pw.period_s, cp, cd);
+		}
+		if (fclose(pf)) {
+			fprintf(stderr, "ringgen: %s: %s\n", o.power_out, strerror(errno));
+			return 1;
+		}
+		free(pw.pkg);
+		free(pw.dram);
 	}
 	if (truth && fclose(truth)) {
 		fprintf(stderr, "ringgen: %s: %s\n", o.truth, strerror(errno));
