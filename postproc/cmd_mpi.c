@@ -66,6 +66,8 @@ static void usage(FILE *fp, int stragglers)
 		    "                     optimizer.step, step, iteration)\n"
 		    "  --method auto|integrate|regress   [auto]\n"
 		    "  --run ID, --round N, --tz +HH:MM  perun multirun, round, execution_dt zone\n"
+		    "  --fit-range S      offset search around the execution_dt estimate [3]\n"
+		    "  --no-fit           keep the execution_dt estimate (when no perun-hook anchors)\n"
 		    "  --boot N           bootstrap resamples for regress intervals [200]\n"
 		    "  --threads N        rings loaded in parallel [2]\n");
 }
@@ -97,6 +99,8 @@ static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 			exit(0);
 		} else if (!strcmp(s, "--by-rank")) {
 			a->by_rank = 1;
+		} else if (!strcmp(s, "--no-fit")) {
+			a->o.no_fit = 1;
 		} else if (!v) {
 			usage(stderr, stragglers);
 			diag_fatal(NULL, "%s: '%s' needs a value", stragglers ? "stragglers" : "phases", s);
@@ -116,6 +120,8 @@ static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 			a->o.run = v, i++;
 		} else if (!strcmp(s, "--round")) {
 			a->o.round = atol(v), i++;
+		} else if (!strcmp(s, "--fit-range")) {
+			a->o.fit_range_s = atof(v), i++;
 		} else if (!strcmp(s, "--tz")) {
 			a->o.tz = v, i++;
 		} else if (!strcmp(s, "--boot")) {

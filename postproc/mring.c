@@ -140,6 +140,8 @@ static int64_t read_origin(const struct mring *m)
 	return t0;
 }
 
+static long host_of(const struct mring *m, const char *name);
+
 /* ---- a pool of two (or more) threads over the rings ------------------- */
 
 struct pool {
@@ -211,6 +213,49 @@ static double tl_s(const struct mring *m, const struct ring_clock *c, uint64_t m
 	return (double)(ring_clock_unix_ns(c, mono_ns) - m->t0_unix_ns) / 1e9;
 }
 
+/* The prior refined on this ring: its lowest rank's primary thread
+ * against its host's first power sensor (align_perun_fit, as for one
+ * ring).  Every ring does it; align_hosts keeps the lowest rank's. */
+static void fit_ring(const struct mring *m, const struct mring_opts *o, struct mr_ring *r, const struct loaded *l)
+{
+	long h = host_of(m, r->host), thr = -1;
+	struct phase_set ps;
+	struct align_perun a;
+	struct attrib_interval *iv;
+	const struct phase_thread *th;
+
+	if (h < 0 || !m->hosts[h].nsen)
+		return;
+	if (phase_set_build(l->rf.ev, l->rf.nev, &l->procs, &ps))
+		diag_fatal(r->path, "out of memory");
+	for (size_t p = 0; p < l->procs.n && thr < 0; p++)
+		if (l->procs.p[p].rank == r->min_rank)
+			thr = phase_set_primary_of(&ps, l->procs.p[p].pid);
+	if (thr < 0 && ps.nthr)
+		thr = (long)ps.primary;
+	if (thr < 0) {
+		phase_set_free(&ps);
+		return;
+	}
+	th = &ps.thr[thr];
+	iv = xcalloc(th->nseg, sizeof *iv);
+	for (size_t i = 0; i < th->nseg; i++) {
+		iv[i].t0_s = tl_s(m, &l->clk, th->seg[i].t0_ns);
+		iv[i].t1_s = tl_s(m, &l->clk, th->seg[i].t1_ns);
+		iv[i].phase = th->seg[i].phase;
+	}
+	memset(&a, 0, sizeof a);
+	a.offset_s = r->prior_offset_s;
+	snprintf(a.method, sizeof a.method, "execution_dt");
+	if (th->nseg && align_perun_fit(&m->hosts[h].sen[0].ser, iv, th->nseg, ps.nnames,
+					o->fit_range_s > 0 ? o->fit_range_s : 3.0, &a)) {
+		r->fit_offset_s = a.offset_s;
+		r->fit_uncert_ms = a.uncert_ms;
+	}
+	free(iv);
+	phase_set_free(&ps);
+}
+
 /* Pass 1: clock, host, the perun offsets this ring can tell. */
 static void pass1(struct mring *m, const struct mring_opts *o, size_t i)
 {
@@ -229,7 +274,11 @@ static void pass1(struct mring *m, const struct mring_opts *o, size_t i)
 	r->last_s = tl_s(m, &l.clk, l.rf.ev[l.rf.nev - 1].ts_ns);
 	r->mono_to_unix_s = (double)l.clk.pt[0].offset_ns / 1e9;
 	r->clock_steps = l.clk.steps;
-	r->hook_offset_s = r->prior_offset_s = NAN;
+	r->hook_offset_s = r->prior_offset_s = r->fit_offset_s = NAN;
+	r->min_rank = -1;
+	for (size_t p = 0; p < l.procs.n; p++)
+		if (l.procs.p[p].rank >= 0 && (r->min_rank < 0 || l.procs.p[p].rank < r->min_rank))
+			r->min_rank = l.procs.p[p].rank;
 	if (m->have_perun) {
 		struct align_perun a;
 		uint64_t base = l.rf.ev[0].ts_ns;
@@ -241,6 +290,8 @@ static void pass1(struct mring *m, const struct mring_opts *o, size_t i)
 		memset(&a, 0, sizeof a);
 		if (align_perun_prior(m->run, &l.clk, o->tz, base, &a))
 			r->prior_offset_s = a.offset_s + r->first_s;
+		if (isnan(r->hook_offset_s) && !isnan(r->prior_offset_s) && !o->no_fit)
+			fit_ring(m, o, r, &l);
 	}
 	free_loaded(&l);
 }
@@ -656,6 +707,20 @@ static void align_hosts(struct mring *m, const char *perun)
 				mh->uncert_ms = 0.001;
 				snprintf(mh->method, sizeof mh->method, "perun-hook");
 			}
+		}
+		/* Else the fit on the host's lowest-rank ring. */
+		long best = -1;
+		for (size_t i = 0; i < m->nrings && isnan(mh->offset_s); i++) {
+			const struct mr_ring *r = &m->rings[i];
+			if (isnan(r->fit_offset_s) || host_of(m, r->host) != (long)h)
+				continue;
+			if (best < 0 || (unsigned)r->min_rank < (unsigned)m->rings[best].min_rank)
+				best = (long)i;
+		}
+		if (isnan(mh->offset_s) && best >= 0) {
+			mh->offset_s = m->rings[best].fit_offset_s;
+			mh->uncert_ms = m->rings[best].fit_uncert_ms;
+			snprintf(mh->method, sizeof mh->method, "execution_dt+fit");
 		}
 		if (isnan(mh->offset_s)) {
 			if (isnan(any_prior))

@@ -9,8 +9,9 @@
  *
  * perun.  Each perun host's sensors go onto the timeline with that host's
  * own offset: from perun.sample anchors in a ring of that host (exact,
- * "perun-hook"), else from execution_dt ("execution_dt", +-2 s; no fit in
- * multi-ring mode).  A rank's energy is its host's power explained by that
+ * "perun-hook"), else execution_dt refined by fitting the host's first
+ * power sensor to the phases of the host's lowest rank ("execution_dt+fit",
+ * the single-ring method), else execution_dt alone (+-2 s, --no-fit).  A rank's energy is its host's power explained by that
  * rank's primary thread (the --by-process rule); a host's energy is the
  * one explained by its lowest rank (the rank perun samples from).
  *
@@ -77,6 +78,10 @@ struct mr_ring {
 	double hook_offset_s;      /* perun t=0 on the timeline from its marks, NAN */
 	size_t hook_samples;
 	double prior_offset_s;     /* the same from execution_dt, NAN */
+	double fit_offset_s;       /* the prior refined by fitting this ring's lowest
+				    * rank's phases to its host's power, NAN */
+	double fit_uncert_ms;
+	int min_rank;              /* lowest rank in the ring, -1 none */
 	struct mr_unit *units;
 	size_t nunits;
 };
@@ -101,6 +106,8 @@ struct mring_opts {
 	int method;                /* 0 auto, ATTRIB_INTEGRATE, ATTRIB_REGRESS */
 	struct attrib_opts ao;
 	int threads;               /* 0: 2 */
+	int no_fit;                /* keep the execution_dt prior */
+	double fit_range_s;        /* 0: 3 s */
 };
 
 struct mring {
