@@ -104,6 +104,10 @@ static void power_add(struct power *p, int64_t a, int64_t b, size_t k)
 	while (ta < tb) {
 		size_t w = (size_t)floor(ta / p->period_s) + 1; /* window (w-1, w] */
 		double end = (double)w * p->period_s;
+		/* ta / period can round down just below w - 1 when ta sits on a
+		 * boundary: step to the next window instead of looping. */
+		if (end <= ta)
+			end = (double)++w * p->period_s;
 		if (end > tb)
 			end = tb;
 		if (w < p->n) {
