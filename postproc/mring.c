@@ -20,6 +20,8 @@
 #include "ring_clock.h"
 #include "ring_procs.h"
 
+#define FIT_SPAN_S 10.0 /* windows given to the offset fit (fit_ring) */
+
 static const char *const default_steps[] = {"train_step", "optimizer_step", "optimizer.step", "step",
 					    "iteration", NULL};
 
@@ -238,17 +240,45 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 		return;
 	}
 	th = &ps.thr[thr];
+	if (!th->nseg) {
+		phase_set_free(&ps);
+		return;
+	}
+	/*
+	 * The fit costs a least-squares solve per candidate offset over every
+	 * window it is given; an hour-long rank would cost seconds, times the
+	 * number of hosts.  FIT_SPAN_S of windows around the middle of the
+	 * rank's phases holds thousands of jittered phase occurrences, plenty
+	 * to pin one constant offset.
+	 */
+	double mid = (tl_s(m, &l->clk, th->seg[0].t0_ns) + tl_s(m, &l->clk, th->seg[th->nseg - 1].t1_ns)) / 2;
+	double range = o->fit_range_s > 0 ? o->fit_range_s : 3.0;
+	double lo_tl = mid - FIT_SPAN_S / 2, hi_tl = mid + FIT_SPAN_S / 2;
+	struct attrib_series ser = m->hosts[h].sen[0].ser;
+	size_t i0 = 0, i1 = ser.n, niv = 0;
+	while (i0 < ser.n && ser.t_s[i0] + r->prior_offset_s < lo_tl - range)
+		i0++;
+	while (i1 > i0 && ser.t_s[i1 - 1] + r->prior_offset_s > hi_tl + range)
+		i1--;
+	if (i0 > 0)
+		i0--; /* the window ending at i0 starts at i0 - 1 */
+	ser.t_s += i0;
+	ser.value += i0;
+	ser.n = i1 - i0;
 	iv = xcalloc(th->nseg, sizeof *iv);
 	for (size_t i = 0; i < th->nseg; i++) {
-		iv[i].t0_s = tl_s(m, &l->clk, th->seg[i].t0_ns);
-		iv[i].t1_s = tl_s(m, &l->clk, th->seg[i].t1_ns);
-		iv[i].phase = th->seg[i].phase;
+		double a0 = tl_s(m, &l->clk, th->seg[i].t0_ns), a1 = tl_s(m, &l->clk, th->seg[i].t1_ns);
+		if (a1 < lo_tl || a0 > hi_tl)
+			continue;
+		iv[niv].t0_s = a0;
+		iv[niv].t1_s = a1;
+		iv[niv].phase = th->seg[i].phase;
+		niv++;
 	}
 	memset(&a, 0, sizeof a);
 	a.offset_s = r->prior_offset_s;
 	snprintf(a.method, sizeof a.method, "execution_dt");
-	if (th->nseg && align_perun_fit(&m->hosts[h].sen[0].ser, iv, th->nseg, ps.nnames,
-					o->fit_range_s > 0 ? o->fit_range_s : 3.0, &a)) {
+	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a)) {
 		r->fit_offset_s = a.offset_s;
 		r->fit_uncert_ms = a.uncert_ms;
 	}

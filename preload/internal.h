@@ -27,13 +27,6 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known);
 /* Install the libunwind capture hook (ANCHOR_STACKS=1). */
 void anchor_stacks_enable(void);
 
-/* The MPI rank from the launcher's environment, or NULL. */
-const char *anchor_rank_env(void);
-
-/* Expand ANCHOR_FILE placeholders (%r rank, %h short host, %p pid, %%)
- * into out.  0, or -1 when the result does not fit. */
-int anchor_expand_path(const char *tmpl, char *out, size_t cap);
-
 /* Parse a size like "64M", "1G", "1048576"; 0 on error. */
 uint64_t anchor_parse_size(const char *s);
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_path.h"
 #include "ring_writer.h"
 
 static uint32_t g_exit_pid; /* pid that already recorded its exit */

@@ -1,6 +1,7 @@
 /*
- * path_template.c - ANCHOR_FILE placeholders, so one environment serves
- * every rank of an MPI job:
+ * ring_path.c - ANCHOR_FILE placeholders, so one environment serves every
+ * rank of an MPI job (shared by libanchor.so and the Python module's own
+ * writer, like ring_writer.c):
  *
  *   %r  the rank (first set of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK,
  *       SLURM_PROCID, RANK), "norank" when none is set
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ring_path.h"
 
 const char *anchor_rank_env(void)
 {
