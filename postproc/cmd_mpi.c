@@ -29,6 +29,7 @@
  * of the power curve).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,11 +434,81 @@ static void write_phases(const struct mring *m, const struct mpi_args *a, FILE *
 
 /* ---- stragglers ---------------------------------------------------------------- */
 
+/*
+ * One row per (step, rank): a million rows for 64 ranks x 16 k steps, where
+ * printf's float formatting was a quarter of the whole run.  Values are
+ * written as fixed-point decimals from integers instead (ms with 6
+ * decimals = ns; J with 9 decimals = nJ).
+ */
+static void put_fixed(struct csv *c, double v, int dec, double scale)
+{
+	char buf[48], *p = buf + sizeof buf;
+	int neg = v < 0;
+	uint64_t x;
+	if (isnan(v) || fabs(v) * scale > 9e18) {
+		if (isnan(v))
+			csv_empty(c);
+		else
+			csv_f64(c, v, 9);
+		return;
+	}
+	x = (uint64_t)llround(fabs(v) * scale);
+	for (int i = 0; i < dec; i++) {
+		*--p = (char)('0' + x % 10);
+		x /= 10;
+	}
+	*--p = '.';
+	do {
+		*--p = (char)('0' + x % 10);
+		x /= 10;
+	} while (x);
+	if (neg)
+		*--p = '-';
+	csv_strn(c, p, (size_t)(buf + sizeof buf - p));
+}
+
+static void put_u64(struct csv *c, uint64_t x)
+{
+	char buf[24], *p = buf + sizeof buf;
+	do {
+		*--p = (char)('0' + x % 10);
+		x /= 10;
+	} while (x);
+	csv_strn(c, p, (size_t)(buf + sizeof buf - p));
+}
+
+/* ISO UTC with ns; strftime only when the second changes. */
+static void put_iso(struct csv *c, int64_t ns, int64_t *last_sec, char *prefix, size_t cap)
+{
+	int64_t sec = ns >= 0 ? ns / 1000000000 : (ns - 999999999) / 1000000000;
+	int64_t frac = ns - sec * 1000000000;
+	char buf[64];
+	size_t n;
+	if (sec != *last_sec) {
+		char iso[48];
+		ring_clock_iso(sec * 1000000000, iso, sizeof iso);
+		snprintf(prefix, cap, "%.*s", (int)strcspn(iso, "."), iso);
+		*last_sec = sec;
+	}
+	n = strlen(prefix);
+	memcpy(buf, prefix, n);
+	buf[n++] = '.';
+	for (int i = 8; i >= 0; i--) {
+		buf[n + (size_t)i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	n += 9;
+	buf[n++] = 'Z';
+	csv_strn(c, buf, n);
+}
+
 static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 {
 	static const char *const cols[] = {"step", "rank", "host", "t0_utc", "t0_unix_ns", "dur_ms", "compute_ms",
 					   "wait_ms", "wait_j", "slowest", "behind_ms", NULL};
 	size_t nmax = 0, matched = 0;
+	int64_t last_sec = INT64_MIN;
+	char iso_prefix[48] = "";
 	size_t *slow_count = calloc(m->nunits + 1, sizeof *slow_count);
 	double *wait_s = calloc(m->nunits + 1, sizeof *wait_s), *wait_j = calloc(m->nunits + 1, sizeof *wait_j);
 	struct outfile of;
@@ -471,7 +542,7 @@ static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 		for (size_t i = 0; i < m->nunits; i++) {
 			const struct mr_unit *u = m->units[i];
 			const struct mr_step *s;
-			char iso[48], rk[16];
+			char rk[16];
 			if (k >= u->nsteps)
 				continue;
 			s = &u->steps[k];
@@ -480,19 +551,18 @@ static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 			if (!isnan(s->wait_j))
 				wait_j[i] += s->wait_j;
 			int64_t t0_ns = m->t0_unix_ns + (int64_t)llround(s->t0_s * 1e9);
-			ring_clock_iso(t0_ns, iso, sizeof iso);
 			snprintf(rk, sizeof rk, "%d", u->rank);
-			csv_u64(&c, k);
+			put_u64(&c, k);
 			csv_str(&c, rk);
 			csv_str(&c, u->host);
-			csv_str(&c, iso);
+			put_iso(&c, t0_ns, &last_sec, iso_prefix, sizeof iso_prefix);
 			csv_i64(&c, t0_ns);
-			csv_f64(&c, dur * 1e3, 9);
-			csv_f64(&c, comp * 1e3, 9);
-			csv_f64(&c, s->wait_s * 1e3, 9);
-			csv_f64(&c, s->wait_j, 9);
-			csv_u64(&c, (size_t)slow == i);
-			csv_f64(&c, (slow_compute - comp) * 1e3, 9);
+			put_fixed(&c, dur * 1e3, 6, 1e6);
+			put_fixed(&c, comp * 1e3, 6, 1e6);
+			put_fixed(&c, s->wait_s * 1e3, 6, 1e6);
+			put_fixed(&c, s->wait_j, 9, 1e9);
+			put_u64(&c, (size_t)slow == i);
+			put_fixed(&c, (slow_compute - comp) * 1e3, 6, 1e6);
 			csv_row_end(&c);
 		}
 	}
