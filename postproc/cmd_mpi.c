@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "commands.h"
@@ -81,8 +82,9 @@ int phases_wants_mpi(int argc, char **argv)
 		if (!strcmp(argv[i], "--rings") || !strcmp(argv[i], "--by-rank") || !strcmp(argv[i], "--stragglers"))
 			return 1;
 		if (!strcmp(argv[i], "--ring") && i + 1 < argc) {
+			struct stat st;
 			rings++;
-			if (strpbrk(argv[i + 1], "*?["))
+			if (strpbrk(argv[i + 1], "*?[") || (stat(argv[i + 1], &st) == 0 && S_ISDIR(st.st_mode)))
 				return 1;
 		}
 	}
