@@ -438,7 +438,7 @@ static void write_phases(const struct mring *m, const struct mpi_args *a, FILE *
 
 /*
  * One row per (step, rank): a million rows for 64 ranks x 16 k steps, where
- * printf's float formatting was a quarter of the whole run.  Values are
+ * printf's float formatting was about a tenth of the whole run (perf).  Values are
  * written as fixed-point decimals from integers instead (ms with 6
  * decimals = ns; J with 9 decimals = nJ).
  */
