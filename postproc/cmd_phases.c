@@ -69,7 +69,9 @@ static void usage(FILE *fp)
 		"  --tz +HH:MM        zone of perun's execution_dt (default: this machine's)\n"
 		"  --fit-range S      offset search around the execution_dt estimate [3]\n"
 		"  --no-fit           keep the execution_dt estimate\n"
-		"  --boot N           bootstrap resamples for regress intervals [200]\n");
+		"  --boot N           bootstrap resamples for regress intervals [200]\n"
+		"  several rings (MPI ranks, hosts): --rings DIR|GLOB, --by-rank, --stragglers FILE\n"
+		"                     ('anchorpost phases --rings x --help', docs/mpi.md)\n");
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -103,7 +103,9 @@ static void *resolve(void **slot, const char *mpi_name)
 		fn = f.fn;
 	}
 	if (!fn) {
-		anchor_log("mpi: cannot find the real ", mpi_name, " (libmpi not loaded?)", NULL);
+		static int logged;
+		if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+			anchor_log("mpi: cannot find the real ", mpi_name, " (libmpi not loaded?)", NULL);
 		return NULL;
 	}
 	__atomic_store_n(slot, fn, __ATOMIC_RELAXED);
