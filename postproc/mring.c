@@ -383,16 +383,17 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 	struct attrib_interval *iv = xcalloc(th->nseg, sizeof *iv);
 	size_t np = ps->nnames;
 
+	/* Sensor time = timeline - the host's offset (same for its sensors). */
+	for (size_t i = 0; i < th->nseg; i++) {
+		iv[i].t0_s = tl_s(m, clk, th->seg[i].t0_ns) - h->offset_s;
+		iv[i].t1_s = tl_s(m, clk, th->seg[i].t1_ns) - h->offset_s;
+		iv[i].phase = th->seg[i].phase;
+	}
 	for (size_t s = 0; s < h->nsen; s++) {
 		const struct em_sensor *es = &h->sen[s];
 		size_t g = group_index(m, es->group);
 		struct attrib_result r;
 		int rc;
-		for (size_t i = 0; i < th->nseg; i++) {
-			iv[i].t0_s = tl_s(m, clk, th->seg[i].t0_ns) - h->offset_s;
-			iv[i].t1_s = tl_s(m, clk, th->seg[i].t1_ns) - h->offset_s;
-			iv[i].phase = th->seg[i].phase;
-		}
 		memset(&r, 0, sizeof r);
 		if (o->method == ATTRIB_INTEGRATE)
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
