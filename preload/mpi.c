@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -112,10 +113,24 @@ static void *resolve(void **slot, const char *mpi_name)
 	return fn;
 }
 
+/* ANCHOR_MPI=0: pass through, record nothing (e.g. to keep perun's own
+ * MPI calls out of a single-process run).  Read once, at the first call. */
+static int mpi_records(void)
+{
+	static int state; /* 0 unknown, 1 on, 2 off */
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (!s) {
+		const char *v = getenv("ANCHOR_MPI");
+		s = v && !strcmp(v, "0") ? 2 : 1;
+		__atomic_store_n(&state, s, __ATOMIC_RELAXED);
+	}
+	return s == 1;
+}
+
 /* BEGIN/END only for the outermost call; value = element count if any. */
 static int range_begin(const char *name, size_t len, int has_count, int count)
 {
-	if (t_depth++ || !ring_writer_attached())
+	if (t_depth++ || !ring_writer_attached() || !mpi_records())
 		return 0;
 	ring_writer_event(ANCHOR_KIND_BEGIN, name, len, has_count ? ANCHOR_FLAG_VALUE : 0,
 			  (uint64_t)(int64_t)count);

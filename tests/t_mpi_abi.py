@@ -35,6 +35,14 @@ for mode in ("link", "local"):
     check(vals.get("MPI_Allreduce") == "5" and vals.get("MPI_Alltoall") == "3", "%s: count values %s" % (mode, vals))
     print("ok: %s: int handles, stack argument, results and errno intact; ranges recorded" % mode)
 
+# ANCHOR_MPI=0: still a pass-through, nothing recorded.
+ring = os.path.join(TMP, "abi-off.ring")
+p = subprocess.run([exe, "link", user], env=dict(os.environ, LD_PRELOAD=LIB, ANCHOR_FILE=ring, ANCHOR_MPI="0"),
+                   capture_output=True, text=True)
+check(p.returncode == 0 and p.stdout == "ok\n", "ANCHOR_MPI=0 run failed: %s" % p.stderr)
+check(not any(k.startswith("MPI_") for k in begins(ring)), "ANCHOR_MPI=0 still recorded MPI ranges")
+print("ok: ANCHOR_MPI=0 passes through and records nothing")
+
 # Without libanchor the same program gives the same answers (control).
 p = subprocess.run([exe, "local", user], capture_output=True, text=True)
 check(p.returncode == 0 and p.stdout == "ok\n", "control run failed: %s" % p.stderr)
