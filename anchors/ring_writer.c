@@ -223,16 +223,16 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (rc)
 		goto out;
 
-	h = ticket * 0x9e3779b97f4a7c15ull;
+	h = anchor_check_init(ticket);
 	{
 		const uint64_t *w = (const uint64_t *)(const void *)&head;
 		for (i = 1; i < 8; i++)
-			h = anchor_check_step(h, w[i]);
+			h = anchor_check_step(h, i - 1, w[i]);
 	}
 	for (i = 0; i < ncont; i++) {
 		const uint64_t *w = (const uint64_t *)(const void *)cont[i].data;
 		for (unsigned k = 0; k < 7; k++)
-			h = anchor_check_step(h, w[k]);
+			h = anchor_check_step(h, 7 + 7 * i + k, w[k]);
 	}
 	head.check = anchor_check_fold(h);
 
@@ -289,8 +289,19 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	struct anchor_slot *dst;
 	int saved_errno = errno;
 
-	if (t->in_write || t->gen != g_gen || t->end - t->next < 1)
+	if (t->in_write)
 		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	/* Guard the chunk cursor before looking at it: a signal handler that
+	 * marks between our check and our t->next++ would take the ticket (or
+	 * the chunk's last one) from under us.  With the guard set it claims
+	 * from head instead (emit_at's nested path). */
+	t->in_write = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (t->gen != g_gen || t->end - t->next < 1) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	}
 	ts_ns = ring_writer_now_ns();
 	ticket = t->next++;
 	w[1] = ts_ns;
@@ -300,9 +311,9 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	w[4] = value;
 	w[5] = w[6] = w[7] = 0;
 	memcpy(&w[5], name, len);
-	h = ticket * 0x9e3779b97f4a7c15ull;
-	for (int i = 1; i < 8; i++)
-		h = anchor_check_step(h, w[i]);
+	h = anchor_check_init(ticket);
+	for (unsigned i = 1; i < 8; i++)
+		h = anchor_check_step(h, i - 1, w[i]);
 	w[3] |= (uint64_t)anchor_check_fold(h) << 32;
 
 	dst = slot_at(ticket);
@@ -314,6 +325,8 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	/* Store-release: payload before commit; pairs with the reader's
 	 * load-acquire of commit. */
 	__atomic_store_n(&dst->commit, ticket + 1, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_write = 0;
 	if ((int64_t)(ts_ns - __atomic_load_n(&g_last_sync_ns, __ATOMIC_RELAXED)) > (int64_t)SYNC_PERIOD_NS)
 		ring_writer_sync();
 	errno = saved_errno;

@@ -16,7 +16,7 @@
  *   share              energy_j / the group's total over the span
  *   ci95_low_j ci95_high_j
  *   incl_energy_j      inclusive energy (nested phases included)
- *   method             integrate | regress (| off-primary: time only)
+ *   method             split | integrate | regress (| off-primary: time only)
  *   flags              unidentifiable, at-zero, ...
  *   alignment align_uncert_ms sensor_note
  * Energy is attributed on one thread's exclusive timeline per scope (the
@@ -60,8 +60,14 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: anchorpost phases --ring RING --perun FILE.hdf5 [-o phases.csv] [options]\n"
 		"  joules per phase and device group, with 95%% intervals and the method used\n"
-		"  --method auto|integrate|regress  attribution (auto: integrate phases >= 5 sensor\n"
-		"                                   periods long, regress shorter ones)  [auto]\n"
+		"  --method M         how joules are attributed  [auto]\n"
+		"       auto       split where the sensor gives window energies (RAPL),\n"
+		"                  else perphase (NVML reads)\n"
+		"       split      each window's measured energy, split among its phases by\n"
+		"                  time share x NNLS-fitted power (rows add up exactly)\n"
+		"       perphase   integrate phases >= 5 sensor periods, regress shorter ones\n"
+		"       integrate  cumulative energy between phase edges\n"
+		"       regress    NNLS power per phase x phase time\n"
 		"  --by-process       also one block of rows per process\n"
 		"  --run ID           perun multirun (default: the last)\n"
 		"  --round N          perun round (default 0)\n"
@@ -149,6 +155,8 @@ static void attribute(const struct energy_model *m, int method, const struct att
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
 		else if (method == ATTRIB_REGRESS)
 			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
+		else if (method == ATTRIB_SPLIT || method == 0)
+			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
 		if (rc == -ENODATA)
@@ -213,7 +221,8 @@ static const char *method_name(const struct group_row *r)
 {
 	if (r->mixed)
 		return "mixed";
-	return r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress" : "";
+	return r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
+	       : r->method == ATTRIB_SPLIT ? "split" : "";
 }
 
 static void flags_text(unsigned f, char *buf, size_t cap)
@@ -379,12 +388,16 @@ int cmd_phases(int argc, char **argv)
 			i++;
 			if (!strcmp(v, "auto"))
 				method = 0;
+			else if (!strcmp(v, "perphase"))
+				method = -1;
 			else if (!strcmp(v, "integrate"))
 				method = ATTRIB_INTEGRATE;
 			else if (!strcmp(v, "regress"))
 				method = ATTRIB_REGRESS;
+			else if (!strcmp(v, "split"))
+				method = ATTRIB_SPLIT;
 			else
-				diag_fatal(NULL, "phases: --method must be auto, integrate or regress, not '%s'", v);
+				diag_fatal(NULL, "phases: --method must be auto, split, perphase, integrate or regress, not '%s'", v);
 		} else {
 			usage(stderr);
 			diag_fatal(NULL, "phases: unknown option '%s'", a);

@@ -13,6 +13,8 @@ int cmd_perun(int argc, char **argv);
 int cmd_phases(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_functions(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 /* cmd_mpi.c: several rings (ranks, hosts).  `phases` hands over to
  * cmd_phases_mpi when phases_wants_mpi() says its options ask for it. */

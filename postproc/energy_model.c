@@ -73,6 +73,21 @@ static int build_sensor(struct em_sensor *s)
 	return 0;
 }
 
+/* Cumulative energy at timeline t (inside the span), interpolated. */
+static double cum_at(const struct em_sensor *s, double t_s)
+{
+	const double *t = s->t_tl, *c = s->cum_j;
+	size_t lo = 0, hi = s->ser.n - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid] <= t_s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c[lo] + (c[hi] - c[lo]) * (t_s - t[lo]) / (t[hi] - t[lo]);
+}
+
 double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 {
 	size_t n = s->ser.n;
@@ -87,28 +102,8 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 		return 0;
 	/* Linear interpolation of the cumulative curve: constant power within
 	 * a window (RAPL), piecewise linear power is close enough (NVML). */
-	{
-		const double *t = s->t_tl, *c = s->cum_j;
-		size_t lo = 0, hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= a)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		ca = c[lo] + (c[hi] - c[lo]) * (a - t[lo]) / (t[hi] - t[lo]);
-		lo = 0;
-		hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= b)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		cb = c[lo] + (c[hi] - c[lo]) * (b - t[lo]) / (t[hi] - t[lo]);
-	}
+	ca = cum_at(s, a);
+	cb = cum_at(s, b);
 	return cb - ca;
 }
 
@@ -156,6 +151,44 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
 	}
 	*n = th->nseg;
 	return iv;
+}
+
+/* `perun monitor script.py` runs the script inside its own process and
+ * samples from before the script starts until after it ends, so when the
+ * primary thread's process is that perun process, perun's span contains
+ * every phase of it.  execution_dt is taken before perun's set-up, which
+ * on a loaded machine runs for seconds (cpuinfo subprocesses: measured
+ * ~2.7 s), beyond the fit's reach and with the fit preferring windows with
+ * no phase in them.  So: centre the prior in the offsets that keep the
+ * phases inside the span and search just those. */
+static void contain_prior(struct energy_model *m, double *range_s)
+{
+	const struct phase_thread *th;
+	const struct ring_proc *pr;
+	const struct perun_sensor *any = NULL;
+	if (!m->ph.nthr || !m->nsen)
+		return;
+	th = &m->ph.thr[m->ph.primary];
+	pr = ring_procs_find(&m->rl.procs, th->pid);
+	if (!pr || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") || !th->nseg)
+		return;
+	any = m->sen[0].ps;
+	double p0 = energy_model_tl(m, th->seg[0].t0_ns), p1 = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
+	double d0 = any->timesteps_s[0], d1 = any->timesteps_s[any->n - 1];
+	/* timeline = t + offset: need offset + d0 <= p0 and offset + d1 >= p1 */
+	double lo = p1 - d1, hi = p0 - d0;
+	if (!(lo <= hi))
+		return;
+	double c = (lo + hi) / 2, r = (hi - lo) / 2 + 0.1;
+	if (fabs(m->align.offset_s - c) <= r && *range_s >= r)
+		return; /* the prior's search already covers it */
+	m->align.offset_s = c;
+	m->align.uncert_ms = r * 1e3;
+	*range_s = r;
+	{
+		size_t l = strlen(m->align.method);
+		snprintf(m->align.method + l, sizeof m->align.method - l, "+contain");
+	}
 }
 
 void energy_model_open(struct energy_model *m, const struct em_opts *o)
@@ -218,17 +251,29 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
-	if (!align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round, m->base_ns,
-			      &m->align)) {
+	const struct perun_sensor *ref = NULL;
+	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
+		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
+			if (m->host->groups[g].sensors[s].n > 1)
+				ref = &m->host->groups[g].sensors[s];
+	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
+				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
+	if (hook < 0)
+		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
+				   "perun run; falling back to execution_dt",
+			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
+		double range_s = o->fit_range_s;
+		contain_prior(m, &range_s);
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
 			if (iv && niv)
-				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, o->fit_range_s, &m->align);
+				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
 			free(iv);
 		}
 	}

@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
 	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase (--rings, --by-rank: MPI)"},
 	{"stragglers", cmd_stragglers, "--rings DIR|GLOB [--perun P]: per step, slowest rank, waits, joules"},
+	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function"},
+	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
 	{NULL, NULL, NULL},

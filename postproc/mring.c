@@ -314,9 +314,24 @@ static void pass1(struct mring *m, const struct mring_opts *o, size_t i)
 		struct align_perun a;
 		uint64_t base = l.rf.ev[0].ts_ns;
 		memset(&a, 0, sizeof a);
-		if (align_perun_hook(l.rf.ev, l.rf.nev, &l.clk, m->run, (size_t)o->round, base, &a)) {
+		/* The stamps must reproduce this host's timesteps (else they are
+		 * another perun run's). */
+		long h = host_of(m, r->host);
+		const struct perun_sensor *ref = NULL;
+		if (h >= 0)
+			for (size_t g = 0; g < m->hosts[h].ph->ngroups && !ref; g++)
+				for (size_t s = 0; s < m->hosts[h].ph->groups[g].nsensors && !ref; s++)
+					if (m->hosts[h].ph->groups[g].sensors[s].n > 1)
+						ref = &m->hosts[h].ph->groups[g].sensors[s];
+		int hook = align_perun_hook(l.rf.ev, l.rf.nev, &l.clk, m->run, (size_t)o->round,
+					    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
+		if (hook > 0) {
 			r->hook_offset_s = a.offset_s + r->first_s;
 			r->hook_samples = a.hook_samples;
+		} else if (hook < 0) {
+			diag_warn(r->path, "its perun.sample stamps (%zu) do not match host %s's timesteps in %s: "
+					   "another perun run; using execution_dt",
+				  a.hook_samples, r->host, o->perun);
 		}
 		memset(&a, 0, sizeof a);
 		if (align_perun_prior(m->run, &l.clk, o->tz, base, &a))

@@ -23,7 +23,7 @@ Ranges (``begin``/``end``, ``phase``) are recorded exactly as called: the
 module keeps no range state, so ``end`` without ``begin`` and misnested
 ranges raise nothing and are written as they happened.  ``anchorpost``
 pairs each END with the innermost open BEGIN of the same name on the same
-thread and reports unmatched ones.
+thread; an END it cannot pair stays unmatched.
 
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
 variable ``ANCHOR_AUTO=torch`` with this package's directory on
@@ -60,7 +60,13 @@ if enabled() and not _os.environ.get("ANCHOR_FILE"):
 
 
 def _decorate(ph, func):
-    """phase(name)(func): wrap func so every call runs inside the phase."""
+    """phase(name)(func): wrap func so every call runs inside the phase.
+
+    Coroutine functions get an async wrapper (the range spans the awaited
+    body).  A generator function is wrapped like any function: the range
+    covers the call that creates the generator, not its iteration; use
+    ``with anchor.phase(...)`` inside the generator for that.
+    """
     if _inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)
@@ -82,7 +88,11 @@ _anchor._set_decorator(_decorate)
 
 
 def auto(target="torch"):
-    """Install automatic anchors for ``target`` (only "torch" exists).
+    """Install automatic anchors for ``target``: "torch" or "perun".
+
+    "perun": inside a ``perun monitor`` process, record perun's own sample
+    clock readings (marks ``perun.round``, ``perun.sample``) so anchorpost
+    aligns perun's data exactly (see anchor._perun_hook).
 
     Idempotent.  If torch is not imported yet, an import hook installs the
     anchors right after ``import torch`` finishes, so a script that never
@@ -92,8 +102,13 @@ def auto(target="torch"):
     ``dataloader.next`` (each batch fetch) and the mark ``epoch`` (value:
     the DataLoader's epoch index, written when it starts a new iterator).
     """
+    if target == "perun":
+        from . import _perun_hook
+
+        _perun_hook.install()
+        return
     if target != "torch":
-        raise ValueError("anchor.auto: unknown target %r (known: 'torch')" % (target,))
+        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun')" % (target,))
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()

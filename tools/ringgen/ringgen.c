@@ -155,10 +155,10 @@ static void emit(struct gen *g, int64_t true_ns, uint8_t kind, uint8_t flags, ui
 	head->nslots = (uint8_t)(1 + ncont);
 	head->value = value;
 	memcpy(head->name, text, len < ANCHOR_NAME_INLINE ? len : ANCHOR_NAME_INLINE);
-	h = t * 0x9e3779b97f4a7c15ull;
+	h = anchor_check_init(t);
 	w = (const uint64_t *)(const void *)head;
-	for (int i = 1; i < 8; i++)
-		h = anchor_check_step(h, w[i]);
+	for (unsigned i = 1; i < 8; i++)
+		h = anchor_check_step(h, i - 1, w[i]);
 	for (size_t c = 0; c < ncont; c++) {
 		struct anchor_cont *cs = (struct anchor_cont *)(g->buf + ANCHOR_RING_HDR_SIZE +
 								 ((t + 1 + c) & (g->nslots - 1)) * ANCHOR_SLOT_SIZE);
@@ -168,8 +168,8 @@ static void emit(struct gen *g, int64_t true_ns, uint8_t kind, uint8_t flags, ui
 		memcpy(cs->data, text + off, k < ANCHOR_CONT_BYTES ? k : ANCHOR_CONT_BYTES);
 		cs->commit = (t + 1 + c + 1) | ANCHOR_SLOT_CONT;
 		memcpy(d, cs->data, sizeof d);
-		for (int i = 0; i < 7; i++)
-			h = anchor_check_step(h, d[i]);
+		for (unsigned i = 0; i < 7; i++)
+			h = anchor_check_step(h, 7 + 7 * (unsigned)c + i, d[i]);
 	}
 	head->check = anchor_check_fold(h);
 	head->commit = t + 1;
