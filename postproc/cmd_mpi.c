@@ -66,7 +66,7 @@ static void usage(FILE *fp, int stragglers)
 	fprintf(fp, "  --ring R / --rings X  a ring, a directory of *.ring, or a glob (repeatable)\n"
 		    "  --step NAME        the step phase (default: first of train_step, optimizer_step,\n"
 		    "                     optimizer.step, step, iteration)\n"
-		    "  --method auto|integrate|regress   [auto]\n"
+		    "  --method auto|split|perphase|integrate|regress  as for one ring [auto]\n"
 		    "  --run ID, --round N, --tz +HH:MM  perun multirun, round, execution_dt zone\n"
 		    "  --fit-range S      offset search around the execution_dt estimate [3]\n"
 		    "  --no-fit           keep the execution_dt estimate (when no perun-hook anchors)\n"
@@ -137,12 +137,16 @@ static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 			i++;
 			if (!strcmp(v, "auto"))
 				a->o.method = 0;
+			else if (!strcmp(v, "perphase"))
+				a->o.method = -1;
+			else if (!strcmp(v, "split"))
+				a->o.method = ATTRIB_SPLIT;
 			else if (!strcmp(v, "integrate"))
 				a->o.method = ATTRIB_INTEGRATE;
 			else if (!strcmp(v, "regress"))
 				a->o.method = ATTRIB_REGRESS;
 			else
-				diag_fatal(NULL, "--method must be auto, integrate or regress, not '%s'", v);
+				diag_fatal(NULL, "--method must be auto, split, perphase, integrate or regress, not '%s'", v);
 		} else {
 			usage(stderr, stragglers);
 			diag_fatal(NULL, "%s: unknown option '%s'", stragglers ? "stragglers" : "phases", s);
@@ -213,7 +217,7 @@ static long name_index(struct names *nm, const char *s, int add)
 
 static const char *method_name(int m)
 {
-	return m == ATTRIB_INTEGRATE ? "integrate" : m == ATTRIB_REGRESS ? "regress" : "";
+	return m == ATTRIB_INTEGRATE ? "integrate" : m == ATTRIB_REGRESS ? "regress" : m == ATTRIB_SPLIT ? "split" : "";
 }
 
 /* Scope rows: `members` units add their times; `energy_from` units (one per

@@ -410,10 +410,13 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 		struct attrib_result r;
 		int rc;
 		memset(&r, 0, sizeof r);
+		/* The same methods, and default, as single-ring `phases`. */
 		if (o->method == ATTRIB_INTEGRATE)
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
 		else if (o->method == ATTRIB_REGRESS)
 			rc = attrib_regress(&es->ser, iv, th->nseg, np, &o->ao, &r);
+		else if (o->method == ATTRIB_SPLIT || o->method == 0)
+			rc = attrib_split(&es->ser, iv, th->nseg, np, &o->ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, &o->ao, &r);
 		if (rc == -ENODATA)
