@@ -21,6 +21,16 @@
 #include "ring_clock.h"
 #include "ring_procs.h"
 
+/* diag_fatal from a worker thread: the first one to fail prints its one
+ * line and exits; a second failing thread waits here for the exit instead
+ * of printing a second line. */
+static pthread_mutex_t fatal_lock = PTHREAD_MUTEX_INITIALIZER;
+#define worker_fatal(...)                                                                          \
+	do {                                                                                       \
+		pthread_mutex_lock(&fatal_lock);                                                   \
+		diag_fatal(__VA_ARGS__);                                                           \
+	} while (0)
+
 #define FIT_SPAN_S 10.0 /* windows given to the offset fit (fit_ring) */
 
 static const char *const default_steps[] = {"train_step", "optimizer_step", "optimizer.step", "step",
@@ -47,7 +57,7 @@ static void *xcalloc(size_t n, size_t sz)
 {
 	void *p = calloc(n ? n : 1, sz);
 	if (!p)
-		diag_fatal(NULL, "out of memory");
+		worker_fatal(NULL, "out of memory");
 	return p;
 }
 
@@ -55,7 +65,7 @@ static char *xstrdup(const char *s)
 {
 	char *d = strdup(s);
 	if (!d)
-		diag_fatal(NULL, "out of memory");
+		worker_fatal(NULL, "out of memory");
 	return d;
 }
 
@@ -145,6 +155,7 @@ static int64_t read_origin(const struct mring *m)
 
 static long host_of(const struct mring *m, const char *name);
 
+
 /* ---- a pool of two (or more) threads over the rings ------------------- */
 
 struct pool {
@@ -195,13 +206,17 @@ static void load_ring(const char *path, struct loaded *l)
 	char err[512];
 	memset(l, 0, sizeof *l);
 	if (ring_reader_load(path, &l->rf, err, sizeof err))
-		diag_fatal(path, "%s", err);
+		worker_fatal(path, "%s", err);
 	if (ring_clock_build(l->rf.ev, l->rf.nev, &l->clk) || ring_procs_build(l->rf.ev, l->rf.nev, l->rf.hdr.hostname, &l->procs))
-		diag_fatal(path, "out of memory");
+		worker_fatal(path, "out of memory");
+	if (!l->rf.nev && l->rf.stats.bad_check)
+		worker_fatal(path, "no valid record: all %llu committed records fail the check hash (another "
+				   "format revision, or corrupted)",
+			     (unsigned long long)l->rf.stats.bad_check);
 	if (!l->rf.nev)
-		diag_fatal(path, "the ring holds no records");
+		worker_fatal(path, "the ring holds no records");
 	if (!l->clk.n)
-		diag_fatal(path, "no SYNC record: the ring cannot be placed on the common (UTC) timeline");
+		worker_fatal(path, "no SYNC record: the ring cannot be placed on the common (UTC) timeline");
 }
 
 static void free_loaded(struct loaded *l)
@@ -230,7 +245,7 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 	if (h < 0 || !m->hosts[h].nsen)
 		return;
 	if (phase_set_build(l->rf.ev, l->rf.nev, &l->procs, &ps))
-		diag_fatal(r->path, "out of memory");
+		worker_fatal(r->path, "out of memory");
 	for (size_t p = 0; p < l->procs.n && thr < 0; p++)
 		if (l->procs.p[p].rank == r->min_rank)
 			thr = phase_set_primary_of(&ps, l->procs.p[p].pid);
@@ -422,7 +437,7 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 		if (rc == -ENODATA)
 			continue; /* this rank ran outside perun's span on its host */
 		if (rc)
-			diag_fatal(m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name, es->ps->id,
+			worker_fatal(m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name, es->ps->id,
 				   strerror(-rc));
 		u->total_j[g] += r.total_j;
 		u->unattr_j[g] += r.row[np].energy_j;
@@ -523,7 +538,7 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 		if (!(ncoll & (ncoll + 1)) || !coll) {
 			size_t *nc = realloc(coll, (ncoll * 2 + 2) * sizeof *nc);
 			if (!nc)
-				diag_fatal(NULL, "out of memory");
+				worker_fatal(NULL, "out of memory");
 			coll = nc;
 		}
 		coll[ncoll++] = i;
@@ -538,7 +553,7 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 			cap = cap ? cap * 2 : 256;
 			struct mr_step *ns = realloc(u->steps, cap * sizeof *ns);
 			if (!ns)
-				diag_fatal(NULL, "out of memory");
+				worker_fatal(NULL, "out of memory");
 			u->steps = ns;
 		}
 		struct mr_step *s = &u->steps[n++];
@@ -558,7 +573,7 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 				ivcap = ivcap ? ivcap * 2 : 16;
 				double(*ni)[2] = realloc(iv, ivcap * sizeof *ni);
 				if (!ni)
-					diag_fatal(NULL, "out of memory");
+					worker_fatal(NULL, "out of memory");
 				iv = ni;
 			}
 			iv[k][0] = tl_s(m, clk, a);
@@ -605,7 +620,7 @@ static void pass2(struct mring *m, const struct mring_opts *o, size_t ri)
 
 	load_ring(r->path, &l);
 	if (phase_set_build(l.rf.ev, l.rf.nev, &l.procs, &ps))
-		diag_fatal(r->path, "out of memory");
+		worker_fatal(r->path, "out of memory");
 	is_coll = xcalloc(ps.nnames, 1);
 	for (size_t k = 0; k < ps.nnames; k++)
 		is_coll[k] = (char)mring_is_collective(ps.names[k]);
