@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "align.h"
@@ -493,8 +494,9 @@ static double union_len(double (*v)[2], size_t n)
  * sampling period, so slicing the host's power curve over a wait would
  * hand it the window's average power (forward and backward included).
  * The attributed power of the collective phase (its joules over its self
- * time, all groups, from the regression when it is short) is the honest
- * rate; slicing is the fallback for a phase that got no joules.
+ * time, all groups, from the phase attribution: split/regress separate
+ * short phases) is the honest rate; slicing is the fallback for a phase
+ * that got no joules.
  */
 static double *phase_power_w(const struct phase_set *ps, const struct mr_unit *u, size_t ng)
 {
@@ -841,6 +843,20 @@ static void pick_step(struct mring *m, const struct mring_opts *o)
 	}
 }
 
+/* ANCHORPOST_STATS=1: wall time of each stage on stderr (bench). */
+static void stage(const char *done)
+{
+	static struct timespec last;
+	struct timespec now;
+	if (!getenv("ANCHORPOST_STATS"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (done)
+		fprintf(stderr, "anchorpost: %-36s %.3f s\n", done,
+			(double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9);
+	last = now;
+}
+
 void mring_open(struct mring *m, const struct mring_opts *o)
 {
 	memset(m, 0, sizeof *m);
@@ -861,11 +877,15 @@ void mring_open(struct mring *m, const struct mring_opts *o)
 		m->have_perun = 1;
 		load_hosts(m, o);
 	}
+	stage(NULL);
 	run_pool(m, o, pass1);
+	stage("pass 1 (clocks, perun offsets)");
 	if (m->have_perun)
 		align_hosts(m, o->perun);
 	pick_step(m, o);
+	stage("align hosts, pick step");
 	run_pool(m, o, pass2);
+	stage("pass 2 (phases, attribution, steps)");
 	for (size_t i = 0; i < m->nrings; i++)
 		m->nunits += m->rings[i].nunits;
 	m->units = xcalloc(m->nunits, sizeof *m->units);
