@@ -22,11 +22,20 @@
 enum st { S_TOP0, S_WRAP, S_EVENTS, S_EVENT, S_ARGS, S_DONE };
 enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE };
 
+/* py-spy keys its diff state by thread id alone (chrometrace.rs keeps the
+ * previous trace per tid): a forked child whose thread has the parent's
+ * pthread id (--subprocesses) continues the parent's stack, and its
+ * events, labelled with the child's pid, close frames the parent opened.
+ * So the stack lives in the state of the first thread seen with that tid
+ * (`state`), and each interval goes to the thread whose events last
+ * touched it (`owner`). */
 struct tstate {
 	uint32_t node;
 	double last_ts;
 	int have_ts;
 	uint64_t intervals;
+	uint32_t state;  /* index of the thread holding this tid's stack */
+	uint32_t owner;  /* in the holder: the thread the stack belongs to now */
 };
 
 struct ct {
@@ -102,6 +111,9 @@ static int thread_of(struct ct *c, uint32_t *out)
 		return -ENOMEM;
 	c->ts = ts;
 	memset(&ts[i], 0, sizeof ts[i]);
+	for (ts[i].state = 0; ts[i].state < i && p->threads[ts[i].state].pthread_id != c->tid; ts[i].state++)
+		;
+	ts[i].owner = i;
 	t = &p->threads[i];
 	t->pid = c->pid;
 	t->pthread_id = c->tid;
@@ -134,22 +146,23 @@ static int event_end(struct ct *c)
 		return fail(c, -EINVAL, "event lacks name, pid, tid or ts");
 	if (thread_of(c, &ti))
 		return fail(c, -ENOMEM, "");
-	s = &c->ts[ti];
+	s = &c->ts[c->ts[ti].state];
 	if (s->have_ts && c->t_us < s->last_ts)
 		return fail(c, -EINVAL, "ts goes backwards within a thread");
 	if (s->have_ts && c->t_us > s->last_ts && s->node) {
+		uint32_t owner = s->owner;
 		struct pyspy_sample_ev ev = {
-			.thread = ti,
+			.thread = owner,
 			.stack = s->node,
-			.index = s->intervals++,
+			.index = c->ts[owner].intervals++,
 			.t_rel_s = s->last_ts / 1e6,
 			.duration_s = (c->t_us - s->last_ts) / 1e6,
 			.ts_us = s->last_ts,
 			.count = 1,
 		};
 		ev.weight = ev.duration_s;
-		p->threads[ti].nsamples++;
-		p->threads[ti].total_weight += ev.weight;
+		p->threads[owner].nsamples++;
+		p->threads[owner].total_weight += ev.weight;
 		if (c->fn && c->fn(c->ctx, p, &ev, c->err)) {
 			c->failed = -ECANCELED;
 			return 0;
@@ -157,6 +170,7 @@ static int event_end(struct ct *c)
 	}
 	s->last_ts = c->t_us;
 	s->have_ts = 1;
+	s->owner = ti;
 	if (c->ph == 'B') {
 		if (pyspy_frames_intern(&p->frames, c->name, c->name_len, c->have_file ? c->file : NULL, c->file_len,
 					c->line, &frame) ||
