@@ -13,5 +13,6 @@ int cmd_perun(int argc, char **argv);
 int cmd_phases(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
+	{"report", cmd_report, "--ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},
 	{NULL, NULL, NULL},
 };
 
