@@ -245,6 +245,18 @@ int cmd_report(int argc, char **argv)
 	fclose(tty);
 	outfile_commit(&of);
 
+	if (m.emulated) {
+		/* perun.csv and samples.csv come from commands that know nothing
+		 * of the sensor; this file says it beside them. */
+		path = out_path(&r, "EMULATED_SENSOR.txt");
+		outfile_open(&of, path);
+		fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
+				"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
+				"the pictures, trace.json) comes from that emulation.\n",
+			energy_model_sensor_note(&m), o.perun);
+		outfile_commit(&of);
+	}
+
 	progress(&r, "perun.csv");
 	{
 		char *pv[] = {"perun", (char *)o.perun, "-o", out_path(&r, "perun.csv"), NULL, NULL, NULL};

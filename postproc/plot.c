@@ -4,6 +4,8 @@
 #include <cairo-svg.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "diag.h"
 #include "outfile.h"
@@ -73,17 +75,50 @@ static cairo_status_t write_fp(void *closure, const unsigned char *data, unsigne
 	return fwrite(data, 1, len, (FILE *)closure) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
-void plot_write(const char *path, enum plot_kind kind, double w, double h, plot_draw_fn fn, void *ctx)
+/* cairo draws SVG text as glyph outlines: a <title> after the opening
+ * <svg ...> tag keeps what the picture is (and any "emulated sensor"
+ * note) readable by people, search and tests. */
+static void copy_svg_with_title(FILE *out, const char *svg, size_t len, const char *title)
+{
+	const char *open = strstr(svg, "<svg");
+	const char *gt = open ? strchr(open, '>') : NULL;
+	size_t head = gt ? (size_t)(gt + 1 - svg) : 0;
+	fwrite(svg, 1, head, out);
+	if (gt) {
+		fputs("\n<title>", out);
+		for (const char *c = title; *c; c++) {
+			if (*c == '<')
+				fputs("&lt;", out);
+			else if (*c == '>')
+				fputs("&gt;", out);
+			else if (*c == '&')
+				fputs("&amp;", out);
+			else
+				fputc(*c, out);
+		}
+		fputs("</title>", out);
+	}
+	fwrite(svg + head, 1, len - head, out);
+}
+
+void plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
+		void *ctx)
 {
 	struct outfile of;
 	cairo_surface_t *sf;
 	cairo_status_t st;
 	cairo_t *cr;
+	char *svg = NULL;
+	size_t svg_len = 0;
+	FILE *mem = NULL;
 
 	outfile_open(&of, path);
-	if (kind == PLOT_SVG)
-		sf = cairo_svg_surface_create_for_stream(write_fp, of.fp, w, h);
-	else
+	if (kind == PLOT_SVG) {
+		mem = open_memstream(&svg, &svg_len);
+		if (!mem)
+			diag_fatal(NULL, "out of memory");
+		sf = cairo_svg_surface_create_for_stream(write_fp, mem, w, h);
+	} else
 		sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)ceil(w), (int)ceil(h));
 	cr = cairo_create(sf);
 	cairo_set_source_rgb(cr, 1, 1, 1);
@@ -98,6 +133,13 @@ void plot_write(const char *path, enum plot_kind kind, double w, double h, plot_
 	if (st == CAIRO_STATUS_SUCCESS)
 		st = cairo_surface_status(sf);
 	cairo_surface_destroy(sf);
+	if (mem) {
+		if (fclose(mem))
+			st = CAIRO_STATUS_NO_MEMORY;
+		else if (st == CAIRO_STATUS_SUCCESS)
+			copy_svg_with_title(of.fp, svg, svg_len, title);
+		free(svg);
+	}
 	if (st != CAIRO_STATUS_SUCCESS)
 		diag_fatal(path, "drawing failed: %s", cairo_status_to_string(st));
 	outfile_commit(&of);

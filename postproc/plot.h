@@ -20,8 +20,10 @@ typedef void (*plot_draw_fn)(cairo_t *cr, double w, double h, void *ctx);
 
 enum plot_kind { PLOT_SVG, PLOT_PNG };
 
-/* Render to path (temp + rename); diag_fatal naming path on error. */
-void plot_write(const char *path, enum plot_kind kind, double w, double h, plot_draw_fn fn, void *ctx);
+/* Render to path (temp + rename); diag_fatal naming path on error.  title
+ * also becomes the SVG's <title> (cairo writes text as outlines). */
+void plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
+		void *ctx);
 
 /* Categorical colours (phases, device groups), cycling. */
 void plot_set_phase_colour(cairo_t *cr, size_t i, double alpha);

@@ -152,6 +152,7 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 {
 	struct bars_ctx c = {.m = m, .sr = sr, .title = title};
 	size_t ng = m->ngroups;
+	char doc_title[512];
 	c.cat = malloc((m->ph.nnames + 1) * sizeof *c.cat);
 	if (!c.cat)
 		diag_fatal(NULL, "out of memory");
@@ -174,6 +175,8 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	c.ymax = fmax(emax, fmin(hmax, 2 * emax));
 	c.ymax = c.ymax > 0 ? c.ymax * 1.12 : 1;
 	c.ymax = ceil(c.ymax / plot_tick_step(c.ymax, 6)) * plot_tick_step(c.ymax, 6);
-	plot_write(path, kind, W_PX, H_PX, draw, &c);
+	snprintf(doc_title, sizeof doc_title, "energy per phase: %s%s%s", title, m->emulated ? " (" : "",
+		 m->emulated ? "emulated sensor, not a measurement)" : "");
+	plot_write(path, kind, W_PX, H_PX, doc_title, draw, &c);
 	free(c.cat);
 }

@@ -285,6 +285,7 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 {
 	struct tl_ctx c = {.m = m, .title = title};
 	double h, legend_h;
+	char doc_title[512];
 
 	c.gp = calloc(m->ngroups ? m->ngroups : 1, sizeof *c.gp);
 	if (!c.gp)
@@ -331,7 +332,9 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 
 	h = 66 + view_height(&c) * (c.z1 > c.z0 ? 2 : 1) + (c.z1 > c.z0 ? 6 : 0) + 10;
 	legend_h = 66 + 20 + 40 + 18.0 * (double)m->ngroups + 32 + 18.0 * (double)m->ph.nnames + 40;
-	plot_write(path, kind, W_PX, fmax(h, legend_h), draw, &c);
+	snprintf(doc_title, sizeof doc_title, "anchor timeline: %s%s%s", title, m->emulated ? " (" : "",
+		 m->emulated ? "emulated sensor, not a measurement)" : "");
+	plot_write(path, kind, W_PX, fmax(h, legend_h), doc_title, draw, &c);
 	for (size_t g = 0; g < m->ngroups; g++) {
 		group_power_free(&c.gp[g]);
 	}
