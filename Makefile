@@ -39,6 +39,12 @@ PY_SRC := $(wildcard python_hooks/src/*.c)
 PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 
 .PHONY: all test test-quick bench fuzz install clean check-deps
+.DEFAULT_GOAL := all
+
+# Unit tests of the attribution math: the attrib objects only, no main.c.
+ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib*.c))
+$(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 
 $(B)/lib/%.o: %.c $(HDRS)
@@ -86,6 +92,8 @@ install: all
 	install -m 0755 $(B)/libanchor.so $(DESTDIR)$(PREFIX)/lib/libanchor.so
 	install -m 0644 preload/anchor.h $(DESTDIR)$(PREFIX)/include/anchor.h
 	install -m 0755 $(B)/anchorpost $(DESTDIR)$(PREFIX)/bin/anchorpost
+	install -d $(DESTDIR)$(PREFIX)/lib/anchor/python
+	cp -r $(B)/python/. $(DESTDIR)$(PREFIX)/lib/anchor/python/
 
 clean:
 	rm -rf $(B)
@@ -102,3 +110,9 @@ $(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
 $(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< $(READER_SRC)
+
+# Attribution accuracy against ground truth (real perun, emulated sensor);
+# several minutes.  The test suite runs the --quick subset.
+.PHONY: accuracy
+accuracy: all
+	$(PYTHON) bench/accuracy.py

@@ -289,8 +289,19 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	struct anchor_slot *dst;
 	int saved_errno = errno;
 
-	if (t->in_write || t->gen != g_gen || t->end - t->next < 1)
+	if (t->in_write)
 		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	/* Guard the chunk cursor before looking at it: a signal handler that
+	 * marks between our check and our t->next++ would take the ticket (or
+	 * the chunk's last one) from under us.  With the guard set it claims
+	 * from head instead (emit_at's nested path). */
+	t->in_write = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (t->gen != g_gen || t->end - t->next < 1) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	}
 	ts_ns = ring_writer_now_ns();
 	ticket = t->next++;
 	w[1] = ts_ns;
@@ -314,6 +325,8 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	/* Store-release: payload before commit; pairs with the reader's
 	 * load-acquire of commit. */
 	__atomic_store_n(&dst->commit, ticket + 1, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->in_write = 0;
 	if ((int64_t)(ts_ns - __atomic_load_n(&g_last_sync_ns, __ATOMIC_RELAXED)) > (int64_t)SYNC_PERIOD_NS)
 		ring_writer_sync();
 	errno = saved_errno;

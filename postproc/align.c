@@ -53,12 +53,13 @@ int align_parse_execution_dt(const char *s, const char *tz, int64_t *unix_ns)
 }
 
 int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_clock *clk,
-		     const struct perun_multirun *run, size_t round_idx, uint64_t base_ns,
-		     struct align_perun *out)
+		     const struct perun_multirun *run, size_t round_idx, const double *ts_s, size_t nts,
+		     uint64_t base_ns, struct align_perun *out)
 {
 	long round = -1;
 	uint64_t first = 0;
 	size_t count = 0;
+	double worst_s = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct ring_event *e = &ev[i];
@@ -70,11 +71,23 @@ int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_cl
 		}
 		if (strcmp(e->text, "perun.sample") || round != (long)round_idx)
 			continue;
-		if (!count++)
+		if (!count)
 			first = e->value;
+		/* The stamps must be this file's: same count, same spacing. */
+		if (ts_s && count < nts) {
+			double d = fabs(((double)(e->value - first)) / 1e9 - ts_s[count]);
+			if (d > worst_s)
+				worst_s = d;
+		}
+		count++;
 	}
 	if (!count)
 		return 0;
+	if (ts_s && (count != nts || worst_s > 1e-3)) {
+		snprintf(out->method, sizeof out->method, "perun-hook-mismatch");
+		out->hook_samples = count;
+		return -1;
+	}
 	/* perun >= 1.0 reads perf_counter_ns (CLOCK_MONOTONIC, the ring's
 	 * clock); older perun read time_ns (CLOCK_REALTIME). */
 	if (run && run->clock == PERUN_CLOCK_REALTIME)

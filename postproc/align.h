@@ -39,11 +39,13 @@ struct align_perun {
  * ns.  0 on success. */
 int align_parse_execution_dt(const char *s, const char *tz, int64_t *unix_ns);
 
-/* Offset from perun.sample marks for round `round_idx` (0-based: the
- * round-th sampling process seen in the ring).  1 found, 0 none. */
+/* Offset from perun.sample marks for round `round_idx` (the round-th
+ * "perun.round" mark).  ts_s/nts: the file's timesteps, which the stamps
+ * must reproduce (count, spacing within 1 ms), else they belong to another
+ * perun run.  1 found, 0 none, -1 stamps of another run. */
 int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_clock *clk,
-		     const struct perun_multirun *run, size_t round_idx, uint64_t base_ns,
-		     struct align_perun *out);
+		     const struct perun_multirun *run, size_t round_idx, const double *ts_s, size_t nts,
+		     uint64_t base_ns, struct align_perun *out);
 
 /* Prior from execution_dt.  1 found, 0 unusable. */
 int align_perun_prior(const struct perun_multirun *run, const struct ring_clock *clk, const char *tz,

@@ -6,10 +6,14 @@
 
 #include "attrib.h"
 
-/* A validated sensor with its cumulative energy at every timestep. */
+/* A validated sensor with its cumulative energy at every timestep.  With
+ * intervals, segments holding exactly one phase edge use the edge-aware
+ * model (attrib_series.c). */
 struct attrib_curve {
 	const struct attrib_series *s;
-	double *cum_j; /* n entries, cum_j[0] = 0 */
+	double *cum_j;		/* n entries, cum_j[0] = 0 */
+	unsigned char *n_edge;	/* per segment: distinct edges inside (capped 2) */
+	double *edge_t_s;	/* per segment: the edge when n_edge == 1 */
 	double period_s;
 };
 
@@ -21,13 +25,22 @@ struct attrib_win {
 	int point;
 };
 
-int attrib_curve_init(const struct attrib_series *s, struct attrib_curve *c);
+/* Validate s; iv may be NULL (no edge-aware model, e.g. while fitting an
+ * offset, where the edges move). */
+int attrib_curve_init(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+		      struct attrib_curve *c);
 void attrib_curve_fini(struct attrib_curve *c);
 /* Cumulative energy at t, clamped to the span. */
 double attrib_curve_energy_at(const struct attrib_curve *c, double t_s);
-/* Half-width bound of the placement error of a phase edge at t_s; start is
- * 1 for an interval start (phase after the edge), 0 for an end. */
-double attrib_curve_edge_bound(const struct attrib_curve *c, double t_s, int start);
+/* Error of the energy split at a phase edge at t_s (start: 1 for an
+ * interval start, the phase after the edge; 0 for an end): *bound_j a
+ * systematic bound (plain interpolation), *var_j2 a variance (edge-aware
+ * split, whose errors are random). */
+void attrib_curve_edge_err(const struct attrib_curve *c, double t_s, int start, double *bound_j,
+			   double *var_j2);
+
+/* Measurement noise of one window or read, W, from same-phase neighbours. */
+double attrib_curve_noise_w(const struct attrib_curve *c);
 
 int attrib_win_build(const struct attrib_curve *c, struct attrib_win *w);
 void attrib_win_free(struct attrib_win *w);
@@ -36,9 +49,10 @@ void attrib_win_free(struct attrib_win *w);
  * -ENODATA when no phase has time inside the span. */
 int attrib_result_setup(const struct attrib_curve *c, const struct attrib_interval *iv, size_t n_iv,
 			size_t n_phase, struct attrib_result *out);
-/* Integrate rows 0..n_phase-1 (energy, edge-bound interval, power). */
-void attrib_integrate_rows(const struct attrib_curve *c, const struct attrib_interval *iv,
-			   size_t n_iv, size_t n_phase, struct attrib_result *out);
+/* Integrate the rows among 0..n_phase-1 whose method is ATTRIB_INTEGRATE
+ * (energy, interval from edge errors and sensor noise, power). */
+int attrib_integrate_rows(const struct attrib_curve *c, const struct attrib_interval *iv,
+			  size_t n_iv, size_t n_phase, struct attrib_result *out);
 
 int attrib_check_intervals(const struct attrib_interval *iv, size_t n_iv, size_t n_phase);
 

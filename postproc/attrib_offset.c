@@ -43,7 +43,7 @@ static int ctx_init(struct ctx *x, const struct attrib_series *s, const struct a
 	int rc = attrib_check_intervals(iv, n_iv, n_phase);
 	if (rc)
 		return rc;
-	rc = attrib_curve_init(s, &x->c);
+	rc = attrib_curve_init(s, NULL, 0, &x->c);
 	if (rc)
 		return rc;
 	rc = attrib_win_build(&x->c, &x->w);

@@ -20,6 +20,8 @@ static void opts_defaults(const struct attrib_opts *o, struct attrib_opts *d)
 		d->min_periods = 5;
 	if (d->vif_max <= 0)
 		d->vif_max = 1e4;
+	if (d->offset_sigma_s == 0)
+		d->offset_sigma_s = 0.001;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -48,7 +50,14 @@ static void pct95(double *v, unsigned n, double *lo, double *hi)
  * (the percentile interval of a few hundred replicates runs a little short,
  * and the analytic one is blind to autocorrelation: take the wider).
  */
-static int fill_rows(const struct attrib_fit *f, const struct attrib_opts *o,
+static void widen(struct attrib_row *r, double h)
+{
+	r->ci_low_j -= h;
+	r->ci_high_j += h;
+}
+
+/* shift_w[p]: the change of p_w[p] under a timing error (0 if none). */
+static int fill_rows(const struct attrib_fit *f, const double *shift_w, const struct attrib_opts *o,
 		     struct attrib_result *out)
 {
 	size_t np = out->n_phase, k = np + 1;
@@ -93,6 +102,7 @@ static int fill_rows(const struct attrib_fit *f, const struct attrib_opts *o,
 			r->ci_low_j = r->energy_j - h;
 		if (r->energy_j + h > r->ci_high_j)
 			r->ci_high_j = r->energy_j + h;
+		widen(r, shift_w[p] * r->time_s);
 		if (r->ci_low_j < 0)
 			r->ci_low_j = 0;
 		if (!(f->vif[p] <= o->vif_max)) {
@@ -114,13 +124,23 @@ static int fill_rows(const struct attrib_fit *f, const struct attrib_opts *o,
 	for (unsigned b = 0; b < f->n_boot; b++)
 		rem[b] -= fixed_j;
 	pct95(rem, f->n_boot, &u->ci_low_j, &u->ci_high_j);
-	double h = 1.96 * f->se_w[np] * u->time_s;
-	if (u->energy_j - h < u->ci_low_j)
-		u->ci_low_j = u->energy_j - h;
-	if (u->energy_j + h > u->ci_high_j)
-		u->ci_high_j = u->energy_j + h;
-	if (u->ci_low_j < 0)
-		u->ci_low_j = 0;
+	/* The remainder carries every other row's error (and, for instant
+	 * reads, the error of the trapezoid total itself); the fitted
+	 * unattributed power does not.  Cover both. */
+	double fit_j = f->p_w[np] * u->time_s, h = 1.96 * f->se_w[np] * u->time_s;
+	if (fit_j - h < u->ci_low_j)
+		u->ci_low_j = fit_j - h;
+	if (fit_j + h > u->ci_high_j)
+		u->ci_high_j = fit_j + h;
+	if (u->energy_j < u->ci_low_j)
+		u->ci_low_j = u->energy_j;
+	if (u->energy_j > u->ci_high_j)
+		u->ci_high_j = u->energy_j;
+	widen(u, shift_w[np]);
+	/* Not below 0 unless the remainder itself is (phases overshoot). */
+	double floor_j = u->energy_j < 0 ? u->energy_j : 0;
+	if (u->ci_low_j < floor_j)
+		u->ci_low_j = floor_j;
 	if (unident) {
 		/* Its share of the energy is as undetermined as theirs. */
 		if (!(u->flags & ATTRIB_FLAG_NO_TIME))
@@ -134,6 +154,41 @@ static int fill_rows(const struct attrib_fit *f, const struct attrib_opts *o,
 	return 0;
 }
 
+/*
+ * Refit with the phases shifted by -sigma and +sigma; shift_w[p] is the
+ * larger change of each regressed power, shift_w[n_phase] the larger
+ * change of the unattributed remainder in J.  Where jitter of the phases
+ * makes them separable this is tiny; where only the sensor's timestamp
+ * jitter does, a sub-millisecond offset moves the answer by percents and
+ * the interval must say so.  Overwrites share.
+ */
+static int timing_sensitivity(const struct attrib_win *w, const struct attrib_interval *iv,
+			      size_t n_iv, const struct attrib_union *u, size_t n_phase,
+			      const struct attrib_fit *f, double sigma_s,
+			      const struct attrib_result *out, double *share, double *shift_w)
+{
+	for (int sgn = -1; sgn <= 1; sgn += 2) {
+		struct attrib_fit g;
+		attrib_shares(w, iv, n_iv, u, n_phase, sgn * sigma_s, share);
+		int rc = attrib_fit_rows(share, w->y_w, w->n, n_phase + 1, 0, 0, 0, &g);
+		if (rc)
+			return rc;
+		double drem = 0;
+		for (size_t p = 0; p < n_phase; p++) {
+			if (out->row[p].method != ATTRIB_REGRESS)
+				continue;
+			double d = g.p_w[p] - f->p_w[p];
+			if (fabs(d) > shift_w[p])
+				shift_w[p] = fabs(d);
+			drem -= d * out->row[p].time_s;
+		}
+		if (fabs(drem) > shift_w[n_phase])
+			shift_w[n_phase] = fabs(drem);
+		attrib_fit_free(&g);
+	}
+	return 0;
+}
+
 /* use[p]: ATTRIB_REGRESS or ATTRIB_INTEGRATE per phase (NULL: regress all). */
 static int run(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 	       size_t n_phase, const struct attrib_opts *o_in, int auto_choose,
@@ -144,7 +199,7 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	struct attrib_win w = {0};
 	struct attrib_union u = {0};
 	struct attrib_fit f = {0};
-	double *share = NULL;
+	double *share = NULL, *shift_w = NULL;
 	if (!out)
 		return -EINVAL;
 	*out = (struct attrib_result){0};
@@ -152,19 +207,20 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	int rc = attrib_check_intervals(iv, n_iv, n_phase);
 	if (rc)
 		return rc;
-	rc = attrib_curve_init(s, &c);
+	rc = attrib_curve_init(s, iv, n_iv, &c);
 	if (rc)
 		return rc;
 	rc = attrib_result_setup(&c, iv, n_iv, n_phase, out);
 	if (rc)
 		goto done;
+	/* The choice: integrate when the typical interval spans enough
+	 * sensor periods for the edges to matter little. */
 	int any_regress = 0;
 	for (size_t p = 0; p < n_phase; p++) {
 		struct attrib_row *r = &out->row[p];
-		r->method = ATTRIB_REGRESS;
-		if (auto_choose && r->typical_s >= o.min_periods * c.period_s)
-			r->method = ATTRIB_INTEGRATE;
-		else if (!(r->flags & ATTRIB_FLAG_NO_TIME))
+		int integ = auto_choose && r->typical_s >= o.min_periods * c.period_s;
+		r->method = integ ? ATTRIB_INTEGRATE : ATTRIB_REGRESS;
+		if (!integ && !(r->flags & ATTRIB_FLAG_NO_TIME))
 			any_regress = 1;
 	}
 	if (!any_regress) {
@@ -173,11 +229,8 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 		attrib_result_free(out);
 		return attrib_integrate(s, iv, n_iv, n_phase, out);
 	}
-	if (auto_choose)
-		attrib_integrate_rows(&c, iv, n_iv, n_phase, out);
-	for (size_t p = 0; p < n_phase; p++) /* integrate_rows set every row */
-		if (!auto_choose || out->row[p].typical_s < o.min_periods * c.period_s)
-			out->row[p].method = ATTRIB_REGRESS;
+	if (auto_choose && (rc = attrib_integrate_rows(&c, iv, n_iv, n_phase, out)))
+		goto done;
 	rc = attrib_win_build(&c, &w);
 	if (!rc)
 		rc = attrib_union_build(iv, n_iv, &u);
@@ -199,11 +252,19 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	out->cond = f.cond;
 	out->n_boot = f.n_boot;
 	out->block_len = f.block_len;
-	rc = fill_rows(&f, &o, out);
+	rc = -ENOMEM;
+	shift_w = calloc(n_phase + 1, sizeof *shift_w);
+	if (!shift_w)
+		goto done;
+	if (o.offset_sigma_s > 0 && (rc = timing_sensitivity(&w, iv, n_iv, &u, n_phase, &f,
+							     o.offset_sigma_s, out, share, shift_w)))
+		goto done;
+	rc = fill_rows(&f, shift_w, &o, out);
 done:
 	if (rc)
 		attrib_result_free(out);
 	free(share);
+	free(shift_w);
 	attrib_fit_free(&f);
 	attrib_union_free(&u);
 	attrib_win_free(&w);

@@ -17,8 +17,10 @@
 
 static void usage(FILE *fp)
 {
-	fprintf(fp, "usage: anchorpost dump RING [-o FILE.csv]\n"
-		    "  one CSV row per event: utc_iso,unix_ns,mono_ns,pid,tid,kind,name,value,host,rank\n");
+	fprintf(fp, "usage: anchorpost dump RING [-o FILE.csv] [--stacks]\n"
+		    "  one CSV row per event: utc_iso,unix_ns,mono_ns,pid,tid,kind,name,value,host,rank\n"
+		    "  --stacks  add a column 'stack': native return addresses (ANCHOR_STACKS=1),\n"
+		    "            innermost first, hex, ';'-separated\n");
 }
 
 static void put_value(struct csv *c, const struct ring_event *e)
@@ -51,7 +53,10 @@ int cmd_dump(int argc, char **argv)
 {
 	static const char *const cols[] = {"utc_iso", "unix_ns", "mono_ns", "pid", "tid", "kind",
 					   "name", "value", "host", "rank", NULL};
+	static const char *const cols_stack[] = {"utc_iso", "unix_ns", "mono_ns", "pid", "tid", "kind",
+						 "name", "value", "host", "rank", "stack", NULL};
 	const char *ring = NULL, *out = "-";
+	int stacks = 0;
 	struct ringload rl;
 	struct outfile of;
 	struct csv c;
@@ -59,6 +64,8 @@ int cmd_dump(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			out = argv[++i];
+		} else if (!strcmp(argv[i], "--stacks")) {
+			stacks = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
@@ -78,7 +85,7 @@ int cmd_dump(int argc, char **argv)
 	ringload_open(&rl, ring);
 	outfile_open(&of, out);
 	csv_init(&c, of.fp);
-	csv_header(&c, cols);
+	csv_header(&c, stacks ? cols_stack : cols);
 	for (size_t i = 0; i < rl.rf.nev; i++) {
 		const struct ring_event *e = &rl.rf.ev[i];
 		const struct ring_proc *p = ring_procs_find(&rl.procs, e->pid);
@@ -104,6 +111,15 @@ int cmd_dump(int argc, char **argv)
 			csv_i64(&c, p->rank);
 		else
 			csv_empty(&c);
+		if (stacks) {
+			char buf[ANCHOR_STACK_MAX * 20 + 1];
+			size_t n = 0;
+			buf[0] = '\0';
+			for (unsigned k = 0; k < e->nstack; k++)
+				n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%#llx", k ? ";" : "",
+						      (unsigned long long)e->stack[k]);
+			csv_str(&c, buf);
+		}
 		csv_row_end(&c);
 	}
 	outfile_commit(&of);

@@ -16,7 +16,7 @@
  *   share              energy_j / the group's total over the span
  *   ci95_low_j ci95_high_j
  *   incl_energy_j      inclusive energy (nested phases included)
- *   method             integrate | regress (| off-primary: time only)
+ *   method             split | integrate | regress (| off-primary: time only)
  *   flags              unidentifiable, at-zero, ...
  *   alignment align_uncert_ms sensor_note
  * Energy is attributed on one thread's exclusive timeline per scope (the
@@ -40,8 +40,14 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: anchorpost phases --ring RING --perun FILE.hdf5 [-o phases.csv] [options]\n"
 		"  joules per phase and device group, with 95%% intervals and the method used\n"
-		"  --method auto|integrate|regress  attribution (auto: integrate phases >= 5 sensor\n"
-		"                                   periods long, regress shorter ones)  [auto]\n"
+		"  --method M         how joules are attributed  [auto]\n"
+		"       auto       split where the sensor gives window energies (RAPL),\n"
+		"                  else perphase (NVML reads)\n"
+		"       split      each window's measured energy, split among its phases by\n"
+		"                  time share x NNLS-fitted power (rows add up exactly)\n"
+		"       perphase   integrate phases >= 5 sensor periods, regress shorter ones\n"
+		"       integrate  cumulative energy between phase edges\n"
+		"       regress    NNLS power per phase x phase time\n"
 		"  --by-process       also one block of rows per process\n"
 		"  --run ID           perun multirun (default: the last)\n"
 		"  --round N          perun round (default 0)\n"

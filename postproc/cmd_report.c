@@ -51,8 +51,8 @@ static void usage(FILE *fp)
 		"                     (default: the basename of OUTDIR)\n"
 		"  --trace-stacks phases|all|none  py-spy stacks in trace.json: of processes\n"
 		"                     with phases (default), of every sampled process, or none\n"
-		"  --method auto|integrate|regress, --run ID, --round N, --host NAME, --tz +HH:MM,\n"
-		"  --fit-range S, --no-fit, --boot N: as for 'anchorpost phases'\n");
+		"  --method auto|split|perphase|integrate|regress, --run ID, --round N, --host NAME,\n"
+		"  --tz +HH:MM, --fit-range S, --no-fit, --boot N: as for 'anchorpost phases'\n");
 }
 
 static double elapsed_s(const struct report *r)

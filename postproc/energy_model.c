@@ -73,6 +73,21 @@ static int build_sensor(struct em_sensor *s)
 	return 0;
 }
 
+/* Cumulative energy at timeline t (inside the span), interpolated. */
+static double cum_at(const struct em_sensor *s, double t_s)
+{
+	const double *t = s->t_tl, *c = s->cum_j;
+	size_t lo = 0, hi = s->ser.n - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid] <= t_s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return c[lo] + (c[hi] - c[lo]) * (t_s - t[lo]) / (t[hi] - t[lo]);
+}
+
 double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 {
 	size_t n = s->ser.n;
@@ -87,28 +102,8 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 		return 0;
 	/* Linear interpolation of the cumulative curve: constant power within
 	 * a window (RAPL), piecewise linear power is close enough (NVML). */
-	{
-		const double *t = s->t_tl, *c = s->cum_j;
-		size_t lo = 0, hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= a)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		ca = c[lo] + (c[hi] - c[lo]) * (a - t[lo]) / (t[hi] - t[lo]);
-		lo = 0;
-		hi = n - 1;
-		while (hi - lo > 1) {
-			size_t mid = (lo + hi) / 2;
-			if (t[mid] <= b)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		cb = c[lo] + (c[hi] - c[lo]) * (b - t[lo]) / (t[hi] - t[lo]);
-	}
+	ca = cum_at(s, a);
+	cb = cum_at(s, b);
 	return cb - ca;
 }
 
@@ -218,8 +213,18 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
-	if (!align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round, m->base_ns,
-			      &m->align)) {
+	const struct perun_sensor *ref = NULL;
+	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
+		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
+			if (m->host->groups[g].sensors[s].n > 1)
+				ref = &m->host->groups[g].sensors[s];
+	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
+				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
+	if (hook < 0)
+		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
+				   "perun run; falling back to execution_dt",
+			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",

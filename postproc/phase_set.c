@@ -220,7 +220,8 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		struct thr_state *t = thread_of(&b, ev[i].pid, ev[i].tid);
 		if (!t)
 			goto out;
-		if (ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END)
+		if ((ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END) &&
+		    strncmp(ev[i].text, "perun.", 6))
 			t->has_ranges = 1;
 		t->last_ns = ev[i].ts_ns;
 	}
@@ -231,6 +232,9 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		int ph;
 		long o;
 		if (e->kind != ANCHOR_KIND_BEGIN && e->kind != ANCHOR_KIND_END && e->kind != ANCHOR_KIND_MARK)
+			continue;
+		/* anchor's own bookkeeping (perun's sample clock) is no phase. */
+		if (!strncmp(e->text, "perun.", 6))
 			continue;
 		t = thread_of(&b, e->pid, e->tid);
 		if (!t || (ph = intern(&b, e->text)) < 0)

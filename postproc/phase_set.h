@@ -8,6 +8,9 @@
  * open when its process ends is closed at the process's last record and
  * counted as unclosed; an END with no BEGIN is counted as unmatched.
  *
+ * Names starting with "perun." are anchor's record of perun's sample clock
+ * (align.h), not phases.
+ *
  * Marks: on a thread with no ranges at all, `anchor.mark("x")` means "x
  * starts now": the thread's timeline is cut into segments, each running
  * from one mark to the next (the last to the thread's last record).

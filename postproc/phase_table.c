@@ -96,6 +96,8 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
 		else if (method == ATTRIB_REGRESS)
 			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
+		else if (method == ATTRIB_SPLIT || method == 0)
+			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
 		if (rc == -ENODATA)
@@ -190,7 +192,8 @@ static const char *method_name(const struct phase_group_row *r)
 {
 	if (r->mixed)
 		return "mixed";
-	return r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress" : "";
+	return r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
+	       : r->method == ATTRIB_SPLIT ? "split" : "";
 }
 
 static void flags_text(unsigned f, char *buf, size_t cap)
@@ -357,12 +360,16 @@ int phase_table_option(int argc, char **argv, int i, struct em_opts *o, struct a
 		ao->n_boot = (unsigned)atoi(v);
 	else if (!strcmp(v, "auto"))
 		*method = 0;
+	else if (!strcmp(v, "perphase"))
+		*method = -1;
 	else if (!strcmp(v, "integrate"))
 		*method = ATTRIB_INTEGRATE;
 	else if (!strcmp(v, "regress"))
 		*method = ATTRIB_REGRESS;
+	else if (!strcmp(v, "split"))
+		*method = ATTRIB_SPLIT;
 	else
-		diag_fatal(NULL, "%s: --method must be auto, integrate or regress, not '%s'", argv[0], v);
+		diag_fatal(NULL, "%s: --method must be auto, split, perphase, integrate or regress, not '%s'", argv[0], v);
 	return 2;
 }
 

@@ -32,8 +32,10 @@ struct phase_scope {
 	double *total_j;               /* per group, perun over its span */
 };
 
-/* Attribute one scope (thr, pid set by the caller); method 0 = auto,
- * else ATTRIB_INTEGRATE / ATTRIB_REGRESS.  diag_fatal on failure. */
+/* Attribute one scope (thr, pid set by the caller); method 0 = auto
+ * (split where the sensor gives window energies), -1 = perphase
+ * (attrib_auto), else ATTRIB_SPLIT / ATTRIB_INTEGRATE / ATTRIB_REGRESS.
+ * diag_fatal on failure. */
 void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
 			   struct phase_scope *sr);
 

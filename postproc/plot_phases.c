@@ -118,7 +118,8 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 		plot_text(cr, cx, y0 + ph + 8, 12, 0.5, 0, 1, p == (int)m->ph.nnames ? "(unattributed)" : m->ph.names[p]);
 		{
 			const struct phase_group_row *r = row(c, k, 0);
-			const char *meth = r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress" : "";
+			const char *meth = r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
+					   : r->method == ATTRIB_SPLIT ? "split" : "";
 			snprintf(buf, sizeof buf, "%.2f s, %s", r->time_s, r->mixed ? "mixed" : meth);
 			plot_text(cr, cx, y0 + ph + 26, 10, 0.5, 0, 0, buf);
 		}

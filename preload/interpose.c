@@ -43,23 +43,27 @@ static void record_child(pid_t pid, int status)
 {
 	char text[24];
 	int n, sig = WIFSIGNALED(status);
-	unsigned v;
-	char digits[8];
-	int k = 0;
 
 	if (pid <= 0 || !ring_writer_attached() || !(WIFEXITED(status) || WIFSIGNALED(status)))
 		return;
-	v = sig ? (unsigned)WTERMSIG(status) : (unsigned)WEXITSTATUS(status);
-	memcpy(text, sig ? "signal=" : "status=", 7);
-	n = 7;
-	do {
-		digits[k++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (k)
-		text[n++] = digits[--k];
+	n = anchor_fmt_kv(text, sig ? "signal=" : "status=",
+			  sig ? (unsigned)WTERMSIG(status) : (unsigned)WEXITSTATUS(status));
 	ring_writer_emit(ANCHOR_KIND_CHILD_EXIT, (uint8_t)(ANCHOR_FLAG_VALUE | (sig ? ANCHOR_FLAG_SIGNAL : 0)),
 			 (uint64_t)pid, text, (size_t)n, NULL, 0);
+}
+
+/* After a wait-family call: record a reaped child, hand its status to the
+ * caller (who may have passed NULL), keep the call's errno. */
+static pid_t after_wait(pid_t r, int st, int *status)
+{
+	int e = errno;
+	if (r > 0) {
+		record_child(r, st);
+		if (status)
+			*status = st;
+	}
+	errno = e;
+	return r;
 }
 
 __attribute__((visibility("default"))) int execve(const char *path, char *const argv[], char *const envp[])
@@ -171,14 +175,7 @@ __attribute__((visibility("default"))) pid_t waitpid(pid_t pid, int *status, int
 	REAL(waitpid);
 	int st = 0;
 	pid_t r = real_waitpid(pid, &st, options);
-	int e = errno;
-	if (r > 0) {
-		record_child(r, st);
-		if (status)
-			*status = st;
-	}
-	errno = e;
-	return r;
+	return after_wait(r, st, status); /* st is set only after the call */
 }
 
 __attribute__((visibility("default"))) pid_t wait(int *status)
@@ -186,14 +183,7 @@ __attribute__((visibility("default"))) pid_t wait(int *status)
 	REAL(wait);
 	int st = 0;
 	pid_t r = real_wait(&st);
-	int e = errno;
-	if (r > 0) {
-		record_child(r, st);
-		if (status)
-			*status = st;
-	}
-	errno = e;
-	return r;
+	return after_wait(r, st, status); /* st is set only after the call */
 }
 
 __attribute__((visibility("default"))) pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
@@ -201,14 +191,7 @@ __attribute__((visibility("default"))) pid_t wait4(pid_t pid, int *status, int o
 	REAL(wait4);
 	int st = 0;
 	pid_t r = real_wait4(pid, &st, options, ru);
-	int e = errno;
-	if (r > 0) {
-		record_child(r, st);
-		if (status)
-			*status = st;
-	}
-	errno = e;
-	return r;
+	return after_wait(r, st, status); /* st is set only after the call */
 }
 
 __attribute__((visibility("default"))) int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)

@@ -59,21 +59,8 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known)
 	if (!ring_writer_attached() || pid != ring_writer_pid() ||
 	    __atomic_exchange_n(&g_exit_pid, pid, __ATOMIC_RELAXED) == pid)
 		return;
-	if (known) {
-		/* Signal-safe formatting: no snprintf in a crash handler. */
-		const char *key = is_signal ? "signal=" : "status=";
-		unsigned v = (unsigned)status_or_sig & 0xffffu;
-		char digits[8];
-		int k = 0;
-		memcpy(text, key, 7);
-		n = 7;
-		do {
-			digits[k++] = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
-		while (k)
-			text[n++] = digits[--k];
-	}
+	if (known)
+		n = anchor_fmt_kv(text, is_signal ? "signal=" : "status=", (unsigned)status_or_sig & 0xffffu);
 	ring_writer_emit(ANCHOR_KIND_PROC_EXIT,
 			 (uint8_t)((known ? ANCHOR_FLAG_VALUE : 0) | (is_signal ? ANCHOR_FLAG_SIGNAL : 0)),
 			 (uint64_t)(int64_t)status_or_sig, text, (size_t)n, NULL, 0);
@@ -164,6 +151,61 @@ static void install_crash_handlers(void)
 	}
 }
 
+/* ---- Python auto mode -------------------------------------------------- */
+
+/*
+ * ANCHOR_AUTO / ANCHOR_SYNC_PULSE promise anchors with no change to the
+ * script: Python finds anchor's sitecustomize.py through PYTHONPATH, so put
+ * the directory that ships beside this library first on it (the build tree
+ * keeps it in <libdir>/python, `make install` in <libdir>/anchor/python).
+ * Done only when the user asked for auto mode, and before main, so the
+ * interpreter reads the new value.
+ */
+static void python_auto_path(void)
+{
+	static const char *const subdirs[] = {"python", "anchor/python", NULL};
+	Dl_info info;
+	char *lib, *slash, dir[4096], probe[4200];
+	const char *old;
+
+	if (!getenv("ANCHOR_AUTO") && !getenv("ANCHOR_SYNC_PULSE"))
+		return;
+	if (!dladdr((void *)python_auto_path, &info) || !info.dli_fname)
+		return;
+	lib = realpath(info.dli_fname, NULL);
+	if (!lib)
+		return;
+	slash = strrchr(lib, '/');
+	if (slash)
+		*slash = '\0';
+	for (int i = 0; subdirs[i]; i++) {
+		snprintf(dir, sizeof dir, "%s/%s", lib, subdirs[i]);
+		snprintf(probe, sizeof probe, "%s/sitecustomize.py", dir);
+		if (access(probe, R_OK) == 0)
+			break;
+		dir[0] = '\0';
+	}
+	free(lib);
+	if (!dir[0])
+		return;
+	old = getenv("PYTHONPATH");
+	if (old && strstr(old, dir))
+		return; /* a parent already did it */
+	if (old && *old) {
+		size_t n = strlen(dir) + strlen(old) + 2;
+		char *v = malloc(n);
+		if (!v)
+			return;
+		snprintf(v, n, "%s:%s", dir, old);
+		setenv("PYTHONPATH", v, 1);
+		free(v);
+	} else {
+		setenv("PYTHONPATH", dir, 1);
+	}
+	if (anchor_debug)
+		anchor_log("ANCHOR_AUTO: PYTHONPATH starts with ", dir, NULL);
+}
+
 /* ---- constructor ------------------------------------------------------- */
 
 static void default_path(char *out, size_t cap)
@@ -219,6 +261,7 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 		anchor_log("attached to ", o.path, NULL);
 	record_start(argc, argv);
 	ring_writer_sync();
+	python_auto_path();
 	if (env_true("ANCHOR_STACKS"))
 		anchor_stacks_enable();
 	{

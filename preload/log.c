@@ -61,6 +61,21 @@ void anchor_disable_once(const char *why, const char *detail)
 		   NULL);
 }
 
+int anchor_fmt_kv(char *buf, const char *key, unsigned v)
+{
+	char digits[12];
+	int n = 0, k = 0;
+	while (*key && n < 12)
+		buf[n++] = *key++;
+	do {
+		digits[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k)
+		buf[n++] = digits[--k];
+	return n;
+}
+
 uint64_t anchor_parse_size(const char *s)
 {
 	uint64_t v = 0;

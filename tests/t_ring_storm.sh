@@ -33,6 +33,21 @@ $AP dump "$T/forks.ring" -o "$T/forks.csv"
 [ "$(grep -c ',exec,' "$T/forks.csv")" -eq 1 ]
 [ "$(grep -c ',child_exit,status=0,' "$T/forks.csv")" -eq 16 ]
 
+echo "== marks from a signal handler interrupting marks on the same thread"
+ANCHOR_FILE=$T/sig.ring ANCHOR_RING_SIZE=256M $M signals 3000000 | tee "$T/sig.txt"
+$C seqs "$T/sig.ring" >"$T/sig.out"
+tail -n 1 "$T/sig.out"
+nsig=$(awk '/^signal marks/ {print $3}' "$T/sig.txt")
+grep -q " t_main 3000000\$" "$T/sig.out"
+grep -q " t_sig $nsig\$" "$T/sig.out"
+grep -q "torn 0 bad_check 0" "$T/sig.out"
+
+echo "== native stacks (ANCHOR_STACKS=1, libunwind)"
+probe=$(ANCHOR_FILE=$T/stacks.ring ANCHOR_STACKS=1 $M stacks)
+$C stacks "$T/stacks.ring" "$probe"
+$AP dump --stacks "$T/stacks.ring" -o "$T/stacks.csv"
+grep ',mark,stack,' "$T/stacks.csv" | head -n 1 | grep -q ',0x'
+
 if [ -n "${ANCHOR_TEST_SANITIZED:-}" ]; then
 	# ASan owns SIGSEGV in a sanitized build: the crash part tests nothing there.
 	echo "ok (crash part skipped under sanitizers)"

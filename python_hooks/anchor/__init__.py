@@ -82,7 +82,11 @@ _anchor._set_decorator(_decorate)
 
 
 def auto(target="torch"):
-    """Install automatic anchors for ``target`` (only "torch" exists).
+    """Install automatic anchors for ``target``: "torch" or "perun".
+
+    "perun": inside a ``perun monitor`` process, record perun's own sample
+    clock readings (marks ``perun.round``, ``perun.sample``) so anchorpost
+    aligns perun's data exactly (see anchor._perun_hook).
 
     Idempotent.  If torch is not imported yet, an import hook installs the
     anchors right after ``import torch`` finishes, so a script that never
@@ -92,8 +96,13 @@ def auto(target="torch"):
     ``dataloader.next`` (each batch fetch) and the mark ``epoch`` (value:
     the DataLoader's epoch index, written when it starts a new iterator).
     """
+    if target == "perun":
+        from . import _perun_hook
+
+        _perun_hook.install()
+        return
     if target != "torch":
-        raise ValueError("anchor.auto: unknown target %r (known: 'torch')" % (target,))
+        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun')" % (target,))
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()

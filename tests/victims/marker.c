@@ -8,6 +8,9 @@
  *                                 store its seq in PROGRESS_FILE (mmap), so
  *                                 a test that kill -9s us knows what was
  *                                 committed
+ *   marker signals COUNT          marks in a loop while a 50 us timer's
+ *                                 signal handler marks too (same thread)
+ *   marker stacks                 print &stack_probe, then mark from it
  *   marker crash                  mark, then segfault
  */
 #include <pthread.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +98,42 @@ static int run_loop(const char *progress)
 	}
 }
 
+static volatile long g_sig_count;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* Marks from a signal handler interrupt marks on the same thread. */
+	anchor_mark_value("t_sig", g_sig_count);
+	g_sig_count++;
+}
+
+static int run_signals(long n)
+{
+	struct itimerval it = {{0, 50}, {0, 50}};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (long i = 0; i < n; i++)
+		anchor_mark_value("t_main", i);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("signal marks %ld\n", g_sig_count);
+	return g_sig_count > 0 ? 0 : 1;
+}
+
+/* Not inlined: its return address must be on the captured stack. */
+__attribute__((noinline)) static int stack_probe(int n)
+{
+	for (int i = 0; i < n; i++)
+		anchor_mark_value("stack", i);
+	__asm__ volatile("" ::: "memory"); /* keep the call a call, not a tail jump */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "threads")) {
@@ -106,6 +146,15 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
 		return run_loop(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "signals"))
+		return run_signals(atol(argv[2]));
+	if (argc >= 2 && !strcmp(argv[1], "stacks")) {
+		/* Print the probe's address so the checker can find it on the
+		 * captured stacks (ANCHOR_STACKS=1). */
+		printf("%p\n", (void *)stack_probe);
+		fflush(stdout);
+		return stack_probe(3);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "crash")) {
 		anchor_mark("before-crash");
 		raise(SIGSEGV);

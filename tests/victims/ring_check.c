@@ -92,6 +92,29 @@ static int check_loop(struct ring_file *rf, int64_t last)
 	return 0;
 }
 
+/* Every "stack" mark carries a native stack holding a return address
+ * inside stack_probe (within 256 bytes of its start). */
+static int check_stacks(struct ring_file *rf, uint64_t probe)
+{
+	int n = 0;
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		int hit = 0;
+		if (e->kind != ANCHOR_KIND_MARK || strcmp(e->text, "stack"))
+			continue;
+		for (unsigned k = 0; k < e->nstack; k++)
+			hit |= e->stack[k] >= probe && e->stack[k] < probe + 256;
+		if (!e->nstack || !hit) {
+			printf("FAIL mark %d: %u frames, none inside stack_probe (%#llx)\n", n, e->nstack,
+			       (unsigned long long)probe);
+			return 1;
+		}
+		n++;
+	}
+	printf("ok %d stack marks, each with stack_probe on its stack\n", n);
+	return n == 3 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct ring_file rf;
@@ -113,6 +136,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "seqs"))
 		rc = check_seqs(&rf);
+	else if (!strcmp(argv[1], "stacks") && argc >= 4)
+		rc = check_stacks(&rf, strtoull(argv[3], NULL, 16));
 	else if (!strcmp(argv[1], "loop") && argc >= 4)
 		rc = check_loop(&rf, atoll(argv[3]));
 	else
