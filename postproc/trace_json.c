@@ -293,10 +293,58 @@ struct stack_track {
 	int keep;
 };
 
+/* A slice is a function (name + file) while it stays on the stack: a
+ * sample that only moved to another line of the same functions changes
+ * nothing, which keeps the trace several times smaller than py-spy's own
+ * per-line chrometrace.  canon[f] numbers frames by (name, file). */
+static const struct pyspy_frames *sort_frames;
+
+static int cmp_frame(const void *a, const void *b)
+{
+	const struct pyspy_frame *x = &sort_frames->v[*(const uint32_t *)a], *y = &sort_frames->v[*(const uint32_t *)b];
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return strcmp(x->file ? x->file : "", y->file ? y->file : "");
+}
+
+static uint32_t *canonical_frames(const struct pyspy_frames *fr)
+{
+	uint32_t *order = malloc((fr->n ? fr->n : 1) * sizeof *order);
+	uint32_t *canon = malloc((fr->n ? fr->n : 1) * sizeof *canon);
+	if (!order || !canon)
+		diag_fatal(NULL, "out of memory");
+	for (uint32_t i = 0; i < fr->n; i++)
+		order[i] = i;
+	sort_frames = fr;
+	qsort(order, fr->n, sizeof *order, cmp_frame);
+	for (uint32_t i = 0; i < fr->n; i++)
+		canon[order[i]] = i && !cmp_frame(&order[i - 1], &order[i]) ? canon[order[i - 1]] : order[i];
+	free(order);
+	return canon;
+}
+
 static void frame_close(struct w *w, const struct stack_track *tr, double t)
 {
 	open_ev(w, "E", tr->pid, tr->tid);
 	put_ts(w, "ts", t);
+	fputs("}", w->fp);
+	w->st->stack_events++;
+}
+
+static void frame_open(struct w *w, const struct stack_track *tr, double t, const struct pyspy_frame *fr,
+		       char **fname, uint32_t f)
+{
+	if (!fname[f])
+		fname[f] = json_string(fr->name);
+	open_ev(w, "B", tr->pid, tr->tid);
+	fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", fname[f]);
+	put_ts(w, "ts", t);
+	if (fr->file) {
+		fputs(",\"args\":{\"file\":", w->fp);
+		put_str(w, fr->file);
+		fputs("}", w->fp);
+	}
 	fputs("}", w->fp);
 	w->st->stack_events++;
 }
@@ -307,10 +355,17 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	struct stack_track *tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
 	char **fname = calloc(p->frames.n ? p->frames.n : 1, sizeof *fname);
 	struct sidx *s = malloc((p->nsamples ? p->nsamples : 1) * sizeof *s);
-	uint32_t *path = malloc(((size_t)p->stacks.n + 1) * sizeof *path);
+	uint32_t maxdepth = 1, *cur, *prev, *canon = canonical_frames(&p->frames);
 	size_t ns = 0;
 	char buf[320];
-	if (!tr || !fname || !s || !path)
+	if (!tr || !fname || !s)
+		diag_fatal(NULL, "out of memory");
+	for (uint32_t i = 0; i < p->stacks.n; i++)
+		if (p->stacks.v[i].depth > maxdepth)
+			maxdepth = p->stacks.v[i].depth;
+	cur = malloc(maxdepth * sizeof *cur);
+	prev = malloc(maxdepth * sizeof *prev);
+	if (!cur || !prev)
 		diag_fatal(NULL, "out of memory");
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
@@ -322,11 +377,11 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 		tr[t].keep = ps->all_processes || phase_set_primary_of(&m->ph, pid) >= 0;
 		if (!tr[t].keep)
 			continue;
-		snprintf(buf, sizeof buf, "py-spy %s%s(%s %s)", th->thread_name, th->thread_name[0] ? " " : "",
-			 tid >= 0 ? "tid" : "py-spy thread", th->tid[0] ? th->tid : "?");
 		if (tid >= 0)
-			snprintf(buf, sizeof buf, "py-spy %s%s(tid %ld)", th->thread_name,
-				 th->thread_name[0] ? " " : "", tid);
+			snprintf(buf, sizeof buf, "py-spy %s%s(tid %ld)", th->thread_name, th->thread_name[0] ? " " : "", tid);
+		else
+			snprintf(buf, sizeof buf, "py-spy %s%s(py-spy thread %s)", th->thread_name,
+				 th->thread_name[0] ? " " : "", th->tid[0] ? th->tid : "?");
 		meta(w, "thread_name", pid, tr[t].tid, buf);
 		sort_index(w, "thread_sort_index", pid, tr[t].tid, tid >= 0 ? 2 * tid + 1 : (long)tr[t].tid);
 		if (!ring_procs_find(&m->rl.procs, pid)) {
@@ -341,54 +396,36 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	}
 	qsort(s, ns, sizeof *s, cmp_sidx);
 
-	/* Per thread, diff consecutive stacks as py-spy does: frames that
-	 * left get "E" (leaf first), new ones "B" (root first); a gap (no
-	 * sample: idle dropped, thread gone) closes everything. */
+	/* Per thread, diff consecutive stacks as py-spy does, by function:
+	 * functions that left get "E" (leaf first), new ones "B" (root
+	 * first); a gap (no sample: idle dropped, thread gone) closes all. */
 	for (size_t k = 0; k < ns;) {
-		uint32_t th = s[k].thread, prev = 0;
+		uint32_t th = s[k].thread, nprev = 0;
 		double prev_end = 0;
 		const struct stack_track *t = &tr[th];
 		for (; k < ns && s[k].thread == th; k++) {
 			const struct pyspy_sample *sm = &p->samples[s[k].i];
 			double t0 = sm->t_rel_s + ps->offset_s;
 			double dur = isfinite(sm->duration_s) && sm->duration_s > 0 ? sm->duration_s : 0;
-			uint32_t a = prev, b = sm->stack, np = 0;
-			if (prev && t0 > prev_end + 1e-6) {
-				for (uint32_t x = prev; x; x = p->stacks.v[x].parent)
+			uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, cur, maxdepth), same = 0;
+			if (nprev && t0 > prev_end + 1e-6) {
+				while (nprev) {
 					frame_close(w, t, prev_end);
-				a = prev = 0;
-			}
-			/* Common ancestor of the old and new stack. */
-			while (p->stacks.v[a].depth > p->stacks.v[b].depth)
-				a = p->stacks.v[a].parent;
-			while (p->stacks.v[b].depth > p->stacks.v[a].depth)
-				b = p->stacks.v[b].parent;
-			while (a != b)
-				a = p->stacks.v[a].parent, b = p->stacks.v[b].parent;
-			for (uint32_t x = prev; x != a; x = p->stacks.v[x].parent)
-				frame_close(w, t, t0);
-			for (uint32_t x = sm->stack; x != a; x = p->stacks.v[x].parent)
-				path[np++] = x;
-			while (np--) {
-				uint32_t f = p->stacks.v[path[np]].frame;
-				const struct pyspy_frame *fr = &p->frames.v[f];
-				if (!fname[f])
-					fname[f] = json_string(fr->name);
-				open_ev(w, "B", t->pid, t->tid);
-				fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", fname[f]);
-				put_ts(w, "ts", t0);
-				if (fr->file) {
-					fputs(",\"args\":{\"file\":", w->fp);
-					put_str(w, fr->file);
-					fprintf(w->fp, ",\"line\":%" PRId32 "}", fr->line);
+					nprev--;
 				}
-				fputs("}", w->fp);
-				w->st->stack_events++;
 			}
-			prev = sm->stack;
+			while (same < nprev && same < ncur && canon[prev[same]] == canon[cur[same]])
+				same++;
+			for (; nprev > same; nprev--)
+				frame_close(w, t, t0);
+			for (uint32_t d = same; d < ncur; d++) {
+				frame_open(w, t, t0, &p->frames.v[cur[d]], fname, cur[d]);
+				prev[d] = cur[d];
+			}
+			nprev = ncur;
 			prev_end = t0 + dur;
 		}
-		for (uint32_t x = prev; x; x = p->stacks.v[x].parent)
+		for (; nprev; nprev--)
 			frame_close(w, t, prev_end);
 	}
 	for (uint32_t f = 0; f < p->frames.n; f++)
@@ -396,7 +433,9 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	free(fname);
 	free(tr);
 	free(s);
-	free(path);
+	free(cur);
+	free(prev);
+	free(canon);
 }
 
 static void write_other(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, const char *title)
