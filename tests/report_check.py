@@ -108,6 +108,7 @@ def main():
 	ap.add_argument("--steps", type=int, required=True)
 	ap.add_argument("--emulated", action="store_true")
 	ap.add_argument("--profile", action="store_true")
+	ap.add_argument("--functions", action="store_true", help="functions.csv, energy.speedscope.json, timeline.csv")
 	a = ap.parse_args()
 	d = a.out
 
@@ -135,8 +136,21 @@ def main():
 	for name in ("perun.csv", "samples.csv") if a.profile else ("perun.csv",):
 		rows2 = read_csv(f"{d}/{name}")
 		print(f"ok   {name}: {len(rows2)} rows, columns {list(rows2[0])[:6]}...")
-	with open(f"{d}/trace.json") as f:
-		pass
+	if a.functions:
+		rows3 = read_csv(f"{d}/timeline.csv")
+		print(f"ok   timeline.csv: {len(rows3)} bins, columns {list(rows3[0])[:5]}...")
+	if a.functions and a.profile:
+		fn = read_csv(f"{d}/functions.csv")
+		check(any(float(r["self_j"] or 0) > 0 for r in fn), "functions.csv: no function got joules")
+		with open(f"{d}/energy.speedscope.json") as f:
+			ss = json.load(f)
+		check(ss.get("profiles") and ss.get("shared", {}).get("frames"), "energy.speedscope.json: no profiles/frames")
+		for prof in ss["profiles"]:
+			check(len(prof["samples"]) == len(prof["weights"]), "energy.speedscope.json: samples/weights lengths")
+			check(all(w >= 0 for w in prof["weights"]), "energy.speedscope.json: negative weight")
+		top = max(fn, key=lambda r: float(r["self_j"] or 0))
+		print(f"ok   functions.csv: {len(fn)} functions (top: {top['function']} {float(top['self_j']):.2f} J); "
+		      f"energy.speedscope.json: {len(ss['profiles'])} profiles")
 	for pic in ("timeline", "phases"):
 		root = ET.parse(f"{d}/{pic}.svg").getroot()
 		check(root.tag == "{http://www.w3.org/2000/svg}svg", f"{pic}.svg: root is {root.tag}")

@@ -34,4 +34,13 @@ for f in phases.csv perun.csv samples.csv timeline.svg timeline.png phases.svg p
 	grep -q " $f\$" "$T/demo.out" || { echo "FAIL: the file list lacks $f"; exit 1; }
 done
 
-"$PYTHON" tests/report_check.py "$T/demo" --steps "$STEPS" --emulated --profile
+# functions.csv, energy.speedscope.json and timeline.csv come with the
+# functions/timeline commands.
+extra=()
+if "$BUILD/anchorpost" --help | grep -q "^  functions "; then
+	extra=(--functions)
+	for f in functions.csv energy.speedscope.json timeline.csv; do
+		grep -q " $f\$" "$T/demo.out" || { echo "FAIL: the file list lacks $f"; exit 1; }
+	done
+fi
+"$PYTHON" tests/report_check.py "$T/demo" --steps "$STEPS" --emulated --profile "${extra[@]}"
