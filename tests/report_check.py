@@ -47,7 +47,32 @@ def png_size(path):
 	return w, h
 
 
-def check_trace(path, steps, want_stacks, groups):
+def inside_share(doc, func, phase):
+	"""Share of the time py-spy slices named func spend inside anchor
+	slices named phase of the same process: the placement of py-spy on the
+	ring's clock, checked on what ran where."""
+	spans, open_b, fn = {}, {}, []
+	for e in doc["traceEvents"]:
+		if e["ph"] == "X" and e["name"] == phase:
+			spans.setdefault(e["pid"], []).append((e["ts"], e["ts"] + e["dur"]))
+		elif e["ph"] in "BE" and e.get("cat", "py-spy") == "py-spy":
+			st = open_b.setdefault((e["pid"], e["tid"]), [])
+			if e["ph"] == "B":
+				st.append((e["name"], e["ts"]))
+			else:
+				name, t0 = st.pop()
+				if name == func:
+					fn.append((e["pid"], t0, e["ts"]))
+	check(fn, f"trace.json: no py-spy slice of {func}")
+	total = inside = 0.0
+	for pid, a, b in fn:
+		total += b - a
+		for x, y in spans.get(pid, []):
+			inside += max(0.0, min(b, y) - max(a, x))
+	return inside / total if total else 0.0
+
+
+def check_trace(path, steps, want_stacks, groups, phases):
 	with open(path) as f:
 		doc = json.load(f)
 	check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list), "trace.json: no traceEvents list")
@@ -90,7 +115,7 @@ def check_trace(path, steps, want_stacks, groups):
 	check(not open_left, f"trace.json: B without E at the end: {list(open_left.items())[:3]}")
 	print(f"ok   trace.json: {len(ev)} events; every B closed by an E on its thread in order, ts monotone on "
 	      f"{len(last_ts)} tracks, counters numeric")
-	for name in ("forward", "backward", "step"):
+	for name in phases:
 		check(x_by_name.get(name, 0) >= steps, f"trace.json: {x_by_name.get(name, 0)} '{name}' slices, want >= {steps}")
 	for g in groups:
 		check(counters.get(f"power {g} (W)", 0) > 10, f"trace.json: no counter track for {g}: {counters}")
@@ -109,6 +134,9 @@ def main():
 	ap.add_argument("--emulated", action="store_true")
 	ap.add_argument("--profile", action="store_true")
 	ap.add_argument("--functions", action="store_true", help="functions.csv, energy.speedscope.json, timeline.csv")
+	ap.add_argument("--phases", default="forward,backward,step", help="phases that ran --steps times")
+	ap.add_argument("--inside", action="append", default=[], metavar="FUNC:PHASE",
+	                help="py-spy slices of FUNC in trace.json lie >= 90 %% inside PHASE slices")
 	a = ap.parse_args()
 	d = a.out
 
@@ -116,10 +144,11 @@ def main():
 	groups = sorted({r["device_group"] for r in rows})
 	check(groups, "phases.csv: no device group")
 	# Counts: every iteration's forward, backward and step.
-	for name in ("forward", "backward", "step"):
+	phases = a.phases.split(",")
+	for name in phases:
 		got = {r["count"] for r in rows if r["phase"] == name}
 		check(got == {str(a.steps)}, f"phases.csv: '{name}' count {got}, want {a.steps}")
-	print(f"ok   phases.csv: forward/backward/step each {a.steps} times (= iterations)")
+	print(f"ok   phases.csv: {'/'.join(phases)} each {a.steps} times (= iterations)")
 	# Energy: phases + unattributed = perun's own total (its HDF5 ENERGY).
 	perun_j = {}
 	for r in read_csv(f"{d}/perun.csv.energy.csv"):
@@ -159,7 +188,12 @@ def main():
 		if a.emulated:
 			check(NOTE in title, f"{pic}.svg: title {title!r} lacks the emulated-sensor note")
 		print(f"ok   {pic}.svg parses ({title!r}); {pic}.png {w}x{h}")
-	doc = check_trace(f"{d}/trace.json", a.steps, a.profile, groups)
+	doc = check_trace(f"{d}/trace.json", a.steps, a.profile, groups, phases)
+	for spec in a.inside:
+		func, phase = spec.split(":")
+		share = inside_share(doc, func, phase)
+		check(share >= 0.9, f"trace.json: only {100 * share:.1f} % of py-spy '{func}' time lies inside '{phase}' slices")
+		print(f"ok   trace.json: {100 * share:.1f} % of py-spy '{func}' time lies inside '{phase}' anchor slices")
 	if a.emulated:
 		check(all(r["sensor_note"] == NOTE for r in rows), "phases.csv: sensor_note")
 		check(NOTE in json.dumps(doc["otherData"]), "trace.json: otherData lacks the note")
