@@ -276,6 +276,59 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 	}
 }
 
+/* The zoomed view: three iterations of the primary thread's most
+ * repeated phase (the loop's step), at least 20 sensor periods and 2 s,
+ * starting where one such iteration starts near the middle of the run;
+ * none when that would not be well inside the run. */
+static void pick_zoom(const struct energy_model *m, struct tl_ctx *c)
+{
+	const struct phase_thread *th;
+	size_t *count, best = 0, n = 0;
+	double *gap, a, b, zw, cycle = 0, start;
+	int ph = -1;
+	if (!m->ph.nthr || !m->ph.thr[m->ph.primary].nseg)
+		return;
+	th = &m->ph.thr[m->ph.primary];
+	a = energy_model_tl(m, th->seg[0].t0_ns);
+	b = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
+	count = calloc(m->ph.nnames, sizeof *count);
+	gap = malloc((m->ph.nocc ? m->ph.nocc : 1) * sizeof *gap);
+	if (!count || !gap)
+		diag_fatal(NULL, "out of memory");
+	for (size_t i = 0; i < m->ph.nocc; i++)
+		if (m->ph.occ[i].pid == th->pid && m->ph.occ[i].tid == th->tid)
+			count[m->ph.occ[i].phase]++;
+	for (size_t k = 0; k < m->ph.nnames; k++)
+		if (count[k] > best)
+			best = count[k], ph = (int)k;
+	start = (a + b) / 2;
+	if (best >= 3) {
+		uint64_t prev = 0;
+		double mid = (a + b) / 2, dist = INFINITY;
+		for (size_t i = 0; i < m->ph.nocc; i++) {
+			const struct phase_occ *o = &m->ph.occ[i];
+			double t;
+			if (o->pid != th->pid || o->tid != th->tid || o->phase != ph)
+				continue;
+			if (prev)
+				gap[n++] = (double)(o->t0_ns - prev) / 1e9;
+			prev = o->t0_ns;
+			t = energy_model_tl(m, o->t0_ns);
+			if (fabs(t - mid) < dist)
+				dist = fabs(t - mid), start = t;
+		}
+		qsort(gap, n, sizeof *gap, cmp_double);
+		cycle = n ? gap[n / 2] : 0;
+	}
+	zw = fmax(fmax(2.0, 20 * c->period_s), 3 * cycle);
+	if (b - a > 2 * zw) {
+		c->z0 = fmin(fmax(start - 0.05 * zw, a), b - zw);
+		c->z1 = c->z0 + zw;
+	}
+	free(count);
+	free(gap);
+}
+
 static double view_height(const struct tl_ctx *c)
 {
 	return 20 + POWER_PX + 8 + (double)c->nlane * LANE_PX + 4 + AXIS_PX;
@@ -306,8 +359,7 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 	if (!(c.t1 > c.t0))
 		c.t1 = c.t0 + 1;
 
-	/* Zoom: 20 sensor periods (at least 2 s) in the middle of the primary
-	 * thread's phases, when that is well inside the run. */
+	/* Zoom (pick_zoom) needs the sensor period. */
 	c.period_s = 0.1;
 	if (m->nsen && m->sen[0].ser.n > 2) {
 		size_t n = m->sen[0].ser.n - 1;
@@ -320,15 +372,7 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 		c.period_s = d[n / 2];
 		free(d);
 	}
-	if (m->ph.nthr && m->ph.thr[m->ph.primary].nseg) {
-		const struct phase_thread *th = &m->ph.thr[m->ph.primary];
-		double a = energy_model_tl(m, th->seg[0].t0_ns), b = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
-		double zw = fmax(2.0, 20 * c.period_s);
-		if (b - a > 2 * zw) {
-			c.z0 = (a + b) / 2 - zw / 2;
-			c.z1 = c.z0 + zw;
-		}
-	}
+	pick_zoom(m, &c);
 
 	h = 66 + view_height(&c) * (c.z1 > c.z0 ? 2 : 1) + (c.z1 > c.z0 ? 6 : 0) + 10;
 	legend_h = 66 + 20 + 40 + 18.0 * (double)m->ngroups + 32 + 18.0 * (double)m->ph.nnames + 40;
