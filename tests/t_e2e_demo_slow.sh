@@ -35,10 +35,14 @@ for f in phases.csv perun.csv samples.csv timeline.svg timeline.png phases.svg p
 done
 
 # functions.csv, energy.speedscope.json and timeline.csv come with the
-# functions/timeline commands.
+# functions/timeline commands, and with them py-spy's alignment to the ring
+# (align_pyspy): then the model's forward and autograd's backward, as
+# py-spy sampled them, must run inside the anchored forward and backward
+# ranges.  (Without it py-spy's time 0 is only its target's start, which
+# put 69 % of Transformer.forward inside forward on a 6-step run.)
 extra=()
 if "$BUILD/anchorpost" --help | grep -q "^  functions "; then
-	extra=(--functions)
+	extra=(--functions --inside Transformer.forward:forward --inside _engine_run_backward:backward)
 	for f in functions.csv energy.speedscope.json timeline.csv; do
 		grep -q " $f\$" "$T/demo.out" || { echo "FAIL: the file list lacks $f"; exit 1; }
 	done
