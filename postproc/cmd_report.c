@@ -172,7 +172,7 @@ int cmd_report(int argc, char **argv)
 	struct phase_scope all;
 	struct outfile of;
 	struct csv c;
-	char *table = NULL, *path;
+	char *table = NULL, *path, title_buf[256];
 	size_t table_len = 0;
 	FILE *tty;
 
@@ -212,14 +212,12 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	if (!title) {
-		const char *b = strrchr(r.dir, '/');
-		while (b && !b[1] && b > r.dir) { /* "out/demo/" */
-			const char *q = b - 1;
-			while (q > r.dir && *q != '/')
-				q--;
-			b = q;
-		}
-		title = b && b[1] ? b + 1 : r.dir;
+		/* The directory's own name: "out/demo/" -> "demo". */
+		size_t len = strlen(r.dir);
+		while (len > 1 && r.dir[len - 1] == '/')
+			len--;
+		snprintf(title_buf, sizeof title_buf, "%.*s", (int)len, r.dir);
+		title = strrchr(title_buf, '/') && strrchr(title_buf, '/')[1] ? strrchr(title_buf, '/') + 1 : title_buf;
 	}
 	r.progress = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
@@ -237,7 +235,7 @@ int cmd_report(int argc, char **argv)
 	outfile_open(&of, path);
 	csv_init(&c, of.fp);
 	phase_table_csv_header(&c);
-	/* The readable table is printed last, after the file list's makers. */
+	/* The readable table is printed at the end, above the file list. */
 	tty = open_memstream(&table, &table_len);
 	if (!tty)
 		diag_fatal(NULL, "out of memory");
