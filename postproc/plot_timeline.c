@@ -61,10 +61,14 @@ static void build_lanes(struct tl_ctx *c)
 		const struct ring_proc *p = ring_procs_find(&m->rl.procs, pid);
 		const char *exe = p && p->exe[0] ? p->exe : "";
 		const char *base = strrchr(exe, '/');
-		int dup = 0;
+		int dup = 0, own = 0;
 		for (size_t k = 0; k < c->nlane; k++)
 			dup |= m->ph.thr[c->lane[k].thr].pid == pid;
-		if (dup || phase_set_primary_of(&m->ph, pid) != (long)i || !m->ph.thr[i].nseg)
+		/* A process whose only phases are anchor's own sync aids
+		 * ("anchor.sync_pulse" in every Python process) gets no lane. */
+		for (size_t k = 0; k < m->ph.thr[i].nseg && !own; k++)
+			own = strncmp(m->ph.names[m->ph.thr[i].seg[k].phase], "anchor.", 7) != 0;
+		if (dup || !own || phase_set_primary_of(&m->ph, pid) != (long)i)
 			continue;
 		c->lane[c->nlane].thr = i;
 		snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u%s%s%.24s%s", pid,
