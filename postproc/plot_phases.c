@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "diag.h"
 #include "plot.h"
@@ -25,6 +26,8 @@ struct bars_ctx {
 	int *cat;       /* phase index per category (nnames: unattributed) */
 	size_t ncat;
 	double ymax;
+	double hidden_j;  /* energy of the phases not drawn (anchor.*) */
+	size_t nhidden;
 };
 
 static const struct phase_group_row *row(const struct bars_ctx *c, size_t k, size_t g)
@@ -49,6 +52,11 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 				  "error bars: 95 %% interval; alignment %s (+-%.3g ms)",
 		 m->align.method, m->align.uncert_ms);
 	plot_text(cr, 20, 40, 12, 0, 0, 0, buf);
+	if (c->nhidden) {
+		snprintf(buf, sizeof buf, "not drawn: anchor's own sync pulses (%.3g J in all groups, rows in phases.csv)",
+			 c->hidden_j);
+		plot_text(cr, 20, 58, 11, 0, 0, 0, buf);
+	}
 	if (m->emulated) {
 		cairo_set_source_rgb(cr, 0.8, 0, 0);
 		plot_text(cr, w - 20, 14, 15, 1, 0, 1, "emulated sensor, not a measurement");
@@ -111,7 +119,7 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 				}
 			}
 			cairo_set_source_rgb(cr, 0, 0, 0);
-			snprintf(buf, sizeof buf, "%.3g", e);
+			snprintf(buf, sizeof buf, e >= 100 ? "%.0f" : "%.3g", e);
 			plot_text(cr, bx + bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
 		}
 		cairo_set_source_rgb(cr, 0, 0, 0);
@@ -157,10 +165,19 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	c.cat = malloc((m->ph.nnames + 1) * sizeof *c.cat);
 	if (!c.cat)
 		diag_fatal(NULL, "out of memory");
-	/* Phases that got joules (on the primary thread), then unattributed. */
+	/* Phases that got joules (on the primary thread), then unattributed;
+	 * anchor's own sync pulses ("anchor.*") stay in phases.csv only, the
+	 * subtitle says how much they got. */
 	for (size_t k = 0; k <= m->ph.nnames; k++) {
 		if (k < m->ph.nnames && !(phase_scope_self_s(m, sr, (int)k) > 0))
 			continue;
+		if (k < m->ph.nnames && !strncmp(m->ph.names[k], "anchor.", 7)) {
+			for (size_t g = 0; g < ng; g++)
+				if (isfinite(sr->row[k * ng + g].energy_j))
+					c.hidden_j += sr->row[k * ng + g].energy_j;
+			c.nhidden++;
+			continue;
+		}
 		c.cat[c.ncat++] = (int)k;
 	}
 	/* The axis fits the bars and every interval up to twice the largest
