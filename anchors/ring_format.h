@@ -192,16 +192,22 @@ _Static_assert(sizeof(struct anchor_sync_payload) == ANCHOR_NAME_INLINE, "sync p
 _Static_assert(ANCHOR_RECORD_MAX_SLOTS <= ANCHOR_RING_CHUNK, "a record fits one chunk");
 
 /*
- * The check hash: 64-bit multiply-xor over the ticket and the payload
- * words (head bytes 8..63 with `check` zeroed, then each continuation's
- * 56 data bytes), folded to 32 bits.  Cheap enough for the mark path
- * (7 multiplies for a one-slot record) and shared by writer and reader.
+ * The check hash: a weighted sum over the ticket and the payload words
+ * (head bytes 8..63 with `check` zeroed are words 0..6, continuation c's
+ * 56 data bytes are words 7 + 7c ..), each word times its own odd
+ * constant, folded to 32 bits.  The multiplies are independent, so the
+ * mark path pays a few cycles, not a chain of seven; a payload mixed from
+ * two writes changes the sum unless the differences cancel exactly.
+ * Shared by writer and reader.
  */
-static inline uint64_t anchor_check_step(uint64_t h, uint64_t w)
+static inline uint64_t anchor_check_init(uint64_t ticket)
 {
-	h ^= w;
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 29);
+	return ticket * 0x9e3779b97f4a7c15ull;
+}
+
+static inline uint64_t anchor_check_step(uint64_t h, unsigned i, uint64_t w)
+{
+	return h + w * (0xff51afd7ed558ccdull + 2ull * i * 0x9e3779b97f4a7c15ull);
 }
 
 static inline uint32_t anchor_check_fold(uint64_t h)

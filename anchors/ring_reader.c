@@ -130,11 +130,11 @@ static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_
 		return 0;
 	memcpy(&copy, head, sizeof copy);
 	copy.check = 0;
-	h = t * 0x9e3779b97f4a7c15ull;
+	h = anchor_check_init(t);
 	{
 		const uint64_t *w = (const uint64_t *)(const void *)&copy;
 		for (i = 1; i < 8; i++)
-			h = anchor_check_step(h, w[i]);
+			h = anchor_check_step(h, i - 1, w[i]);
 	}
 	memcpy(text, head->name, ANCHOR_NAME_INLINE);
 	tlen = ANCHOR_NAME_INLINE;
@@ -145,7 +145,7 @@ static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_
 			return 0;
 		memcpy(data, c->data, sizeof data);
 		for (unsigned k = 0; k < 7; k++)
-			h = anchor_check_step(h, data[k]);
+			h = anchor_check_step(h, 7 * i + k, data[k]);
 		if (i <= ntext) {
 			memcpy(text + tlen, data, ANCHOR_CONT_BYTES);
 			tlen += ANCHOR_CONT_BYTES;

@@ -223,16 +223,16 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (rc)
 		goto out;
 
-	h = ticket * 0x9e3779b97f4a7c15ull;
+	h = anchor_check_init(ticket);
 	{
 		const uint64_t *w = (const uint64_t *)(const void *)&head;
 		for (i = 1; i < 8; i++)
-			h = anchor_check_step(h, w[i]);
+			h = anchor_check_step(h, i - 1, w[i]);
 	}
 	for (i = 0; i < ncont; i++) {
 		const uint64_t *w = (const uint64_t *)(const void *)cont[i].data;
 		for (unsigned k = 0; k < 7; k++)
-			h = anchor_check_step(h, w[k]);
+			h = anchor_check_step(h, 7 + 7 * i + k, w[k]);
 	}
 	head.check = anchor_check_fold(h);
 
@@ -311,9 +311,9 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	w[4] = value;
 	w[5] = w[6] = w[7] = 0;
 	memcpy(&w[5], name, len);
-	h = ticket * 0x9e3779b97f4a7c15ull;
-	for (int i = 1; i < 8; i++)
-		h = anchor_check_step(h, w[i]);
+	h = anchor_check_init(ticket);
+	for (unsigned i = 1; i < 8; i++)
+		h = anchor_check_step(h, i - 1, w[i]);
 	w[3] |= (uint64_t)anchor_check_fold(h) << 32;
 
 	dst = slot_at(ticket);

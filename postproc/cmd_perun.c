@@ -184,7 +184,7 @@ int cmd_perun(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	int rc = perun_load(in, &pf, err, sizeof err);
+	int rc = perun_load_guarded(in, &pf, err, sizeof err);
 	if (rc < 0)
 		diag_fatal(in, "%s", err);
 

@@ -73,7 +73,7 @@ static void usage(FILE *fp)
 		"                         [--no-subprocesses] -- python SCRIPT.py [ARGS...]\n"
 		"  Runs SCRIPT under perun (monitor) and py-spy (record --idle), with\n"
 		"  libanchor.so preloaded into both, and writes everything into OUTDIR\n"
-		"  (default anchor-run-YYYYmmdd-HHMMSS).  Defaults: --rate 200,\n"
+		"  (default anchor-run-YYYYmmdd-HHMMSS).  Defaults: --rate 100,\n"
 		"  --sampling-period 0.1, --sensor auto (emulated when no RAPL/GPU is\n"
 		"  readable), --format chrometrace.  Exit status: the script's.\n");
 }
@@ -106,7 +106,7 @@ static void parse_args(struct rec *r, int argc, char **argv)
 			r->subprocesses = 0;
 			continue;
 		} else if (!v) {
-			break;
+			diag_fatal(NULL, "record: %s needs a value (or '--' before the command)", a);
 		}
 		if (!strcmp(a, "-o")) {
 			r->outdir_arg = v;
@@ -129,7 +129,8 @@ static void parse_args(struct rec *r, int argc, char **argv)
 			else if (strcmp(v, "chrometrace"))
 				diag_fatal(NULL, "record: --format is chrometrace or speedscope, not '%s'", v);
 		} else {
-			break;
+			usage(stderr);
+			diag_fatal(NULL, "record: unknown option '%s' (the command goes after '--')", a);
 		}
 		i++;
 	}
@@ -312,15 +313,20 @@ static void child_env(const struct rec *r, int anchored)
 }
 
 /* fork+exec argv.  anchored: preload libanchor into it.  gate_fd >= 0:
- * the child waits for one byte (or EOF) on it before exec. */
+ * the child waits for one byte on it before exec.  Every child gets its own
+ * process group, so a Ctrl-C at the terminal reaches only the recorder,
+ * which forwards it to the training process alone (on_sigint). */
 static pid_t spawn(const struct rec *r, char *const argv[], int anchored, int gate_fd, int quiet)
 {
 	pid_t pid = fork();
 
 	if (pid < 0)
 		diag_fatal(NULL, "record: fork: %s", strerror(errno));
-	if (pid)
+	if (pid) {
+		setpgid(pid, pid); /* also in the child: whichever runs first */
 		return pid;
+	}
+	setpgid(0, 0);
 	signal(SIGINT, SIG_DFL);
 	child_env(r, anchored);
 	if (gate_fd >= 0) {
@@ -379,6 +385,46 @@ static int wait_or_signal(pid_t pid, double timeout_s, int sig)
 	return exit_code(status);
 }
 
+static volatile sig_atomic_t training_pid, interrupted;
+
+/* Ctrl-C: interrupt the training script only.  anchor_emul.perun turns its
+ * KeyboardInterrupt into a normal end (status 130), so perun stops its
+ * sampler and saves the data; the sampler, the emulator and py-spy, in
+ * their own process groups, never see the signal and finish their files.
+ * A Ctrl-C at a terminal would otherwise also kill perun's sampler, and
+ * perun 1.0.0 then writes no HDF5 at all. */
+static void on_sigint(int sig)
+{
+	interrupted = 1;
+	if (training_pid > 0)
+		kill((pid_t)training_pid, SIGINT);
+}
+
+/* Wait for the training process.  After a Ctrl-C, repeat the SIGINT every
+ * 2 s until it ends: once, in testing, the forwarded signal was lost and
+ * the script ran to its end (suspected: delivered while py-spy had the
+ * process ptrace-stopped).  anchor_emul.perun ignores SIGINT after the
+ * first, so repeats cannot break perun's saving. */
+static int wait_training(pid_t pid, int *status)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+	int since_sent = 0;
+
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -1;
+		nanosleep(&ts, NULL);
+		if (interrupted && ++since_sent >= 20) {
+			kill(pid, SIGINT);
+			since_sent = 0;
+		}
+	}
+}
+
 static void run_init(const struct rec *r, const char *powercap)
 {
 	char *argv[] = {(char *)r->python, "-m", "anchor_emul.updater", "--powercap", (char *)powercap, "--init", NULL};
@@ -412,6 +458,7 @@ static void start_updater(struct rec *r, const char *powercap)
 	}
 	if (access(ready, F_OK))
 		diag_fatal(ready, "record: the emulated sensor's updater did not start in 30 s");
+	unlink(ready);
 }
 
 static pid_t start_perun(struct rec *r, enum sensor s, const char *powercap, int gate_fd)
@@ -494,6 +541,9 @@ static void attach_pyspy(struct rec *r)
 		if (!quit)
 			return;
 		r->pyspy_pid = 0;
+		/* A run shorter than the wait: py-spy followed it to the end. */
+		if (exit_code(status) == 0)
+			return;
 	}
 	diag_warn(NULL, "record: py-spy could not attach to pid %d; no profile", (int)r->perun_pid);
 }
@@ -560,7 +610,7 @@ static void list_dir(const char *base, const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	struct rec r = {.rate_hz = 200, .period_s = 0.1, .subprocesses = 1};
+	struct rec r = {.rate_hz = 100, .period_s = 0.1, .subprocesses = 1};
 	char powercap[PATH_MAX] = "", ring[PATH_MAX], gen[64];
 	enum sensor s;
 	int gate[2], status = 0, code;
@@ -586,6 +636,8 @@ int cmd_record(int argc, char **argv)
 	s = r.sensor;
 	if (s == SENSOR_AUTO)
 		s = have_real_sensor() ? SENSOR_REAL : SENSOR_EMULATED;
+	if (r.sensor == SENSOR_REAL && !have_real_sensor())
+		diag_warn(NULL, "record: --sensor real, but no RAPL counter is readable and there is no NVIDIA GPU: perun will record no energy");
 	if (s == SENSOR_EMULATED && !r.emuldir[0])
 		diag_fatal(NULL, "record: the emulated sensor needs tools/emulated_power beside the build dir, or ANCHOR_EMUL_DIR");
 	if (s == SENSOR_EMULATED) {
@@ -598,12 +650,16 @@ int cmd_record(int argc, char **argv)
 		run_init(&r, powercap);
 	}
 
-	/* Ctrl-C reaches the whole foreground group; the recorder stays to
-	 * collect what its children write. */
-	signal(SIGINT, SIG_IGN);
+	{
+		struct sigaction sa = {.sa_handler = on_sigint};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+	}
 	if (pipe2(gate, O_CLOEXEC))
 		diag_fatal(NULL, "record: pipe: %s", strerror(errno));
 	r.perun_pid = start_perun(&r, s, powercap, gate[0]);
+	training_pid = r.perun_pid;
 	close(gate[0]);
 	if (s == SENSOR_EMULATED)
 		start_updater(&r, powercap);
@@ -614,8 +670,9 @@ int cmd_record(int argc, char **argv)
 	close(gate[1]);
 	attach_pyspy(&r);
 
-	if (wait_status(r.perun_pid, &status))
+	if (wait_training(r.perun_pid, &status))
 		diag_fatal(NULL, "record: waitpid: %s", strerror(errno));
+	training_pid = 0; /* reaped: its pid may be reused */
 	code = exit_code(status);
 	/* py-spy notices the exit and writes its file; a long profile takes
 	 * a while to serialise. */

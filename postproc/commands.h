@@ -13,6 +13,8 @@ int cmd_perun(int argc, char **argv);
 int cmd_phases(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_functions(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 #endif

@@ -153,13 +153,53 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
 	return iv;
 }
 
+/* `perun monitor script.py` runs the script inside its own process and
+ * samples from before the script starts until after it ends, so when the
+ * primary thread's process is that perun process, perun's span contains
+ * every phase of it.  execution_dt is taken before perun's set-up, which
+ * on a loaded machine runs for seconds (cpuinfo subprocesses: measured
+ * ~2.7 s), beyond the fit's reach and with the fit preferring windows with
+ * no phase in them.  So: centre the prior in the offsets that keep the
+ * phases inside the span and search just those. */
+static void contain_prior(struct energy_model *m, double *range_s)
+{
+	const struct phase_thread *th;
+	const struct ring_proc *pr;
+	const struct perun_sensor *any = NULL;
+	if (!m->ph.nthr || !m->nsen)
+		return;
+	th = &m->ph.thr[m->ph.primary];
+	pr = ring_procs_find(&m->rl.procs, th->pid);
+	if (!pr || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") || !th->nseg)
+		return;
+	any = m->sen[0].ps;
+	double p0 = energy_model_tl(m, th->seg[0].t0_ns), p1 = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
+	double d0 = any->timesteps_s[0], d1 = any->timesteps_s[any->n - 1];
+	/* timeline = t + offset: need offset + d0 <= p0 and offset + d1 >= p1 */
+	double lo = p1 - d1, hi = p0 - d0;
+	if (!(lo <= hi))
+		return;
+	double c = (lo + hi) / 2, r = (hi - lo) / 2 + 0.1;
+	if (fabs(m->align.offset_s - c) <= r && *range_s >= r)
+		return; /* the prior's search already covers it */
+	m->align.offset_s = c;
+	m->align.uncert_ms = r * 1e3;
+	*range_s = r;
+	{
+		size_t l = strlen(m->align.method);
+		snprintf(m->align.method + l, sizeof m->align.method - l, "+contain");
+	}
+}
+
 void energy_model_open(struct energy_model *m, const struct em_opts *o)
 {
 	char err[512];
 	memset(m, 0, sizeof *m);
 	ringload_open(&m->rl, o->ring);
 	if (!m->rl.rf.nev)
-		diag_fatal(o->ring, "the ring holds no records");
+		diag_fatal(o->ring, "the ring holds no records%s",
+			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
+						    : "");
 	m->base_ns = m->rl.rf.ev[0].ts_ns;
 	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
 		diag_fatal(o->ring, "out of memory");
@@ -221,19 +261,22 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_warn(o->ring, "its perun.sample stamps (%zu) do not match %s's timesteps (%zu): another "
-				   "perun run; falling back to execution_dt",
-			  m->align.hook_samples, o->perun, ref ? ref->n : 0);
+		diag_fatal(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
+				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
+				     "--run/--round)",
+			   o->ring, m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
+		double range_s = o->fit_range_s;
+		contain_prior(m, &range_s);
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
 			if (iv && niv)
-				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, o->fit_range_s, &m->align);
+				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
 			free(iv);
 		}
 	}
@@ -253,6 +296,21 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
 		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
 		double r0 = 0, r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
+		/* Phases must mostly lie inside perun's span: a fitted offset can
+		 * slide another run's data a little into view. */
+		double inside = 0, all = 0;
+		if (m->ph.nthr) {
+			const struct phase_thread *th = &m->ph.thr[m->ph.primary];
+			for (size_t i = 0; i < th->nseg; i++) {
+				double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
+				double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
+				all += b - a;
+				if (cb > ca)
+					inside += cb - ca;
+			}
+		}
+		if (all > 0 && inside < 0.5 * all)
+			r0 = r1 + 1; /* refused below */
 		if (m->span_t1_s < r0 || m->span_t0_s > r1) {
 			char a[48], b[48], c[48], d[48];
 			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, m->base_ns), a, sizeof a);

@@ -20,6 +20,8 @@ static const struct command commands[] = {
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
 	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase"},
+	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function"},
+	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
 	{"report", cmd_report, "--ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},

@@ -129,6 +129,14 @@ struct perun_file {
  * Silences libhdf5's own error printing. */
 int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen);
 
+/* perun_load, but first walk the file in a forked child: libhdf5 1.10
+ * crashes or loops on some corrupt files (docs/perun-format.md); this turns
+ * a crash into -EIO and a child running past 20 s + 1 s/MB (or
+ * $ANCHORPOST_PERUN_TIMEOUT_S) into -ETIMEDOUT, each with a message saying
+ * what libhdf5 did, instead of killing or hanging the caller.  Errors the
+ * child finds are returned as they are.  Costs a second read of the file. */
+int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_t errlen);
+
 /* Free everything perun_load allocated; safe on a zeroed struct. */
 void perun_free(struct perun_file *pf);
 

@@ -10,9 +10,11 @@
  *    to a callback instead of storing it.  Memory is O(frames + distinct
  *    stacks + threads) plus, for speedscope only, 4 bytes per sample of the
  *    profile being parsed: py-spy writes "samples" before "weights", so a
- *    thread's samples can only be timed once its weights have been read.
- *    py-spy also writes the frame table ("shared") after all profiles, so
- *    frames.complete tells a callback whether names are known yet.
+ *    thread's samples can only be timed once its weights have been read;
+ *    and up to 32 MB for a memo of whole stacks already seen (speedscope
+ *    resolves a repeated stack with one lookup).  py-spy also writes the
+ *    frame table ("shared") after all profiles, so frames.complete tells a
+ *    callback whether names are known yet.
  *
  *  - Model: pyspy_load() = pyspy_read() with a callback that appends each
  *    sample (24 bytes) to p->samples.  1.8 M samples cost ~45 MB.

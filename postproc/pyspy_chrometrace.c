@@ -9,6 +9,17 @@
  * becomes one delivered row.  Chrome's {"traceEvents": [...]} wrapper is
  * accepted too; metadata ("M") events are skipped; any other phase is
  * refused rather than misread.
+ *
+ * py-spy keeps the previous stack per *pthread id only* and stamps each
+ * event with the pid of the sample being diffed (src/chrometrace.rs).
+ * With --subprocesses a forked child inherits its parent's pthread id, so
+ * the "E" of a frame opened under one pid can come with another pid.  The
+ * stack state here is therefore kept per pthread id like py-spy's.  An
+ * interval belongs to one (pid, tid): it runs from that thread's event
+ * batch to its own next one (when two processes share a pthread id, each
+ * sample of either differs from the shared state and emits events, so
+ * every sample shows; the other process's events do not end it).  What
+ * is still open when the file ends runs to its last ts.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,20 +33,18 @@
 enum st { S_TOP0, S_WRAP, S_EVENTS, S_EVENT, S_ARGS, S_DONE };
 enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE };
 
-/* py-spy keys its diff state by thread id alone (chrometrace.rs keeps the
- * previous trace per tid): a forked child whose thread has the parent's
- * pthread id (--subprocesses) continues the parent's stack, and its
- * events, labelled with the child's pid, close frames the parent opened.
- * So the stack lives in the state of the first thread seen with that tid
- * (`state`), and each interval goes to the thread whose events last
- * touched it (`owner`). */
 struct tstate {
+	uint64_t tid;   /* pthread id: py-spy's key for the previous stack */
 	uint32_t node;
 	double last_ts;
 	int have_ts;
-	uint64_t intervals;
-	uint32_t state;  /* index of the thread holding this tid's stack */
-	uint32_t owner;  /* in the holder: the thread the stack belongs to now */
+};
+
+/* Per (pid, tid): the stack its latest events left, since when. */
+struct own {
+	uint32_t node;
+	double ts;
+	int have;
 };
 
 struct ct {
@@ -51,6 +60,10 @@ struct ct {
 	unsigned skip;
 	int seen_events, wrapped;
 	struct tstate *ts;
+	uint32_t nts, ts_cap, last_ts_idx;
+	struct own *own;
+	uint32_t own_cap;
+	double max_ts;
 	uint32_t last_thread;
 
 	/* the event being read */
@@ -106,14 +119,15 @@ static int thread_of(struct ct *c, uint32_t *out)
 		}
 	if (pyspy_thread_add(p, &i))
 		return -ENOMEM;
-	struct tstate *ts = realloc(c->ts, (size_t)p->threads_cap * sizeof *ts);
-	if (!ts)
-		return -ENOMEM;
-	c->ts = ts;
-	memset(&ts[i], 0, sizeof ts[i]);
-	for (ts[i].state = 0; ts[i].state < i && p->threads[ts[i].state].pthread_id != c->tid; ts[i].state++)
-		;
-	ts[i].owner = i;
+	if (i >= c->own_cap) {
+		uint32_t cap = p->threads_cap > i ? p->threads_cap : i + 1;
+		struct own *no = realloc(c->own, (size_t)cap * sizeof *no);
+		if (!no)
+			return -ENOMEM;
+		memset(no + c->own_cap, 0, (size_t)(cap - c->own_cap) * sizeof *no);
+		c->own = no;
+		c->own_cap = cap;
+	}
 	t = &p->threads[i];
 	t->pid = c->pid;
 	t->pthread_id = c->tid;
@@ -127,11 +141,59 @@ static int thread_of(struct ct *c, uint32_t *out)
 	return 0;
 }
 
+/* The stack state of pthread id c->tid, shared by every pid. */
+static struct tstate *state_of(struct ct *c)
+{
+	uint32_t i = c->last_ts_idx;
+	if (i < c->nts && c->ts[i].tid == c->tid)
+		return &c->ts[i];
+	for (i = 0; i < c->nts; i++)
+		if (c->ts[i].tid == c->tid) {
+			c->last_ts_idx = i;
+			return &c->ts[i];
+		}
+	if (c->nts == c->ts_cap) {
+		uint32_t cap = c->ts_cap ? c->ts_cap * 2 : 8;
+		struct tstate *ts = realloc(c->ts, (size_t)cap * sizeof *ts);
+		if (!ts)
+			return NULL;
+		c->ts = ts;
+		c->ts_cap = cap;
+	}
+	memset(&c->ts[c->nts], 0, sizeof c->ts[0]);
+	c->ts[c->nts].tid = c->tid;
+	c->last_ts_idx = c->nts;
+	return &c->ts[c->nts++];
+}
+
+static int emit(struct ct *c, uint32_t ti, uint32_t node, double t0_us, double t1_us)
+{
+	struct pyspy_profile *p = c->p;
+	struct pyspy_sample_ev ev = {
+		.thread = ti,
+		.stack = node,
+		.index = p->threads[ti].nsamples,
+		.t_rel_s = t0_us / 1e6,
+		.duration_s = (t1_us - t0_us) / 1e6,
+		.ts_us = t0_us,
+		.count = 1,
+	};
+	ev.weight = ev.duration_s;
+	p->threads[ti].nsamples++;
+	p->threads[ti].total_weight += ev.weight;
+	if (c->fn && c->fn(c->ctx, p, &ev, c->err)) {
+		c->failed = -ECANCELED;
+		return -1;
+	}
+	return 0;
+}
+
 static int event_end(struct ct *c)
 {
 	struct pyspy_profile *p = c->p;
 	struct pyspy_stacks *st = &p->stacks;
 	struct tstate *s;
+	struct own *o;
 	uint32_t ti, frame;
 
 	if (c->ph == 'M')
@@ -144,38 +206,25 @@ static int event_end(struct ct *c)
 	}
 	if (!c->have_name || !c->have_pid || !c->have_tid || !c->have_ts)
 		return fail(c, -EINVAL, "event lacks name, pid, tid or ts");
-	if (thread_of(c, &ti))
+	if (thread_of(c, &ti) || !(s = state_of(c)))
 		return fail(c, -ENOMEM, "");
-	s = &c->ts[c->ts[ti].state];
 	if (s->have_ts && c->t_us < s->last_ts)
 		return fail(c, -EINVAL, "ts goes backwards within a thread");
-	if (s->have_ts && c->t_us > s->last_ts && s->node) {
-		uint32_t owner = s->owner;
-		struct pyspy_sample_ev ev = {
-			.thread = owner,
-			.stack = s->node,
-			.index = c->ts[owner].intervals++,
-			.t_rel_s = s->last_ts / 1e6,
-			.duration_s = (c->t_us - s->last_ts) / 1e6,
-			.ts_us = s->last_ts,
-			.count = 1,
-		};
-		ev.weight = ev.duration_s;
-		p->threads[owner].nsamples++;
-		p->threads[owner].total_weight += ev.weight;
-		if (c->fn && c->fn(c->ctx, p, &ev, c->err)) {
-			c->failed = -ECANCELED;
-			return 0;
-		}
-	}
+	o = &c->own[ti];
+	if (o->have && c->t_us > o->ts && o->node && emit(c, ti, o->node, o->ts, c->t_us))
+		return 0;
 	s->last_ts = c->t_us;
 	s->have_ts = 1;
-	s->owner = ti;
+	if (c->t_us > c->max_ts)
+		c->max_ts = c->t_us;
+	o->ts = c->t_us;
+	o->have = 1;
 	if (c->ph == 'B') {
 		if (pyspy_frames_intern(&p->frames, c->name, c->name_len, c->have_file ? c->file : NULL, c->file_len,
 					c->line, &frame) ||
 		    pyspy_stacks_child(st, s->node, frame, &s->node))
 			return fail(c, -ENOMEM, "");
+		o->node = s->node;
 		return 1;
 	}
 	if (!s->node)
@@ -184,6 +233,7 @@ static int event_end(struct ct *c)
 	if (strlen(top->name) != c->name_len || memcmp(top->name, c->name, c->name_len))
 		return fail(c, -EINVAL, "\"E\" event does not close the innermost open frame");
 	s->node = st->v[s->node].parent;
+	o->node = s->node;
 	return 1;
 }
 
@@ -425,12 +475,19 @@ int pyspy_chrometrace_parse(struct pyspy_input *in, struct pyspy_profile *p, pys
 		return -ENOMEM;
 	}
 	rc = pyspy_json_drive(in, c.h, &c.failed, err);
+	/* Stacks still open: py-spy closes only the last owner of each
+	 * pthread id; the others run to the end of the recording. */
+	for (uint32_t i = 0; !rc && i < p->nthreads && i < c.own_cap; i++)
+		if (c.own[i].have && c.own[i].node && c.max_ts > c.own[i].ts &&
+		    emit(&c, i, c.own[i].node, c.own[i].ts, c.max_ts))
+			rc = c.failed;
 	if (!rc && !c.seen_events) {
 		pyspy_set_err(err, "no \"traceEvents\" array (not a chrometrace file)");
 		rc = -EINVAL;
 	}
 	yajl_free(c.h);
 	free(c.ts);
+	free(c.own);
 	free(c.name);
 	free(c.file);
 	return rc;

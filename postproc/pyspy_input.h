@@ -32,6 +32,11 @@ int pyspy_input_fill(struct pyspy_input *in, struct pyspy_error *err);
  * or -errno; on yajl errors the message names the byte offset. */
 int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, struct pyspy_error *err);
 
+/* Turn a yajl failure into err (offset = feed_base + what h consumed);
+ * returns -errno. */
+int pyspy_json_fail(struct pyspy_input *in, yajl_handle h, yajl_status st, uint64_t feed_base, const int *failed,
+		    struct pyspy_error *err);
+
 /* Byte offset of the token being handled inside a yajl callback. */
 static inline uint64_t pyspy_json_offset(const struct pyspy_input *in, yajl_handle h)
 {

@@ -44,9 +44,31 @@ struct event {
 	int open;
 };
 
+struct memo {
+	uint64_t hash;
+	uint64_t off;  /* frames in arena[off, off + depth) */
+	uint32_t depth;
+	uint32_t node; /* 0: empty slot (the empty stack is never memoised) */
+};
+
+/* Most samples repeat a stack seen before, so a sample is first looked up
+ * whole: one probe and a memcmp of contiguous frames, instead of one
+ * scattered tree lookup per frame.  The arena is capped; past it, new
+ * stacks still resolve through the tree. */
+#define MEMO_ARENA_MAX ((size_t)8 << 20) /* frames: 32 MB */
+
 struct ss {
 	struct pyspy_input *in;
 	yajl_handle h;
+	uint64_t feed_base;  /* file offset of the first byte last fed to h */
+	/* Fast path: a "samples" array is scanned here, not by yajl (below). */
+	int takeover;        /* a callback asks the driver to hand over */
+	int fast;            /* scanning a samples array */
+	int fstate;          /* scanner state */
+	uint64_t fval;       /* integer being scanned */
+	unsigned fdigits;
+	uint64_t fast_off;   /* file offset of the byte being scanned */
+	int replay;          /* feeding the restart prefix: ignore callbacks */
 	struct pyspy_profile *p;
 	pyspy_sample_fn fn;
 	void *ctx;
@@ -73,11 +95,18 @@ struct ss {
 	struct event ev;     /* event being read */
 	int ev_have_type, ev_have_at, ev_have_frame;
 
-	/* the sample being read: common prefix with the previous one */
-	uint32_t node, depth;
-	int prefix_ok;
+	/* the sample being read: its frames and a running hash of them */
+	uint32_t *cur;
+	uint32_t depth, cur_cap;
+	uint64_t cur_hash;
+	/* the last stack resolved through the tree: reused as a prefix */
 	uint32_t *path_frame, *path_node;
 	uint32_t path_len, path_cap;
+	/* whole-stack memo: (hash, frames) -> node, frames kept in an arena */
+	struct memo *memo;
+	uint32_t memo_cap, memo_n;
+	uint32_t *arena;
+	size_t arena_n, arena_cap;
 
 	/* frames */
 	int64_t max_frame;
@@ -93,12 +122,19 @@ struct ss {
 	int have_first_weight;
 };
 
+/* File offset of the token being handled: yajl counts from where it was
+ * last fed (feed_base); the fast samples scanner sets fast_off itself. */
+static uint64_t off(const struct ss *s)
+{
+	return s->fast ? s->fast_off : s->feed_base + yajl_get_bytes_consumed(s->h);
+}
+
 static int fail(struct ss *s, int e, const char *what)
 {
 	if (e == -ENOMEM)
 		pyspy_set_err(s->err, "out of memory");
 	else
-		pyspy_set_err(s->err, "byte %llu: %s", (unsigned long long)pyspy_json_offset(s->in, s->h), what);
+		pyspy_set_err(s->err, "byte %llu: %s", (unsigned long long)off(s), what);
 	s->failed = e;
 	return 0;
 }
@@ -345,39 +381,119 @@ static int frame_end(struct ss *s)
 
 static int sample_frame(struct ss *s, long long v)
 {
-	uint32_t f, d = s->depth, node;
+	uint32_t f;
 	if (v < 0 || v > INT32_MAX)
 		return fail(s, -EINVAL, "frame index out of range");
 	f = (uint32_t)v;
 	if (v > s->max_frame) {
 		s->max_frame = v;
-		s->max_frame_off = pyspy_json_offset(s->in, s->h);
+		s->max_frame_off = off(s);
 		if (s->p->frames.complete && f >= s->p->frames.n)
 			return fail(s, -EINVAL, "frame index out of range");
 	}
-	if (s->prefix_ok && d < s->path_len && s->path_frame[d] == f) {
-		node = s->path_node[d];
-	} else {
-		s->prefix_ok = 0;
-		if (pyspy_stacks_child(&s->p->stacks, s->node, f, &node))
+	if (s->depth == s->cur_cap) {
+		uint32_t cap = s->cur_cap ? s->cur_cap * 2 : 256;
+		uint32_t *c = realloc(s->cur, (size_t)cap * sizeof *c);
+		if (!c)
 			return fail(s, -ENOMEM, "");
-		if (d >= s->path_cap) {
-			uint32_t cap = s->path_cap ? s->path_cap * 2 : 256;
-			uint32_t *a = realloc(s->path_frame, cap * sizeof *a);
-			if (a)
-				s->path_frame = a;
-			uint32_t *b = a ? realloc(s->path_node, cap * sizeof *b) : NULL;
-			if (!b)
-				return fail(s, -ENOMEM, "");
-			s->path_node = b;
-			s->path_cap = cap;
-		}
-		s->path_frame[d] = f;
-		s->path_node[d] = node;
-		s->path_len = d + 1;
+		s->cur = c;
+		s->cur_cap = cap;
 	}
-	s->node = node;
-	s->depth = d + 1;
+	s->cur[s->depth++] = f;
+	s->cur_hash = (s->cur_hash ^ f) * 0x100000001b3ULL;
+	return 1;
+}
+
+/* Walk the prefix tree for cur[], reusing the common prefix with the
+ * previous walk. */
+static int resolve_tree(struct ss *s, uint32_t *out)
+{
+	uint32_t node = 0, d = 0;
+	if (s->depth > s->path_cap) {
+		uint32_t cap = s->cur_cap;
+		uint32_t *a = realloc(s->path_frame, (size_t)cap * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		s->path_frame = a;
+		uint32_t *b = realloc(s->path_node, (size_t)cap * sizeof *b);
+		if (!b)
+			return -ENOMEM;
+		s->path_node = b;
+		s->path_cap = cap;
+	}
+	while (d < s->depth && d < s->path_len && s->path_frame[d] == s->cur[d])
+		node = s->path_node[d++];
+	for (; d < s->depth; d++) {
+		if (pyspy_stacks_child(&s->p->stacks, node, s->cur[d], &node))
+			return -ENOMEM;
+		s->path_frame[d] = s->cur[d];
+		s->path_node[d] = node;
+	}
+	s->path_len = s->depth;
+	*out = node;
+	return 0;
+}
+
+static int memo_grow(struct ss *s)
+{
+	uint32_t cap = s->memo_cap ? s->memo_cap * 2 : 4096;
+	struct memo *t = calloc(cap, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->memo_cap; i++) {
+		uint32_t j;
+		if (!s->memo[i].node)
+			continue;
+		for (j = (uint32_t)s->memo[i].hash & (cap - 1); t[j].node; j = (j + 1) & (cap - 1))
+			;
+		t[j] = s->memo[i];
+	}
+	free(s->memo);
+	s->memo = t;
+	s->memo_cap = cap;
+	return 0;
+}
+
+static int sample_end(struct ss *s)
+{
+	uint64_t h = s->cur_hash ^ s->depth;
+	uint32_t node = 0, j;
+	h ^= h >> 31;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	if (s->depth) {
+		if ((s->memo_n + 1) * 2 > s->memo_cap && memo_grow(s))
+			return fail(s, -ENOMEM, "");
+		for (j = (uint32_t)h & (s->memo_cap - 1); s->memo[j].node; j = (j + 1) & (s->memo_cap - 1)) {
+			const struct memo *m = &s->memo[j];
+			if (m->hash == h && m->depth == s->depth &&
+			    !memcmp(s->arena + m->off, s->cur, (size_t)s->depth * sizeof *s->cur)) {
+				node = m->node;
+				break;
+			}
+		}
+		if (!node) {
+			if (resolve_tree(s, &node))
+				return fail(s, -ENOMEM, "");
+			if (s->arena_n + s->depth <= MEMO_ARENA_MAX) {
+				if (s->arena_n + s->depth > s->arena_cap) {
+					size_t cap = (s->arena_n + s->depth) * 2;
+					uint32_t *a = realloc(s->arena, cap * sizeof *a);
+					if (!a)
+						return fail(s, -ENOMEM, "");
+					s->arena = a;
+					s->arena_cap = cap;
+				}
+				memcpy(s->arena + s->arena_n, s->cur, (size_t)s->depth * sizeof *s->cur);
+				s->memo[j] = (struct memo){h, s->arena_n, s->depth, node};
+				s->arena_n += s->depth;
+				s->memo_n++;
+			}
+		}
+	}
+	if (push((void **)&s->nodes, &s->nodes_cap, s->nnodes, sizeof *s->nodes))
+		return fail(s, -ENOMEM, "");
+	s->nodes[s->nnodes++] = node;
 	return 1;
 }
 
@@ -504,9 +620,9 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 			if (s->have_samples++)
 				return fail(s, -EINVAL, "duplicate \"samples\"");
 			s->st = S_SAMPLES;
-			s->prefix_ok = 0;
-			s->path_len = 0;
-			return 1;
+			/* Stop yajl right after '[': the driver scans the array. */
+			s->takeover = 1;
+			return 0;
 		case K_WEIGHTS:
 			if (k != V_ARR)
 				return fail(s, -EINVAL, "\"weights\" is not an array");
@@ -544,7 +660,7 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 			s->ev_have_frame = 1;
 			if (iv > s->max_frame) {
 				s->max_frame = iv;
-				s->max_frame_off = pyspy_json_offset(s->in, s->h);
+				s->max_frame_off = off(s);
 			}
 		}
 		return 1;
@@ -556,6 +672,8 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 static int value(struct ss *s, enum vk k, double num, int is_int, long long iv, const unsigned char *str,
 		 size_t len)
 {
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		if (k == V_MAP || k == V_ARR) {
 			if (++s->skip > PYSPY_MAX_SKIP_DEPTH)
@@ -579,9 +697,8 @@ static int value(struct ss *s, enum vk k, double num, int is_int, long long iv, 
 		if (k != V_ARR)
 			return fail(s, -EINVAL, "a sample is not an array of frame indices");
 		s->st = S_SAMPLE;
-		s->node = 0;
 		s->depth = 0;
-		s->prefix_ok = 1;
+		s->cur_hash = 0xcbf29ce484222325ULL;
 		return 1;
 	case S_SAMPLE:
 		if (k != V_NUM || !is_int)
@@ -658,6 +775,8 @@ static int cb_map_key(void *c, const unsigned char *k, size_t n)
 {
 	struct ss *s = c;
 	enum key key = K_SKIP;
+	if (s->replay)
+		return 1;
 	if (s->skip)
 		return 1;
 	switch (s->st) {
@@ -692,6 +811,8 @@ static int cb_map_key(void *c, const unsigned char *k, size_t n)
 static int cb_end_map(void *c)
 {
 	struct ss *s = c;
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		s->skip--;
 		return 1;
@@ -729,6 +850,8 @@ static int cb_end_map(void *c)
 static int cb_end_array(void *c)
 {
 	struct ss *s = c;
+	if (s->replay)
+		return 1;
 	if (s->skip) {
 		s->skip--;
 		return 1;
@@ -743,11 +866,8 @@ static int cb_end_array(void *c)
 		s->st = S_PROFILE;
 		return 1;
 	case S_SAMPLE:
-		if (push((void **)&s->nodes, &s->nodes_cap, s->nnodes, sizeof *s->nodes))
-			return fail(s, -ENOMEM, "");
-		s->nodes[s->nnodes++] = s->node;
 		s->st = S_SAMPLES;
-		return 1;
+		return sample_end(s);
 	case S_FRAMES:
 		s->st = S_SHARED;
 		s->p->frames.complete = 1;
@@ -776,6 +896,194 @@ static const yajl_callbacks callbacks = {
 	.yajl_end_array = cb_end_array,
 };
 
+/*
+ * The fast path.  Nearly all of a profile's bytes are its "samples": arrays
+ * of small integers, where yajl's per-token callbacks cost twice what the
+ * data needs.  So when a profile's "samples" array opens, the callback
+ * stops yajl right after the '[' and the driver scans the array with the
+ * byte loop below (same checks, same messages, same frame-by-frame calls
+ * as the callbacks).  At the closing ']' a fresh yajl handle is primed
+ * with a prefix that leaves it in the same nesting (inside a profile
+ * object, after a value) and parsing goes on from the next byte.
+ */
+enum fstate { F_FIRST, F_NEXT, F_AFTER, F_IN_FIRST, F_IN_NEXT, F_INT, F_IN_AFTER, F_DONE };
+
+static const char restart_prefix[] = "{\"profiles\":[{\"samples\":[]";
+
+static int is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Scan buf[0, n) at file offset base.  Returns bytes used; sets s->fast = 0
+ * at the closing ']'; on error s->failed is set. */
+static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64_t base)
+{
+	size_t i = 0;
+	int st = s->fstate;
+	for (; i < n; i++) {
+		unsigned char c = buf[i];
+		if (st == F_INT) {
+			if (c >= '0' && c <= '9') {
+				if (s->fval == 0 && s->fdigits) {
+					s->fast_off = base + i;
+					fail(s, -EINVAL, "invalid JSON (leading zero in a number)");
+					return i;
+				}
+				if (s->fdigits < 12)
+					s->fval = s->fval * 10 + (uint64_t)(c - '0');
+				s->fdigits++;
+				continue;
+			}
+			s->fast_off = base + i;
+			if (c == '.' || c == 'e' || c == 'E') {
+				fail(s, -EINVAL, "a sample holds something other than a frame index");
+				return i;
+			}
+			if (!sample_frame(s, s->fval > INT32_MAX ? -1 : (long long)s->fval))
+				return i;
+			st = F_IN_AFTER;
+		}
+		if (is_ws(c))
+			continue;
+		s->fast_off = base + i;
+		switch (st) {
+		case F_FIRST:
+		case F_NEXT:
+			if (c == '[') {
+				s->depth = 0;
+				s->cur_hash = 0xcbf29ce484222325ULL;
+				st = F_IN_FIRST;
+			} else if (c == ']' && st == F_FIRST) {
+				s->fast = 0;
+				s->st = S_PROFILE;
+				return i + 1;
+			} else {
+				fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+							 c == 'f' || c == 'n'
+						 ? "a sample is not an array of frame indices"
+						 : "invalid JSON in \"samples\"");
+				return i;
+			}
+			break;
+		case F_AFTER:
+			if (c == ',') {
+				st = F_NEXT;
+			} else if (c == ']') {
+				s->fast = 0;
+				s->st = S_PROFILE;
+				return i + 1;
+			} else {
+				fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
+				return i;
+			}
+			break;
+		case F_IN_FIRST:
+		case F_IN_NEXT:
+			if (c >= '0' && c <= '9') {
+				s->fval = (uint64_t)(c - '0');
+				s->fdigits = 1;
+				st = F_INT;
+			} else if (c == '-') {
+				fail(s, -EINVAL, "frame index out of range");
+				return i;
+			} else if (c == ']' && st == F_IN_FIRST) {
+				if (!sample_end(s))
+					return i;
+				st = F_AFTER;
+			} else {
+				fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
+						 ? "a sample holds something other than a frame index"
+						 : "invalid JSON in a sample");
+				return i;
+			}
+			break;
+		case F_IN_AFTER:
+			if (c == ',') {
+				st = F_IN_NEXT;
+			} else if (c == ']') {
+				if (!sample_end(s))
+					return i;
+				st = F_AFTER;
+			} else {
+				fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
+				return i;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	s->fstate = st;
+	return i;
+}
+
+static int restart_yajl(struct ss *s);
+
+static int ss_drive(struct ss *s)
+{
+	struct pyspy_input *in = s->in;
+	size_t pos = 0;
+	yajl_status st;
+	int rc;
+
+	for (;;) {
+		if (s->fast && pos < in->len) {
+			pos += fast_scan(s, (const unsigned char *)in->buf + pos, in->len - pos, in->base + pos);
+			if (s->failed)
+				return s->failed;
+			if (!s->fast && (rc = restart_yajl(s)))
+				return rc;
+		}
+		if (!s->fast && pos < in->len) {
+			s->feed_base = in->base + pos;
+			st = yajl_parse(s->h, (const unsigned char *)in->buf + pos, in->len - pos);
+			if (st == yajl_status_client_canceled && s->takeover) {
+				s->takeover = 0;
+				s->fast = 1;
+				s->fstate = F_FIRST;
+				pos += yajl_get_bytes_consumed(s->h);
+				continue;
+			}
+			if (st != yajl_status_ok)
+				return pyspy_json_fail(in, s->h, st, s->feed_base, &s->failed, s->err);
+			pos = in->len;
+		}
+		if (pos < in->len)
+			continue;
+		if (in->eof)
+			break;
+		if ((rc = pyspy_input_fill(in, s->err)))
+			return rc;
+		pos = 0;
+	}
+	in->base += in->len;
+	in->len = 0;
+	if (s->fast) {
+		pyspy_set_err(s->err, "byte %llu: truncated JSON (inside \"samples\")", (unsigned long long)in->base);
+		return -EINVAL;
+	}
+	s->feed_base = in->base;
+	st = yajl_complete_parse(s->h);
+	if (st != yajl_status_ok)
+		return pyspy_json_fail(in, s->h, st, s->feed_base, &s->failed, s->err);
+	return 0;
+}
+
+static int restart_yajl(struct ss *s)
+{
+	yajl_free(s->h);
+	s->h = yajl_alloc(&callbacks, NULL, s);
+	if (!s->h) {
+		pyspy_set_err(s->err, "out of memory");
+		return -ENOMEM;
+	}
+	s->replay = 1;
+	yajl_parse(s->h, (const unsigned char *)restart_prefix, sizeof restart_prefix - 1);
+	s->replay = 0;
+	return 0;
+}
+
 int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 			   struct pyspy_error *err)
 {
@@ -801,7 +1109,7 @@ int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pysp
 		pyspy_set_err(err, "out of memory");
 		return -ENOMEM;
 	}
-	rc = pyspy_json_drive(in, s.h, &s.failed, err);
+	rc = ss_drive(&s);
 	if (!rc && !s.seen_profiles) {
 		pyspy_set_err(err, "no \"profiles\" array (not a speedscope file)");
 		rc = -EINVAL;
@@ -829,6 +1137,9 @@ int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pysp
 	free(s.events);
 	free(s.path_frame);
 	free(s.path_node);
+	free(s.cur);
+	free(s.memo);
+	free(s.arena);
 	free(s.fr_name);
 	free(s.fr_file);
 	return rc;

@@ -203,10 +203,17 @@ int pyspy_frames_intern(struct pyspy_frames *f, const char *name, size_t name_le
 	return 0;
 }
 
+/* splitmix64's finalizer: every key bit reaches the low bits we mask,
+ * which linear probing needs to avoid long clusters. */
 static uint32_t node_hash(uint32_t parent, uint32_t frame, uint32_t cap)
 {
-	uint64_t k = ((uint64_t)parent << 32 | frame) * 0x9e3779b97f4a7c15ULL;
-	return (uint32_t)(k >> 32) & (cap - 1);
+	uint64_t k = (uint64_t)parent << 32 | frame;
+	k ^= k >> 30;
+	k *= 0xbf58476d1ce4e5b9ULL;
+	k ^= k >> 27;
+	k *= 0x94d049bb133111ebULL;
+	k ^= k >> 31;
+	return (uint32_t)k & (cap - 1);
 }
 
 static int stacks_rehash(struct pyspy_stacks *s, uint32_t cap)

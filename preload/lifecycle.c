@@ -208,14 +208,19 @@ static void python_auto_path(void)
 
 /* ---- constructor ------------------------------------------------------- */
 
+/* Absolute: the path is exported as ANCHOR_FILE, and a child that starts
+ * in another directory (subprocess cwd=, a launcher that chdir's) must
+ * append to this ring, not create its own beside it. */
 static void default_path(char *out, size_t cap)
 {
 	time_t now = time(NULL);
 	struct tm tm;
-	char stamp[32];
+	char stamp[32], cwd[3072];
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(out, cap, "anchor-%s-%ld.ring", stamp, (long)getpid());
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, ".");
+	snprintf(out, cap, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
 }
 
 __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char **envp)

@@ -5,9 +5,8 @@
 set -euo pipefail
 
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
-      clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev
+      clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
       libcairo2-dev fonts-dejavu-core)
-PYPKGS=("torch==2.13.0" "py-spy" "perun" "numpy" "h5py" "mpi4py")
 
 missing=()
 for d in "${DEBS[@]}"; do

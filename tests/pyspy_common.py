@@ -83,3 +83,14 @@ def check(cond, what):
     if not cond:
         print("FAIL:", what)
         sys.exit(1)
+
+
+def pyspy_binary():
+    """The real py-spy, not a pyenv shim (a bash script that runs a dozen
+    processes first): beside the interpreter, else on PATH."""
+    import shutil
+    py = os.environ.get("PYTHON", sys.executable)
+    beside = os.path.join(os.path.dirname(py), "py-spy")
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("py-spy")

@@ -126,7 +126,19 @@ def disabled_case():
           and path.endswith(".ring"), "default ring path %r" % p.stdout)
     names = [r["name"] for r in events(dump(path), "mark")]
     check(names == ["parent", "child"], "default ring marks %r" % names)
-    print("ok disabled and default path")
+    # Same under LD_PRELOAD (libanchor.so names the default ring), with the
+    # child started in another directory: it must find the parent's ring.
+    d2 = os.path.join(TMP, "default-preload")
+    os.makedirs(d2)
+    code = ("import anchor, os, subprocess, sys; anchor.mark('parent');"
+            "print(anchor.ring_path(), os.environ['ANCHOR_FILE']);"
+            "subprocess.run([sys.executable, '-c', 'import anchor; anchor.mark(\"child\")'], check=True, cwd='/')")
+    p = run_py(code, None, True, cwd=d2)
+    path, env_path = p.stdout.split()
+    check(path == env_path and os.path.dirname(path) == d2, "preload default ring path %r" % p.stdout)
+    names = [r["name"] for r in events(dump(path), "mark")]
+    check(names == ["parent", "child"], "preload default ring marks %r (child in another cwd)" % names)
+    print("ok disabled and default path (own writer and preload)")
 
 
 need_build()

@@ -6,7 +6,8 @@ that ends the epoch), epoch marks 0..E-1.  Containment: a slow custom
 autograd Function stamps CLOCK_MONOTONIC around its forward and backward
 work; each stamp pair must lie inside a forward/backward range of the same
 thread in the ring.  Runs with LD_PRELOAD (default pulses on) and without
-(ANCHOR_SYNC_PULSE=0).  A script that never imports torch must not get
+(ANCHOR_SYNC_PULSE=0); the LD_PRELOAD run has no PYTHONPATH at all
+(libanchor.so adds anchor's python dir).  A script that never imports torch must not get
 torch imported and must print the same output as without auto mode.
 """
 import json
@@ -84,6 +85,10 @@ def inside(t0, t1, tid, rngs):
 def run_case(preload, pulse):
     ring = os.path.join(TMP, "auto-%s.ring" % ("pre" if preload else "own"))
     extra = {"ANCHOR_AUTO": "torch"}
+    if preload:
+        # The issue's command line: LD_PRELOAD + ANCHOR_AUTO and nothing
+        # else; libanchor.so puts anchor's python dir on PYTHONPATH.
+        extra["PYTHONPATH"] = ""
     if not pulse:
         extra["ANCHOR_SYNC_PULSE"] = "0"
     p = run_py(TRAIN, ring, preload, extra=extra, timeout=110)
@@ -117,6 +122,38 @@ def run_case(preload, pulse):
           % (preload, n, mean_bwd, len(pulses)))
 
 
+EXPLICIT = r'''
+import json, sys
+import anchor
+try:
+    anchor.auto("jax")
+except ValueError:
+    bad = "ValueError"
+anchor.auto("torch")            # torch not imported yet: the import hook installs later
+before = "torch" in sys.modules
+import torch, torch.nn as nn
+m = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
+anchor.auto("torch")            # idempotent
+print(json.dumps({"bad": bad, "before": before, "loader": type(torch.__spec__.loader).__name__,
+                  "meta_path_clean": not any(type(f).__module__.startswith("anchor") for f in sys.meta_path)}))
+'''
+
+
+def explicit_case():
+    ring = os.path.join(TMP, "explicit.ring")
+    p = run_py(EXPLICIT, ring, False)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    check(out == {"bad": "ValueError", "before": False, "loader": "SourceFileLoader", "meta_path_clean": True},
+          "explicit auto: %r" % out)
+    rows = dump(ring)
+    for name in ("forward", "backward", "optimizer.step"):
+        check(len(ranges(rows, name)) == 3, "explicit auto: %d %s ranges" % (len(ranges(rows, name)), name))
+    print("ok: anchor.auto('torch') before import torch, idempotent, unknown target -> ValueError")
+
+
 def lazy_case():
     ring = os.path.join(TMP, "lazy.ring")
     plain = run_py(NO_TORCH, ring + ".plain", True)
@@ -130,4 +167,5 @@ def lazy_case():
 need_build()
 run_case(True, True)
 run_case(False, False)
+explicit_case()
 lazy_case()

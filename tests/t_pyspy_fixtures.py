@@ -3,6 +3,7 @@ samples`: per-thread sample counts, total weight, leaf self counts, every
 stack string and time, and the --by-frame aggregate equal what Python's
 json module computes from the same file."""
 import collections
+import json
 import glob
 import math
 import os
@@ -62,3 +63,21 @@ for path in files:
               "%s --by-frame %s: seconds differ" % (name, k))
     print("ok %s --by-frame: %d frames, self/total samples and seconds match json" % (name, len(agg)))
 print("all %d fixtures round-trip" % len(files))
+
+# The samples arrays are scanned by a fast path, everything else by yajl:
+# the same document pretty-printed (white space everywhere JSON allows
+# it) and with keys in another order must give the same CSV.
+path = files[0]
+with open(path) as f:
+    doc = json.load(f)
+pretty = os.path.join(tmp, "pretty.json")
+with open(pretty, "w") as f:
+    f.write(json.dumps({"shared": doc["shared"], "exporter": doc.get("exporter"),
+                        "profiles": [dict(reversed(list(p.items()))) for p in doc["profiles"]]}, indent=2)
+            .replace("[", "[ \t").replace(",", " ,\r\n "))
+a, b = os.path.join(tmp, "compact.csv"), os.path.join(tmp, "pretty.csv")
+check(run(["samples", path, "-o", a]).returncode == 0, "compact")
+r = run(["samples", pretty, "-o", b])
+check(r.returncode == 0, "pretty-printed: %s" % r.stderr)
+check(open(a).read() == open(b).read(), "pretty-printed / reordered copy gives a different CSV")
+print("ok pretty-printed, key-reordered copy of %s gives the identical CSV" % os.path.basename(path))

@@ -14,7 +14,7 @@ set -eu
 : "${PYTHON:=python3}"
 T=${ANCHOR_TEST_TMP:-$(mktemp -d)}
 cd "$ANCHOR_ROOT"
-STEPS=12
+STEPS=8
 
 if "$PYTHON" -c 'import anchor' 2>/dev/null; then
 	anchor_args=() have_anchor=1
@@ -23,7 +23,7 @@ else
 	echo "note: the anchor module is not importable; recording with --no-anchor-calls"
 fi
 
-"$BUILD/anchorpost" record -o "$T/rec" --rate 50 --sampling-period 0.1 --sensor emulated -- \
+"$BUILD/anchorpost" record -o "$T/rec" --rate 25 --sampling-period 0.1 --sensor emulated -- \
 	"$PYTHON" examples/transformer.py --steps $STEPS --epochs 1 --d-model 32 --layers 1 \
 	--batch-size 8 --workers 1 "${anchor_args[@]}" | tee "$T/record.out"
 
@@ -90,7 +90,7 @@ PY
 # The script's exit status comes back through perun and the recorder.
 printf 'import sys\nprint("exiting 3")\nsys.exit(3)\n' >"$T/exit3.py"
 rc=0
-"$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated -- "$PYTHON" "$T/exit3.py" >/dev/null || rc=$?
+"$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated --rate 10 --no-subprocesses -- "$PYTHON" "$T/exit3.py" >/dev/null || rc=$?
 [ $rc -eq 3 ] || { echo "FAIL: exit status $rc, want 3"; exit 1; }
 echo "ok   exit status 3 forwarded"
 

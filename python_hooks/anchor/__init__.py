@@ -23,7 +23,7 @@ Ranges (``begin``/``end``, ``phase``) are recorded exactly as called: the
 module keeps no range state, so ``end`` without ``begin`` and misnested
 ranges raise nothing and are written as they happened.  ``anchorpost``
 pairs each END with the innermost open BEGIN of the same name on the same
-thread and reports unmatched ones.
+thread; an END it cannot pair stays unmatched.
 
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
 variable ``ANCHOR_AUTO=torch`` with this package's directory on
@@ -60,7 +60,13 @@ if enabled() and not _os.environ.get("ANCHOR_FILE"):
 
 
 def _decorate(ph, func):
-    """phase(name)(func): wrap func so every call runs inside the phase."""
+    """phase(name)(func): wrap func so every call runs inside the phase.
+
+    Coroutine functions get an async wrapper (the range spans the awaited
+    body).  A generator function is wrapped like any function: the range
+    covers the call that creates the generator, not its iteration; use
+    ``with anchor.phase(...)`` inside the generator for that.
+    """
     if _inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)

@@ -46,5 +46,5 @@ def sync() -> None:
 def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) -> float:
     """Run the recognisable busy/idle pattern (100 ms by default); returns ms taken."""
 
-def auto(target: Literal["torch"] = "torch") -> None:
-    """Install automatic anchors for PyTorch (now, or when torch is imported)."""
+def auto(target: Literal["torch", "perun"] = "torch") -> None:
+    """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock)."""

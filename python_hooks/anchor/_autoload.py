@@ -9,8 +9,16 @@ Environment:
                          (a run set up for energy attribution wants the clock
                          aid), off otherwise.
 
-The exit pulse runs only in the process that ran the start pulse (forked
-DataLoader workers leave with os._exit and run no atexit handlers anyway).
+One pulse pair per process tree: the first process to pulse exports
+ANCHOR_SYNC_PULSE_PID=<its pid>, and descendants that inherit it (spawned
+DataLoader workers, subprocesses, torchrun workers) skip the pulses; they
+share CLOCK_MONOTONIC with it on the same host, so one pattern is enough
+and each worker does not pay 200 ms.  The exit pulse runs only in the
+process that ran the start pulse (forked DataLoader workers leave with
+os._exit and run no atexit handlers anyway).
+
+Auto mode needs sitecustomize to run: ``python -S`` or ``-I`` (isolated
+mode ignores PYTHONPATH) turn it off; call ``anchor.auto("torch")`` there.
 """
 import atexit
 import os
@@ -41,7 +49,8 @@ def start(environ=None):
             anchor.auto(t)
         except ValueError as e:
             sys.stderr.write("anchor: ANCHOR_AUTO: %s; ignored\n" % (e,))
-    if pulse:
+    if pulse and not env.get("ANCHOR_SYNC_PULSE_PID"):
+        os.environ["ANCHOR_SYNC_PULSE_PID"] = str(os.getpid())
         anchor.sync_pulse()
         pid = os.getpid()
 

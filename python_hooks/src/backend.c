@@ -27,15 +27,6 @@
 
 struct pya_backend pya;
 
-static int own_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value)
-{
-	/* One acquire load when no ring is attached: the cheap no-op. */
-	if (!ring_writer_attached())
-		return -ENODEV;
-	return ring_writer_event((uint8_t)kind, name, len,
-				 (uint8_t)(flags & (ANCHOR_FLAG_VALUE | ANCHOR_FLAG_F64)), value);
-}
-
 static void own_sync(void)
 {
 	ring_writer_sync();
@@ -140,7 +131,7 @@ void pya_backend_init(void)
 		pya.preloaded = 1;
 		return;
 	}
-	pya.event = own_event;
+	pya.event = pya_own_event;
 	pya.sync = own_sync;
 	pya.enabled = ring_writer_attached;
 	pya.path = ring_writer_path;

@@ -162,16 +162,43 @@ static PyObject *py_set_decorator(PyObject *self, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(mark_doc,
+"mark(name, value=None)\n--\n\n"
+"Record an instant named `name` (str) now.\n\n"
+"value: None, an int (int64; OverflowError beyond) or a float, stored with\n"
+"the record.  Names longer than NAME_MAX (79) UTF-8 bytes are truncated at a\n"
+"character boundary.  Non-str name: TypeError; a str with lone surrogates:\n"
+"UnicodeEncodeError; nothing is written then.  A no-op when not enabled().");
+
+PyDoc_STRVAR(begin_doc,
+"begin(name)\n--\n\n"
+"Open a range named `name` on this thread (same name rules as mark).\n\n"
+"Not checked: the module keeps no range state, so begin/end pairs are\n"
+"written exactly as called and anchorpost pairs each END with the innermost\n"
+"open BEGIN of the same name on the same thread.");
+
+PyDoc_STRVAR(end_doc,
+"end(name)\n--\n\n"
+"Close the range named `name` (same name rules as mark).\n\n"
+"end() without a matching begin(), or ranges closed out of order\n"
+"(begin a, begin b, end a, end b), raise nothing: the END is recorded as\n"
+"called; anchorpost, which pairs ranges by name per thread, leaves an END\n"
+"it cannot pair unmatched.");
+
 static PyMethodDef methods[] = {
-	{"mark", (PyCFunction)(void (*)(void))py_mark, METH_FASTCALL | METH_KEYWORDS,
-	 "mark(name, value=None)\n--\n\nRecord an instant named `name` (see anchor.mark)."},
-	{"begin", py_begin, METH_O, "begin(name)\n--\n\nOpen a range (see anchor.begin)."},
-	{"end", py_end, METH_O, "end(name)\n--\n\nClose a range (see anchor.end)."},
-	{"enabled", py_enabled, METH_NOARGS, "enabled()\n--\n\nTrue when records reach a ring."},
-	{"ring_path", py_ring_path, METH_NOARGS, "ring_path()\n--\n\nPath of the ring, '' when none."},
-	{"sync", py_sync, METH_NOARGS, "sync()\n--\n\nWrite a clock SYNC record now."},
+	{"mark", (PyCFunction)(void (*)(void))py_mark, METH_FASTCALL | METH_KEYWORDS, mark_doc},
+	{"begin", py_begin, METH_O, begin_doc},
+	{"end", py_end, METH_O, end_doc},
+	{"enabled", py_enabled, METH_NOARGS,
+	 "enabled()\n--\n\nTrue when records reach a ring file (False with ANCHOR_DISABLE=1 or\n"
+	 "when attaching failed; every call is then a cheap no-op)."},
+	{"ring_path", py_ring_path, METH_NOARGS, "ring_path()\n--\n\nPath of the ring file, '' when not enabled."},
+	{"sync", py_sync, METH_NOARGS,
+	 "sync()\n--\n\nWrite a CLOCK_MONOTONIC/CLOCK_REALTIME SYNC record now (the writer also\n"
+	 "writes one lazily about once a second)."},
 	{"preloaded", py_preloaded, METH_NOARGS,
-	 "preloaded()\n--\n\nTrue when writing through a preloaded libanchor.so."},
+	 "preloaded()\n--\n\nTrue when writing through a preloaded libanchor.so, False when\n"
+	 "through the module's own copy of the writer."},
 	{"_noop", py_noop, METH_NOARGS, "_noop()\n--\n\nDo nothing (benchmark baseline)."},
 	{"_set_decorator", py_set_decorator, METH_O, "Internal: phase(name)(func) calls fn(phase, func)."},
 	{NULL, NULL, 0, NULL},

@@ -121,7 +121,11 @@ PyTypeObject pya_phase_type = {
 	.tp_call = (ternaryfunc)phase_call,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "phase(name)\n--\n\n"
-		  "A named range: `with anchor.phase(name):` or `@anchor.phase(name)`.",
+		  "A named range: `with anchor.phase(name):` writes BEGIN on entry and END\n"
+		  "on exit (also when the block raises; the exception propagates).\n"
+		  "`@anchor.phase(name)` wraps a function (or coroutine function) so each\n"
+		  "call runs inside the range.  The object holds only the name: reuse it,\n"
+		  "nest it, share it between threads.  Name rules as for mark().",
 	.tp_methods = phase_methods,
 	.tp_members = phase_members,
 	.tp_new = phase_new,

@@ -34,6 +34,9 @@ extern struct pya_backend pya;
  * cannot be attached leaves anchoring disabled with one stderr line. */
 void pya_backend_init(void);
 
+/* The own-writer backend's event function (writer.c). */
+int pya_own_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value);
+
 /* Write PROC_START + SYNC for this process (own-writer backend only). */
 void pya_record_start(void);
 

@@ -1,6 +1,9 @@
 /*
  * fuzz_ring.c - libFuzzer target for the ring reader (untrusted files).
- * Seeds: real rings written by the marker victim (tests/t_fuzz_ring.sh).
+ * fuzz-sources: anchors/ring_reader.c anchors/ring_clock.c anchors/ring_procs.c
+ * fuzz-seeds: tests/fuzz/seeds/ring
+ * Seeds: real rings written by the marker victim (threads, a wrapped ring,
+ * forks with an exec: PROC_START continuations), 1024 slots each.
  */
 #include <stddef.h>
 #include <stdint.h>

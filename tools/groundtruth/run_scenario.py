@@ -1,8 +1,8 @@
 """Run one ground-truth scenario: real perun over the emulated RAPL sensor.
 
   python tools/groundtruth/run_scenario.py --out DIR [--sampling-period 0.1]
-         [--phase NAME:MS:PKG_W:DRAM_W[:spin|sleep]]... [--repeat N]
-         [--jitter F] [--noise F] [--spec spec.json]
+         [--phase NAME:MS:PKG_W:DRAM_W[:GPU_W][:spin|sleep]]... [--repeat N]
+         [--jitter F] [--noise F] [--spec spec.json] [--gpu [--gpu-avg-ms MS]]
 
 Starts anchor_emul.updater (phase model), then
   LD_PRELOAD=build/libanchor.so ANCHOR_FILE=DIR/run.ring \
@@ -25,6 +25,7 @@ returns the scenario dict; make_spec(...) builds a spec.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,21 +39,23 @@ sys.path.insert(0, EMUL)
 from anchor_emul import EMULATED_NOTICE, phasefile  # noqa: E402
 
 DEFAULT_PHASES = [
-	# name, ms, pkg_w, dram_w, kind
-	("data", 40, 6.0, 1.0, "sleep"),
-	("forward", 60, 25.0, 3.0, "spin"),
-	("backward", 120, 35.0, 4.0, "spin"),
-	("step", 20, 15.0, 5.0, "spin"),
+	# name, ms, pkg_w, dram_w, kind, gpu_w (used with gpu=True)
+	("data", 40, 6.0, 1.0, "sleep", 60.0),
+	("forward", 60, 25.0, 3.0, "spin", 250.0),
+	("backward", 120, 35.0, 4.0, "spin", 300.0),
+	("step", 20, 15.0, 5.0, "spin", 120.0),
 ]
 
 
 def make_spec(phases=DEFAULT_PHASES, repeat=20, jitter=0.2, sequence=None,
 	      lead_in_s=None, lead_out_s=1.0, sampling_period=0.1, seed=1):
-	"""A spec dict; lead-in defaults to max(1 s, one sampling period)."""
+	"""A spec dict; lead-in defaults to max(1 s, one sampling period).
+	phases: tuples (name, ms, pkg_w, dram_w, kind[, gpu_w])."""
 	return {
 		"notice": EMULATED_NOTICE,
-		"phases": [{"name": n, "ms": ms, "pkg_w": pw, "dram_w": dw, "kind": k, "jitter": jitter}
-			   for n, ms, pw, dw, k in phases],
+		"phases": [{"name": p[0], "ms": p[1], "pkg_w": p[2], "dram_w": p[3], "kind": p[4],
+			    "gpu_w": p[5] if len(p) > 5 else 0.0, "jitter": jitter}
+			   for p in phases],
 		"sequence": sequence or [p[0] for p in phases],
 		"repeat": repeat,
 		"lead_in_s": lead_in_s if lead_in_s is not None else max(1.0, sampling_period),
@@ -74,7 +77,8 @@ def _env(libanchor, ring, preload):
 
 
 def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
-	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None):
+	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None,
+	gpu=False, gpu_avg_ms=0.0):
 	python = python or sys.executable
 	libanchor = libanchor or os.path.join(ROOT, "build", "libanchor.so")
 	if preload and not os.path.exists(libanchor):
@@ -90,11 +94,16 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 	icmd = [python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--init"]
 	if max_range_uj:
 		icmd += ["--max-range-uj", str(max_range_uj)]
+	if gpu:
+		icmd += ["--gpu"]
+	if os.path.exists(p("powercap")):
+		shutil.rmtree(p("powercap"))
 	subprocess.run(icmd, env=plain, check=True)
 	phasefile.create(p("phase.mmap"))
 	ucmd = [python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--model", "phase",
 		"--spec", p("spec.json"), "--phase-file", p("phase.mmap"), "--truth", p("truth.json"),
-		"--ready-file", p("updater.ready"), "--noise", str(noise), "--seed", str(seed)]
+		"--ready-file", p("updater.ready"), "--noise", str(noise), "--seed", str(seed),
+		"--gpu-avg-ms", str(gpu_avg_ms)]
 	if trace:
 		ucmd += ["--trace", p("counters.csv")]
 	if os.path.exists(p("updater.ready")):
@@ -129,6 +138,8 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 		"perun_exit": res.returncode,
 		"wall_s": elapsed,
 		"preloaded": preload,
+		"gpu": gpu,
+		"gpu_avg_ms": gpu_avg_ms if gpu else None,
 		"files": {
 			"spec": p("spec.json"), "ring": p("run.ring") if preload else None,
 			"perun_hdf5": p("perun", "workload.hdf5"), "truth": p("truth.json"),
@@ -146,12 +157,13 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 
 def _phase_arg(s):
 	parts = s.split(":")
+	kind = "spin"
+	if parts[-1] in ("spin", "sleep"):
+		kind = parts.pop()
 	if len(parts) not in (4, 5):
-		raise argparse.ArgumentTypeError("NAME:MS:PKG_W:DRAM_W[:spin|sleep]")
-	kind = parts[4] if len(parts) == 5 else "spin"
-	if kind not in ("spin", "sleep"):
-		raise argparse.ArgumentTypeError("kind is spin or sleep")
-	return (parts[0], float(parts[1]), float(parts[2]), float(parts[3]), kind)
+		raise argparse.ArgumentTypeError("NAME:MS:PKG_W:DRAM_W[:GPU_W][:spin|sleep]")
+	gpu_w = float(parts[4]) if len(parts) == 5 else 0.0
+	return (parts[0], float(parts[1]), float(parts[2]), float(parts[3]), kind, gpu_w)
 
 
 def main():
@@ -159,7 +171,9 @@ def main():
 	ap.add_argument("--out", required=True)
 	ap.add_argument("--sampling-period", type=float, default=0.1)
 	ap.add_argument("--spec", help="use this spec file instead of --phase/--repeat/--jitter")
-	ap.add_argument("--phase", action="append", type=_phase_arg, help="NAME:MS:PKG_W:DRAM_W[:spin|sleep]")
+	ap.add_argument("--phase", action="append", type=_phase_arg, help="NAME:MS:PKG_W:DRAM_W[:GPU_W][:spin|sleep]")
+	ap.add_argument("--gpu", action="store_true", help="add an emulated GPU (stub pynvml for perun's NVML backend)")
+	ap.add_argument("--gpu-avg-ms", type=float, default=0.0, help="GPU power reading averaged over this window (0: current)")
 	ap.add_argument("--repeat", type=int, default=20)
 	ap.add_argument("--jitter", type=float, default=0.2)
 	ap.add_argument("--noise", type=float, default=0.0)
@@ -173,13 +187,15 @@ def main():
 	else:
 		spec = make_spec(a.phase or DEFAULT_PHASES, a.repeat, a.jitter,
 				 sampling_period=a.sampling_period, seed=a.seed)
-	s = run(a.out, spec, a.sampling_period, a.noise, preload=not a.no_preload, trace=a.trace, seed=a.seed)
+	s = run(a.out, spec, a.sampling_period, a.noise, preload=not a.no_preload, trace=a.trace, seed=a.seed,
+		gpu=a.gpu, gpu_avg_ms=a.gpu_avg_ms)
 	with open(s["files"]["truth"]) as f:
 		truth = json.load(f)
 	print(f"{EMULATED_NOTICE}: scenario in {a.out}")
 	for name, ph in sorted(truth["phases"].items()):
 		e = ph["energy_j"]
-		print(f"  {name:12s} {ph['seconds']:8.3f} s  package {e['package']:9.3f} J  dram {e['dram']:8.3f} J")
+		gpu = f"  gpu {e['gpu']:9.3f} J" if "gpu" in e else ""
+		print(f"  {name:12s} {ph['seconds']:8.3f} s  package {e['package']:9.3f} J  dram {e['dram']:8.3f} J{gpu}")
 	for d, dv in truth["devices"].items():
 		print(f"  total {d:8s} {dv['total_j']:9.3f} J")
 	return 0

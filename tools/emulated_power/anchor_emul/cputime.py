@@ -13,13 +13,14 @@ import os
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
-def _stat_ticks(pid):
+def _stat(pid):
+	"""(state, utime+stime+cutime+cstime ticks) of pid."""
 	with open(f"/proc/{pid}/stat", "rb") as f:
 		s = f.read()
 	# comm may contain spaces and parens: split after the last ')'.
 	fields = s[s.rindex(b")") + 2:].split()
 	# fields[0] is state (field 3); utime is field 14 -> index 11.
-	return int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+	return fields[0], int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
 
 
 def _children(pid):
@@ -37,18 +38,22 @@ def _children(pid):
 
 
 def tree_cpu_seconds(root):
-	"""CPU seconds used so far by root and its descendants; None if root is gone."""
+	"""CPU seconds used so far by root and its descendants; None once root
+	has exited (gone, or a zombie its parent has not reaped yet)."""
 	total = 0
 	stack = [root]
 	first = True
 	while stack:
 		pid = stack.pop()
 		try:
-			total += _stat_ticks(pid)
+			state, ticks = _stat(pid)
 		except (OSError, ValueError, IndexError):
 			if first:
 				return None
 			continue
+		if first and state in (b"Z", b"X"):
+			return None
+		total += ticks
 		first = False
 		stack.extend(_children(pid))
 	return total * TICK_S

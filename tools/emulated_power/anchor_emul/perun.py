@@ -7,9 +7,13 @@ What is changed, and nothing else:
   * perun.backend.powercap_rapl.RAPL_PATH -> DIR (a module constant read in
     PowercapRAPLBackend.setup; the sampler is a fork()ed multiprocessing
     child, so it inherits the change);
+  * when DIR has an emulated GPU (updater --init --gpu), the stub pynvml in
+    tools/emulated_power/nvml_stub goes first on sys.path;
   * each emulated RAPL sensor's metadata gains emulated_sensor=<notice>, so
     the HDF5 perun writes says so itself, and EMULATED_SENSOR.txt is written
     into perun's --data_out;
+  * a KeyboardInterrupt in the script ends the run normally (status 130), so
+    perun still saves its data;
   * the monitored script's exit status is kept: perun runs the script
     in-process and turns any SystemExit into "exit 1" (perun/api/cli.py);
     here sys.exit(0) counts as success and sys.exit(N) ends this process
@@ -18,6 +22,7 @@ What is changed, and nothing else:
 """
 
 import os
+import signal
 import sys
 
 from . import EMULATED_NOTICE, MARKER_FILE
@@ -60,6 +65,16 @@ def _keep_exit_status():
 	def run(self):
 		try:
 			result = orig_run(self)
+		except KeyboardInterrupt:
+			# End the run here and let perun save what it sampled (perun
+			# 1.0.0 catches only SystemExit and Exception: a Ctrl-C would
+			# leave no HDF5).  Status 130, like a shell.
+			# Further Ctrl-Cs (anchorpost record repeats its SIGINT until
+			# the run ends) must not interrupt perun's saving.
+			signal.signal(signal.SIGINT, signal.SIG_IGN)
+			print("anchor_emul.perun: interrupted; perun saves the run so far", file=sys.stderr)
+			_script_status["code"] = 130
+			return None
 		except SystemExit as e:
 			code = e.code
 			if code is None or code == 0:
@@ -74,6 +89,20 @@ def _keep_exit_status():
 		return result
 
 	Application.run = run
+
+
+def _use_gpu_stub(root):
+	"""Emulated GPU present: the stub pynvml goes first on sys.path (perun
+	imports pynvml with importlib when its NVML backend is set up)."""
+	from . import powercap
+
+	nvml = os.path.join(os.path.abspath(root), powercap.NVML_DIR)
+	if not os.path.isdir(nvml):
+		return False
+	here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+	sys.path.insert(0, os.path.join(here, "nvml_stub"))
+	os.environ["ANCHOR_EMUL_NVML"] = nvml
+	return True
 
 
 def _write_marker(data_out, root):
@@ -106,6 +135,7 @@ def main():
 		if not os.path.exists(os.path.join(root, MARKER_FILE)):
 			sys.exit(f"anchor_emul.perun: {root}: not an emulated powercap tree")
 		_patch_rapl(root)
+		_use_gpu_stub(root)
 		if args and args[0] == "monitor":
 			_write_marker(_data_out(args[1:]), root)
 	_keep_exit_status()

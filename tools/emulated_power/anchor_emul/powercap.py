@@ -20,6 +20,12 @@ DEFAULT_MAX_RANGE_UJ = 262143328850
 # which accepts leading zeros.
 WIDTH = 20
 
+# The emulated GPU lives beside the RAPL domains, where perun's RAPL
+# backend does not look (it only matches intel-rapl:N); the stub pynvml
+# (tools/emulated_power/nvml_stub) reads it.
+NVML_DIR = "nvml"
+GPU_MAX_RANGE_UJ = 2**63 - 1
+
 # device key -> (directory, name file content)
 DOMAINS = {
 	"package": ("intel-rapl:0", "package-0"),
@@ -27,7 +33,7 @@ DOMAINS = {
 }
 
 
-def create_tree(root, max_range_uj=DEFAULT_MAX_RANGE_UJ, start_uj=None):
+def create_tree(root, max_range_uj=DEFAULT_MAX_RANGE_UJ, start_uj=None, gpu=False):
 	"""Create ROOT/intel-rapl:0 (package-0) and its dram subdomain.
 
 	start_uj: initial counter per device key (default: 0).  Returns the
@@ -49,6 +55,15 @@ def create_tree(root, max_range_uj=DEFAULT_MAX_RANGE_UJ, start_uj=None):
 		with open(p, "w") as f:
 			f.write(format_counter(start_uj.get(key, 0)))
 		paths[key] = p
+	if gpu:
+		d = os.path.join(root, NVML_DIR, "gpu0")
+		os.makedirs(d, exist_ok=True)
+		for name, text in (("name", "Emulated GPU (emulated sensor, not a measurement)"),
+				   ("max_energy_range_uj", str(GPU_MAX_RANGE_UJ)),
+				   ("energy_uj", format_counter(0).strip()), ("power_mw", format_counter(0).strip())):
+			with open(os.path.join(d, name), "w") as f:
+				f.write(text + "\n")
+		paths["gpu"] = os.path.join(d, "energy_uj")
 	return paths
 
 
@@ -56,8 +71,8 @@ def format_counter(value_uj):
 	return "%0*d\n" % (WIDTH, value_uj)
 
 
-def read_max_range(root, key):
-	with open(os.path.join(root, DOMAINS[key][0], "max_energy_range_uj")) as f:
+def read_max_range(root, sub):
+	with open(os.path.join(root, sub, "max_energy_range_uj")) as f:
 		return int(f.read().strip())
 
 
@@ -81,6 +96,19 @@ class Counter:
 		self.total_uj += delta_uj
 		self.value_uj = (self.value_uj + delta_uj) % self.modulus
 		os.pwrite(self.fd, format_counter(self.value_uj).encode(), 0)
+
+	def close(self):
+		os.close(self.fd)
+
+
+class PowerFile:
+	"""The emulated GPU's current power reading, in mW, rewritten in place."""
+
+	def __init__(self, path):
+		self.fd = os.open(path, os.O_WRONLY)
+
+	def write_w(self, watts):
+		os.pwrite(self.fd, format_counter(max(0, int(round(watts * 1000)))).encode(), 0)
 
 	def close(self):
 		os.close(self.fd)

@@ -1,0 +1,1347 @@
+/* align_pyspy.c - py-spy samples on the ring's timeline (see align_pyspy.h). */
+#include "align_pyspy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PULSE_RANGE "anchor.sync_pulse"
+#define PULSE_FRAME "_anchor_sync_pulse_busy"
+/* Slack on process lifetimes when bounding the offset: py-spy's ts is
+ * taken when it processes a sample, a little after reading the stack. */
+#define LIFETIME_SLACK_S 0.05
+#define COARSE_STEP_S 1e-3
+#define MAX_DRIFT 0.5
+#define PULSE_GAP_X_S 0.3
+#define MAX_SCALE_DEV 1.0
+#define FINE_STEP_S 1e-5
+
+struct burst {
+	double t0, t1;
+};
+
+/* A constraint: at timeline x*scale + o the thread was (busy) or was not
+ * (!busy) inside a pulse burst. */
+struct pt {
+	double x;
+	int busy;
+	const struct burst *b; /* the bursts it is tested against */
+	size_t nb;
+	const struct burst *b_all; /* all bursts of the point's ring thread */
+	size_t nb_all;
+};
+
+/* Groups of bursts: bursts more than 1 s apart are separate pulses.
+ * Start index of group g in b[0..nb), or nb past the last. */
+static size_t group_start(const struct burst *b, size_t nb, size_t g)
+{
+	size_t i = 0;
+	for (size_t k = 0; k < g && i < nb; k++) {
+		i++;
+		while (i < nb && b[i].t0 - b[i - 1].t1 <= 1.0)
+			i++;
+	}
+	return i;
+}
+
+static size_t group_count(const struct burst *b, size_t nb)
+{
+	size_t g = nb ? 1 : 0;
+	for (size_t i = 1; i < nb; i++)
+		g += b[i].t0 - b[i - 1].t1 > 1.0;
+	return g;
+}
+
+/* Mean burst midpoint of group g. */
+static double group_mid(const struct burst *b, size_t nb, size_t g)
+{
+	size_t i0 = group_start(b, nb, g), i1 = group_start(b, nb, g + 1);
+	double m = 0;
+	for (size_t i = i0; i < i1; i++)
+		m += (b[i].t0 + b[i].t1) / 2;
+	return i1 > i0 ? m / (double)(i1 - i0) : NAN;
+}
+
+/* Test points only against group g of their bursts. */
+static void pin_to_group(struct pt *pts, size_t n, size_t g)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t lo = group_start(pts[i].b_all, pts[i].nb_all, g);
+		size_t hi = group_start(pts[i].b_all, pts[i].nb_all, g + 1);
+		pts[i].b = pts[i].b_all + lo;
+		pts[i].nb = hi - lo;
+	}
+}
+
+struct fit {
+	double offset_s, half_s, cost_s;
+	double max_s; /* largest single miss at the offset */
+	double rms_s; /* RMS of the misses over all points */
+	int ok;
+};
+
+static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, cap, fmt, ap);
+	va_end(ap);
+}
+
+static double tl(uint64_t base_ns, uint64_t ts_ns)
+{
+	return ((double)ts_ns - (double)base_ns) / 1e9;
+}
+
+/* ---- thread map ---------------------------------------------------- */
+
+struct ring_thr {
+	uint32_t pid, tid;
+	double start_s, end_s; /* timeline: first record, process end */
+};
+
+static double proc_end_s(const struct ringload *rl, uint64_t base_ns, uint32_t pid)
+{
+	const struct ring_proc *pr = ring_procs_find(&rl->procs, pid);
+	if (pr && pr->exit_ns)
+		return tl(base_ns, pr->exit_ns);
+	return INFINITY;
+}
+
+static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct pyspy_profile *p,
+		       struct align_pyspy *a, struct ring_thr *rt)
+{
+	const struct ring_event *ev = rl->rf.ev;
+	size_t n = rl->rf.nev;
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		const struct pyspy_thread *t = &p->threads[k];
+		uint32_t pid = 0, tid = 0;
+		a->thr[k].ring_end_s = INFINITY;
+		uint64_t start = 0;
+		uint64_t last = 0;
+		int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
+		unsigned long long ostid = 0;
+		if (!chrome) {
+			char *end;
+			ostid = strtoull(t->tid, &end, 10);
+			if (end == t->tid || *end)
+				continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const struct ring_event *e = &ev[i];
+			int match;
+			if (chrome)
+				match = e->kind == ANCHOR_KIND_THREAD && (int64_t)e->pid == t->pid &&
+					e->value == t->pthread_id;
+			else
+				match = e->tid == ostid && (t->pid < 0 || (int64_t)e->pid == t->pid);
+			if (!match)
+				continue;
+			if (!pid) {
+				pid = e->pid;
+				tid = e->tid;
+				start = e->ts_ns;
+			}
+			if (e->pid == pid && e->tid == tid)
+				last = e->ts_ns;
+		}
+		if (!pid) {
+			/* A thread that never wrote a record has no THREAD record,
+			 * but its process's end still bounds its samples (py-spy
+			 * keeps a dead process's last stack open to the end). */
+			if (chrome && t->pid > 0 && ring_procs_find(&rl->procs, (uint32_t)t->pid)) {
+				a->thr[k].ring_pid = (uint32_t)t->pid;
+				a->thr[k].ring_end_s = proc_end_s(rl, base_ns, (uint32_t)t->pid);
+			}
+			continue;
+		}
+		/* A thread that existed before its process's PROC_START/FORK (the
+		 * main thread) starts with the process. */
+		const struct ring_proc *pr = ring_procs_find(&rl->procs, pid);
+		if (pr && pr->start_ns && pr->start_ns < start)
+			start = pr->start_ns;
+		a->thr[k].ring_pid = pid;
+		a->thr[k].ring_tid = tid;
+		rt[k].pid = pid;
+		rt[k].tid = tid;
+		rt[k].start_s = tl(base_ns, start);
+		rt[k].end_s = proc_end_s(rl, base_ns, pid);
+		if (!isfinite(rt[k].end_s))
+			rt[k].end_s = tl(base_ns, last);
+		a->thr[k].ring_end_s = proc_end_s(rl, base_ns, pid);
+		a->nmapped++;
+	}
+	return 0;
+}
+
+/* ---- samples per thread -------------------------------------------- */
+
+struct thr_rows {
+	size_t *idx; /* sample indices, by time */
+	size_t n;
+};
+
+static int cmp_idx_time(const void *x, const void *y, void *ctx)
+{
+	const struct pyspy_profile *p = ctx;
+	double a = p->samples[*(const size_t *)x].t_rel_s, b = p->samples[*(const size_t *)y].t_rel_s;
+	return a < b ? -1 : a > b;
+}
+
+static int rows_by_thread(const struct pyspy_profile *p, struct thr_rows *tr)
+{
+	size_t *cnt = calloc(p->nthreads ? p->nthreads : 1, sizeof *cnt);
+	if (!cnt)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++)
+		cnt[p->samples[i].thread]++;
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		tr[k].idx = malloc((cnt[k] ? cnt[k] : 1) * sizeof *tr[k].idx);
+		if (!tr[k].idx) {
+			free(cnt);
+			return -ENOMEM;
+		}
+		tr[k].n = 0;
+	}
+	free(cnt);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct thr_rows *r = &tr[p->samples[i].thread];
+		r->idx[r->n++] = i;
+	}
+	/* Readers deliver each thread's rows in time order already; sorting
+	 * makes that an assumption nobody has to trust. */
+	for (uint32_t k = 0; k < p->nthreads; k++)
+		qsort_r(tr[k].idx, tr[k].n, sizeof *tr[k].idx, cmp_idx_time, (void *)p);
+	return 0;
+}
+
+/* ---- the pulse fit ------------------------------------------------- */
+
+static double pt_cost(const struct pt *q, double y)
+{
+	const struct burst *b = q->b;
+	size_t lo = 0, hi = q->nb;
+	/* last burst with t0 <= y */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (b[mid].t0 <= y)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int inside = lo > 0 && y <= b[lo - 1].t1;
+	if (q->busy) {
+		double d = INFINITY;
+		if (inside)
+			return 0;
+		if (lo > 0)
+			d = y - b[lo - 1].t1;
+		if (lo < q->nb && b[lo].t0 - y < d)
+			d = b[lo].t0 - y;
+		/* Cap: one far-off point must not outweigh the rest. */
+		return d < 1.0 ? d : 1.0;
+	}
+	if (!inside)
+		return 0;
+	{
+		double a = y - b[lo - 1].t0, c = b[lo - 1].t1 - y;
+		return a < c ? a : c;
+	}
+}
+
+static double total_cost(const struct pt *pts, size_t n, double scale, double o)
+{
+	double c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += pt_cost(&pts[i], pts[i].x * scale + o);
+	return c;
+}
+
+/* Best offset in [lo, hi]: coarse scan, then the plateau of minimal cost
+ * around the best coarse point at fine resolution. */
+static struct fit fit_offset(const struct pt *pts, size_t n, double scale, double lo, double hi, double near)
+{
+	struct fit f = {.ok = 0};
+	double best = INFINITY, bo = lo;
+	if (!n || !(hi >= lo))
+		return f;
+	size_t steps = (size_t)((hi - lo) / COARSE_STEP_S) + 1;
+	for (size_t s = 0; s <= steps; s++) {
+		double o = lo + (double)s * COARSE_STEP_S;
+		double c = total_cost(pts, n, scale, o);
+		/* Ties (several zero-cost offsets far apart) go to the one
+		 * nearest the prediction. */
+		if (c < best - 1e-12 || (fabs(c - best) <= 1e-12 && fabs(o - near) < fabs(bo - near))) {
+			best = c;
+			bo = o;
+		}
+	}
+	/* Fine scan of +-3 coarse steps. */
+	{
+		size_t m = (size_t)(6 * COARSE_STEP_S / FINE_STEP_S) + 1;
+		double *c = malloc(m * sizeof *c);
+		double f0 = bo - 3 * COARSE_STEP_S, cmin = INFINITY;
+		size_t imin = 0;
+		if (!c)
+			return f;
+		for (size_t i = 0; i < m; i++) {
+			c[i] = total_cost(pts, n, scale, f0 + (double)i * FINE_STEP_S);
+			if (c[i] < cmin) {
+				cmin = c[i];
+				imin = i;
+			}
+		}
+		size_t a = imin, b = imin;
+		double tol = cmin + 1e-9;
+		while (a > 0 && c[a - 1] <= tol)
+			a--;
+		while (b + 1 < m && c[b + 1] <= tol)
+			b++;
+		f.offset_s = f0 + (double)(a + b) / 2 * FINE_STEP_S;
+		f.half_s = (double)(b - a) / 2 * FINE_STEP_S + FINE_STEP_S / 2;
+		f.cost_s = cmin;
+		f.max_s = 0;
+		f.rms_s = 0;
+		for (size_t i = 0; i < n; i++) {
+			double d = pt_cost(&pts[i], pts[i].x * scale + f.offset_s);
+			if (d > f.max_s)
+				f.max_s = d;
+			f.rms_s += d * d;
+		}
+		f.rms_s = sqrt(f.rms_s / (double)n);
+		f.ok = 1;
+		free(c);
+	}
+	return f;
+}
+
+static int node_busy_flags(const struct pyspy_profile *p, uint8_t **out)
+{
+	uint8_t *busy = calloc(p->stacks.n ? p->stacks.n : 1, 1);
+	if (!busy)
+		return -ENOMEM;
+	/* A child node is always created after its parent. */
+	for (uint32_t i = 1; i < p->stacks.n; i++) {
+		const struct pyspy_node *nd = &p->stacks.v[i];
+		busy[i] = (nd->parent != UINT32_MAX && busy[nd->parent]) ||
+			  !strcmp(p->frames.v[nd->frame].name, PULSE_FRAME);
+	}
+	*out = busy;
+	return 0;
+}
+
+/* Constraint points of thread k against its ring thread's bursts. */
+static int add_points(const struct pyspy_profile *p, const struct thr_rows *r, const uint8_t *busy,
+		      const struct burst *b, size_t nb, struct pt **pts, size_t *npts, size_t *cap,
+		      size_t *nbusy)
+{
+	int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
+	for (size_t j = 0; j < r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+		int is_busy = busy[s->stack];
+		int near = is_busy;
+		const struct pyspy_sample *nx = j + 1 < r->n ? &p->samples[r->idx[j + 1]] : NULL;
+		if (!is_busy) {
+			/* A non-busy sample next to a busy one bounds the burst. */
+			near = (j > 0 && busy[p->samples[r->idx[j - 1]].stack]) || (nx && busy[nx->stack]);
+		}
+		if (!near)
+			continue;
+		if (*npts + 2 > *cap) {
+			size_t nc = *cap ? *cap * 2 : 256;
+			struct pt *np = realloc(*pts, nc * sizeof *np);
+			if (!np)
+				return -ENOMEM;
+			*pts = np;
+			*cap = nc;
+		}
+		(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s, .busy = is_busy, .b = b, .nb = nb, .b_all = b, .nb_all = nb};
+		*nbusy += (size_t)is_busy;
+		/* chrometrace: the end of a busy interval is a sample that was
+		 * no longer busy (unless the next interval is busy again). */
+		if (chrome && is_busy && !(nx && busy[nx->stack] && nx->t_rel_s <= s->t_rel_s + s->duration_s))
+			(*pts)[(*npts)++] = (struct pt){.x = s->t_rel_s + s->duration_s, .busy = 0, .b = b, .nb = nb,
+							.b_all = b, .nb_all = nb};
+	}
+	return 0;
+}
+
+static int cmp_pt(const void *x, const void *y)
+{
+	double a = ((const struct pt *)x)->x, b = ((const struct pt *)y)->x;
+	return a < b ? -1 : a > b;
+}
+
+/* ---- phase-frames fit (no pulse sampled) --------------------------- */
+
+/* Phase of timeline time y on a thread's exclusive timeline, -1 none. */
+static int phase_at(const struct phase_thread *th, uint64_t base_ns, double y)
+{
+	size_t lo = 0, hi = th->nseg;
+	double yn = y * 1e9 + (double)base_ns;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if ((double)th->seg[mid].t0_ns <= yn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || (double)th->seg[lo - 1].t1_ns <= yn)
+		return -1;
+	return th->seg[lo - 1].phase;
+}
+
+/* For every phase, the frame whose presence in a stack is most typical of
+ * samples inside it (highest share inside minus share outside), given
+ * offset o; then the share of in-phase samples holding their phase's
+ * frame, scanned over offsets. */
+static int phase_frames_fit(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
+			    uint64_t base_ns, size_t nphase, double scale, double lo, double hi, double *best_o,
+			    double *best_score, double *half_s)
+{
+	size_t nf = p->frames.n, n = r->n;
+	uint32_t *fr = NULL, cap = 0;
+	double *in = NULL, *out = NULL;
+	int *sig = NULL;
+	uint8_t *has = NULL;
+	int rc = -ENOMEM;
+	double o = (lo + hi) / 2, step;
+
+	if (!n || !nphase || !nf)
+		return -ENODATA;
+	in = calloc(nf * nphase, sizeof *in);
+	out = calloc(nf * nphase, sizeof *out);
+	sig = malloc(nphase * sizeof *sig);
+	has = calloc(n * nphase, 1);
+	if (!in || !out || !sig || !has)
+		goto done;
+	/* Two rounds: signatures at the centre, scan; signatures at the
+	 * best offset, scan narrower. */
+	step = (hi - lo) / 400 > COARSE_STEP_S ? (hi - lo) / 400 : COARSE_STEP_S;
+	for (int round = 0; round < 2; round++) {
+		size_t cnt_in[64] = {0}, tot = 0;
+		size_t np = nphase < 64 ? nphase : 64;
+		memset(in, 0, nf * nphase * sizeof *in);
+		memset(out, 0, nf * nphase * sizeof *out);
+		for (size_t j = 0; j < n; j++) {
+			const struct pyspy_sample *s = &p->samples[r->idx[j]];
+			int ph = phase_at(th, base_ns, s->t_rel_s * scale + o);
+			uint32_t d = p->stacks.v[s->stack].depth;
+			if (d > cap) {
+				uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+				if (!nfr)
+					goto done;
+				fr = nfr;
+				cap = d;
+			}
+			pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+			tot++;
+			if (ph >= 0 && (size_t)ph < np)
+				cnt_in[ph]++;
+			for (size_t q = 0; q < np; q++)
+				for (uint32_t k = 0; k < d; k++) {
+					if (ph == (int)q)
+						in[q * nf + fr[k]] += 1;
+					else
+						out[q * nf + fr[k]] += 1;
+				}
+		}
+		for (size_t q = 0; q < np; q++) {
+			double bestv = 0;
+			sig[q] = -1;
+			if (!cnt_in[q] || cnt_in[q] == tot)
+				continue;
+			for (size_t f = 0; f < nf; f++) {
+				/* recall x precision, as in sig_masks */
+				double both = in[q * nf + f] + out[q * nf + f];
+				double v = both > 0 ? in[q * nf + f] / (double)cnt_in[q] * (in[q * nf + f] / both) : 0;
+				if (v > bestv) {
+					bestv = v;
+					sig[q] = (int)f;
+				}
+			}
+		}
+		for (size_t j = 0; j < n; j++) {
+			const struct pyspy_sample *s = &p->samples[r->idx[j]];
+			uint32_t d = p->stacks.v[s->stack].depth;
+			pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+			for (size_t q = 0; q < np; q++) {
+				has[j * nphase + q] = 0;
+				for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
+					if (fr[k] == (uint32_t)sig[q])
+						has[j * nphase + q] = 1;
+			}
+		}
+		{
+			double bs = -1, bo = o, b_lo = o, b_hi = o;
+			for (double c = lo; c <= hi + 1e-12; c += step) {
+				size_t agree = 0, inph = 0;
+				for (size_t j = 0; j < n; j++) {
+					const struct pyspy_sample *s = &p->samples[r->idx[j]];
+					int ph = phase_at(th, base_ns, s->t_rel_s * scale + c);
+					if (ph < 0 || (size_t)ph >= np)
+						continue;
+					inph++;
+					agree += has[j * nphase + (size_t)ph];
+				}
+				double sc = inph ? (double)agree / (double)inph : 0;
+				if (sc > bs + 1e-12) {
+					bs = sc;
+					bo = b_lo = b_hi = c;
+				} else if (sc >= bs - 1e-12 && c - b_hi <= step * 1.5) {
+					b_hi = c;
+					bo = (b_lo + b_hi) / 2;
+				}
+			}
+			o = bo;
+			*best_score = bs;
+			*half_s = (b_hi - b_lo) / 2 + step / 2;
+			lo = bo - 5 * step;
+			hi = bo + 5 * step;
+			step = step / 10 > FINE_STEP_S * 10 ? step / 10 : FINE_STEP_S * 10;
+		}
+	}
+	*best_o = o;
+	rc = 0;
+done:
+	free(fr);
+	free(in);
+	free(out);
+	free(sig);
+	free(has);
+	return rc;
+}
+
+/* ---- speedscope warp ----------------------------------------------- */
+
+#define WARP_BAND 24
+#define WARP_PASSES 3
+#define WARP_NEAR_S 0.5
+#define WARP_MAX_CELLS 20000000ULL /* 12 bytes each */
+
+static int cmp_frame_fn(const void *x, const void *y, void *ctx)
+{
+	const struct pyspy_profile *p = ctx;
+	const struct pyspy_frame *a = &p->frames.v[*(const uint32_t *)x], *b = &p->frames.v[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->file ? a->file : "", b->file ? b->file : "");
+}
+
+/* fn[f]: a function id per frame, the same for every line of one
+ * (name, file).  0 or -ENOMEM. */
+static int function_ids(const struct pyspy_profile *p, uint32_t **fn_out, size_t *nfn)
+{
+	uint32_t nf = p->frames.n, *ord = malloc((nf ? nf : 1) * sizeof *ord), *fn = malloc((nf ? nf : 1) * sizeof *fn);
+	if (!ord || !fn) {
+		free(ord);
+		free(fn);
+		return -ENOMEM;
+	}
+	for (uint32_t f = 0; f < nf; f++)
+		ord[f] = f;
+	qsort_r(ord, nf, sizeof *ord, cmp_frame_fn, (void *)p);
+	*nfn = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		if (i && cmp_frame_fn(&ord[i - 1], &ord[i], (void *)p))
+			(*nfn)++;
+		fn[ord[i]] = (uint32_t)*nfn;
+	}
+	if (nf)
+		(*nfn)++;
+	free(ord);
+	*fn_out = fn;
+	return 0;
+}
+
+/* Per row: bit q set when the stack holds phase q's typical function,
+ * the one whose presence is most over-represented inside q (rows timed
+ * y).  Functions, not frames: a frame is one line, and the line of main
+ * that calls sync_pulse also covers the gaps between its bursts. */
+static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
+		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
+{
+	size_t nf = 0, n = r->n, np = nphase < 64 ? nphase : 64, tot = n;
+	uint32_t *fn = NULL;
+	double *in = NULL, *out = NULL;
+	size_t cnt[64] = {0};
+	int sig[64];
+	uint32_t *fr = NULL, cap = 0;
+	uint8_t *mark = NULL;
+	int rc = -ENOMEM;
+	if (function_ids(p, &fn, &nf))
+		goto done;
+	in = calloc(nf * np + 1, sizeof *in);
+	out = calloc(nf * np + 1, sizeof *out);
+	mark = calloc(nf + 1, 1);
+	if (!in || !out || !mark)
+		goto done;
+	if (use) {
+		tot = 0;
+		for (size_t j = 0; j < n; j++)
+			tot += use[j];
+	}
+	for (size_t j = 0; j < n; j++) {
+		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+		int ph = phase_at(th, base_ns, y[j]);
+		uint32_t d = p->stacks.v[s->stack].depth;
+		if (use && !use[j])
+			continue;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr)
+				goto done;
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		if (ph >= 0 && (size_t)ph < np)
+			cnt[ph]++;
+		for (uint32_t k = 0; k < d; k++) {
+			uint32_t g = fn[fr[k]];
+			if (mark[g])
+				continue; /* once per stack */
+			mark[g] = 1;
+			for (size_t q = 0; q < np; q++) {
+				if (ph == (int)q)
+					in[q * nf + g] += 1;
+				else
+					out[q * nf + g] += 1;
+			}
+		}
+		for (uint32_t k = 0; k < d; k++)
+			mark[fn[fr[k]]] = 0;
+	}
+	for (size_t q = 0; q < np; q++) {
+		double best = 0.05; /* weaker evidence is no signature */
+		sig[q] = -1;
+		if (!cnt[q] || cnt[q] == tot)
+			continue;
+		for (size_t f = 0; f < nf; f++) {
+			/* recall x precision^2: a frame on every stack (main,
+			 * <module>) has full recall but poor precision, and while
+			 * the alignment is still rough the function that runs
+			 * the phase has neither at 1 (measured: with recall x
+			 * precision, main beat hot_spin for "hot") */
+			double both = in[q * nf + f] + out[q * nf + f];
+			double prec = both > 0 ? in[q * nf + f] / both : 0;
+			double v = in[q * nf + f] / (double)cnt[q] * prec * prec;
+			if (v > best) {
+				best = v;
+				sig[q] = (int)f;
+			}
+		}
+	}
+	for (size_t j = 0; j < n; j++) {
+		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+		uint32_t d = p->stacks.v[s->stack].depth;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr)
+				goto done;
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		mask[j] = 0;
+		for (size_t q = 0; q < np; q++)
+			for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
+				if (fn[fr[k]] == (uint32_t)sig[q])
+					mask[j] |= 1ULL << q;
+	}
+	rc = 0;
+done:
+	free(fn);
+	free(in);
+	free(out);
+	free(fr);
+	free(mark);
+	return rc;
+}
+
+/* Piecewise-linear knots for the reference thread's rows (timed y by the
+ * linear fit so far): an order-preserving assignment of samples to the
+ * thread's exclusive timeline (phase segments and the gaps between them)
+ * that maximises agreement (+1 a sample holding its interval's typical
+ * frame, -1 one holding another phase's, 0 one holding none), by dynamic
+ * programming in a band of +-WARP_BAND intervals around the linear
+ * prediction.  Then each interval's first and last agreeing sample are
+ * pinned half a sample period inside its ends. */
+static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
+		    const struct phase_thread *th, uint64_t base_ns, size_t nphase, const struct burst *pulses,
+		    size_t npulses)
+{
+	size_t n = r->n, ni = 0, W = 2 * WARP_BAND + 1;
+	double *y = malloc((n ? n : 1) * sizeof *y);
+	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
+	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
+	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph);
+	long *lo = malloc((n ? n : 1) * sizeof *lo), *kas = malloc((n ? n : 1) * sizeof *kas);
+	double *best = NULL;
+	int32_t *from = NULL;
+	uint8_t *use = NULL;
+	int rc = -ENOMEM;
+	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas)
+		goto done;
+	if (!n || !th->nseg || n * W > WARP_MAX_CELLS) {
+		rc = 0; /* nothing to warp, or too big: keep the line */
+		goto done;
+	}
+	best = malloc(n * W * sizeof *best);
+	from = malloc(n * W * sizeof *from);
+	if (!best || !from)
+		goto done;
+	/* Times by the current mapping: the line, or a previous warp. */
+	for (size_t j = 0; j < n; j++)
+		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s);
+	/* First pass (no knots yet): the line is right only near the
+	 * pulses that fixed it, so typical frames come from the samples
+	 * within WARP_NEAR_S of a pulse (measured: from all samples, a line
+	 * 300 ms off in the middle made main and <module> typical). */
+	if (!a->nknots && npulses) {
+		use = calloc(n, 1);
+		if (!use)
+			goto done;
+		for (size_t j = 0; j < n; j++)
+			for (size_t b = 0; b < npulses && !use[j]; b++)
+				use[j] = fabs(y[j] - pulses[b].t0) < WARP_NEAR_S;
+	}
+	if (sig_masks(p, r, th, base_ns, nphase, y, use, mask))
+		goto done;
+	free(a->knot_x);
+	free(a->knot_y);
+	a->knot_x = a->knot_y = NULL;
+	a->nknots = 0;
+	a->warp_max_ms = 0;
+	/* Intervals: segments and the gaps between them, timeline seconds. */
+	for (size_t k = 0; k < th->nseg; k++) {
+		double s0 = tl(base_ns, th->seg[k].t0_ns), s1 = tl(base_ns, th->seg[k].t1_ns);
+		if (ni && s0 > it1[ni - 1]) {
+			it0[ni] = it1[ni - 1];
+			it1[ni] = s0;
+			iph[ni++] = -1;
+		}
+		it0[ni] = s0;
+		it1[ni] = s1;
+		iph[ni++] = th->seg[k].phase;
+	}
+	for (size_t j = 0; j < n; j++) {
+		size_t l = 0, h = ni;
+		while (l < h) { /* first interval ending after y */
+			size_t mid = (l + h) / 2;
+			if (it1[mid] <= y[j])
+				l = mid + 1;
+			else
+				h = mid;
+		}
+		long kp = (long)(l < ni ? l : ni - 1);
+		lo[j] = kp - WARP_BAND;
+		if (j && lo[j] < lo[j - 1])
+			lo[j] = lo[j - 1];
+	}
+	for (size_t j = 0; j < n; j++) {
+		long kp = lo[j] + WARP_BAND;
+		for (size_t w = 0; w < W; w++) {
+			long k = lo[j] + (long)w;
+			double sc = -INFINITY;
+			int32_t fr = -1;
+			if (k >= 0 && k < (long)ni) {
+				int ph = iph[k];
+				sc = (ph >= 0 && ph < 64 && (mask[j] >> ph & 1)) ? 1.0 : mask[j] ? -1.0 : 0.0;
+				sc -= 1e-4 * (double)labs(k - kp); /* ties: stay near the line */
+				if (j) {
+					/* best over k' <= k in the previous row's band */
+					double pm = -INFINITY;
+					long kk = k - lo[j - 1];
+					if (kk >= (long)W)
+						kk = (long)W - 1;
+					for (long q = kk; q >= 0; q--)
+						if (best[(j - 1) * W + (size_t)q] > pm) {
+							pm = best[(j - 1) * W + (size_t)q];
+							fr = (int32_t)q;
+						}
+					sc = fr >= 0 ? sc + pm : -INFINITY;
+				}
+			}
+			best[j * W + w] = sc;
+			from[j * W + w] = fr;
+		}
+	}
+	{
+		size_t bw = 0;
+		for (size_t w = 1; w < W; w++)
+			if (best[(n - 1) * W + w] > best[(n - 1) * W + bw])
+				bw = w;
+		if (!isfinite(best[(n - 1) * W + bw])) {
+			rc = 0;
+			goto done;
+		}
+		for (size_t j = n; j-- > 0;) {
+			kas[j] = lo[j] + (long)bw;
+			if (j)
+				bw = (size_t)from[j * W + bw];
+		}
+	}
+	a->knot_x = malloc((2 * ni + 2) * sizeof *a->knot_x);
+	a->knot_y = malloc((2 * ni + 2) * sizeof *a->knot_y);
+	if (!a->knot_x || !a->knot_y)
+		goto done;
+	for (size_t j = 0; j < n;) {
+		long k = kas[j];
+		size_t j1 = j, jf = SIZE_MAX, jl = SIZE_MAX;
+		while (j1 < n && kas[j1] == k) {
+			int ph = iph[k];
+			if (ph >= 0 && ph < 64 && (mask[j1] >> ph & 1)) {
+				if (jf == SIZE_MAX)
+					jf = j1;
+				jl = j1;
+			}
+			j1++;
+		}
+		if (jf != SIZE_MAX && jl > jf) {
+			double in = a->sample_period_s / 2, len = it1[k] - it0[k];
+			if (!(in < len / 4))
+				in = len / 4;
+			double xs[2] = {p->samples[r->idx[jf]].t_rel_s, p->samples[r->idx[jl]].t_rel_s};
+			double ys[2] = {it0[k] + in, it1[k] - in};
+			for (int e = 0; e < 2; e++) {
+				if (a->nknots && (xs[e] <= a->knot_x[a->nknots - 1] || ys[e] <= a->knot_y[a->nknots - 1]))
+					continue;
+				double lin = a->offset_s + a->scale * xs[e];
+				if (fabs(ys[e] - lin) * 1e3 > a->warp_max_ms)
+					a->warp_max_ms = fabs(ys[e] - lin) * 1e3;
+				a->knot_x[a->nknots] = xs[e];
+				a->knot_y[a->nknots++] = ys[e];
+			}
+		}
+		j = j1;
+	}
+	if (a->nknots < 2)
+		a->nknots = 0;
+	rc = 0;
+done:
+	free(y);
+	free(mask);
+	free(it0);
+	free(it1);
+	free(iph);
+	free(lo);
+	free(kas);
+	free(best);
+	free(from);
+	free(use);
+	return rc;
+}
+
+double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s)
+{
+	const double *kx = a->knot_x, *ky = a->knot_y;
+	size_t n = a->nknots, lo = 0, hi;
+	double x;
+	if (n < 2)
+		return a->thr[k].offset_s + a->scale * t_rel_s;
+	x = t_rel_s + a->thr[k].x_shift_s;
+	if (x <= kx[0])
+		return ky[0] + a->scale * (x - kx[0]);
+	if (x >= kx[n - 1])
+		return ky[n - 1] + a->scale * (x - kx[n - 1]);
+	hi = n - 1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (kx[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ky[lo] + (ky[hi] - ky[lo]) * (x - kx[lo]) / (kx[hi] - kx[lo]);
+}
+
+/* ---- main entry ---------------------------------------------------- */
+
+/* Nominal sampling period: speedscope's constant weights give the rate;
+ * chrometrace intervals merge unchanged samples, so the file has none. */
+static double period_estimate(const struct pyspy_profile *p)
+{
+	if (p->meta.format != PYSPY_FMT_CHROMETRACE && p->meta.rate_hz > 0)
+		return 1.0 / p->meta.rate_hz;
+	return NAN;
+}
+
+/* Knots (cluster mean x, its pulse group's fitted local time) for every
+ * cluster of pulse points, cluster c pinned to burst group g0 + c.  Sets
+ * a->knot_* when at least two fit; 0, or -ENOMEM. */
+static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_t ncl, const struct burst *rb,
+		       size_t nrb, size_t g0)
+{
+	double *kx = malloc(ncl * sizeof *kx), *ky = malloc(ncl * sizeof *ky);
+	size_t nk = 0, c0 = 0, ng = group_count(rb, nrb);
+	if (!kx || !ky) {
+		free(kx);
+		free(ky);
+		return -ENOMEM;
+	}
+	for (size_t c = 0; c < ncl && c0 < npts; c++) {
+		size_t c1 = c0;
+		double xm = pts[c0].x;
+		while (c1 + 1 < npts && pts[c1 + 1].x - pts[c1].x <= PULSE_GAP_X_S)
+			xm += pts[++c1].x;
+		xm /= (double)(c1 - c0 + 1);
+		if (g0 + c < ng) {
+			double pred = a->offset_s + a->scale * xm - xm;
+			pin_to_group(pts + c0, c1 - c0 + 1, g0 + c);
+			struct fit fc = fit_offset(pts + c0, c1 - c0 + 1, 1.0, pred - 0.3, pred + 0.3, pred);
+			for (size_t i = c0; i <= c1; i++) {
+				pts[i].b = pts[i].b_all;
+				pts[i].nb = pts[i].nb_all;
+			}
+			double y = xm + fc.offset_s;
+			if (fc.ok && (!nk || (xm > kx[nk - 1] && y > ky[nk - 1]))) {
+				kx[nk] = xm;
+				ky[nk++] = y;
+			}
+		}
+		c0 = c1 + 1;
+	}
+	if (nk >= 2) {
+		free(a->knot_x);
+		free(a->knot_y);
+		a->knot_x = kx;
+		a->knot_y = ky;
+		a->nknots = nk;
+		a->pulse_knots = nk;
+		strncat(a->method, "+pulses", sizeof a->method - strlen(a->method) - 1);
+		double ss = 0;
+		for (size_t i = 0; i < npts; i++) {
+			double d = pt_cost(&pts[i], align_pyspy_time(a, 0, pts[i].x));
+			ss += d * d;
+		}
+		a->resid_ms = sqrt(ss / (double)npts) * 1e3;
+		a->uncert_ms = a->resid_ms;
+		return 0;
+	}
+	free(kx);
+	free(ky);
+	return 0;
+}
+
+int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
+		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
+{
+	struct ring_thr *rt = NULL;
+	struct thr_rows *tr = NULL;
+	struct burst *bursts = NULL;
+	size_t *b_off = NULL, *b_n = NULL;
+	uint8_t *busy = NULL;
+	struct pt *pts = NULL;
+	size_t npts = 0, ptcap = 0, nbusy = 0, nb = 0;
+	double lo = -INFINITY, hi = INFINITY;
+	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
+	long ref = -1;
+
+	memset(a, 0, sizeof *a);
+	a->scale = 1.0;
+	a->prior_offset_s = NAN;
+	a->phase_score = NAN;
+	if (!p->meta.times_known) {
+		seterr(err, errlen, "the profile has no sample times (raw format): record with --format "
+				    "chrometrace or speedscope");
+		return -1;
+	}
+	a->nthr = p->nthreads;
+	a->thr = calloc(p->nthreads ? p->nthreads : 1, sizeof *a->thr);
+	rt = calloc(p->nthreads ? p->nthreads : 1, sizeof *rt);
+	tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
+	b_off = calloc(p->nthreads ? p->nthreads : 1, sizeof *b_off);
+	b_n = calloc(p->nthreads ? p->nthreads : 1, sizeof *b_n);
+	bursts = malloc((ph->nocc ? ph->nocc : 1) * sizeof *bursts);
+	if (!a->thr || !rt || !tr || !b_off || !b_n || !bursts || rows_by_thread(p, tr) || node_busy_flags(p, &busy)) {
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	map_threads(rl, base_ns, p, a, rt);
+	if (!a->nmapped) {
+		seterr(err, errlen, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
+				    "another run or process?)",
+		       p->nthreads);
+		goto out;
+	}
+	a->sample_period_s = period_estimate(p);
+
+	/* Reference thread: the mapped thread with the most samples. */
+	for (uint32_t k = 0; k < p->nthreads; k++)
+		if (a->thr[k].ring_tid && tr[k].n && (ref < 0 || tr[k].n > tr[ref].n))
+			ref = k;
+	if (ref < 0) {
+		seterr(err, errlen, "no sample of the profile is on a thread of the ring");
+		goto out;
+	}
+
+	/* Bounds: every sample of a mapped thread lies within its ring
+	 * thread's life.  For speedscope only the reference thread counts:
+	 * other threads start at 0 with their own offset. */
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		if (!a->thr[k].ring_tid || !tr[k].n || (!chrome && (long)k != ref))
+			continue;
+		double x0 = p->samples[tr[k].idx[0]].t_rel_s;
+		const struct pyspy_sample *l = &p->samples[tr[k].idx[tr[k].n - 1]];
+		/* speedscope's nominal time drifts: allow it to run up to
+		 * twice as fast as real time before calling it no overlap */
+		double x1 = chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
+		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S;
+		if (l0 > lo)
+			lo = l0;
+		if (h0 < hi)
+			hi = h0;
+	}
+	if (!(lo <= hi)) {
+		seterr(err, errlen, "no time overlap: the profile's samples do not fit within the lifetime of "
+				    "the ring's processes %u.. (files from different runs?)",
+		       a->thr[ref].ring_pid);
+		goto out;
+	}
+
+	/* Prior: py-spy's own start when it ran under libanchor, else the
+	 * earliest offset the lifetimes allow (py-spy spawned the program or
+	 * attached at once, as `anchorpost record` does). */
+	for (size_t i = 0; i < rl->procs.n; i++) {
+		const struct ring_proc *pr = &rl->procs.p[i];
+		if (pr->start_ns && (strstr(pr->exe, "py-spy") || strstr(pr->argv, "py-spy"))) {
+			double s = tl(base_ns, pr->start_ns);
+			if (s >= lo - 1 && s <= hi) {
+				a->prior_offset_s = s;
+				snprintf(a->prior, sizeof a->prior, "py-spy PROC_START (pid %u)", pr->pid);
+				break;
+			}
+		}
+	}
+	if (isnan(a->prior_offset_s)) {
+		a->prior_offset_s = lo + LIFETIME_SLACK_S;
+		snprintf(a->prior, sizeof a->prior, "start of profiled pid %u", a->thr[ref].ring_pid);
+	}
+	if (!isfinite(hi))
+		hi = lo + 3600;
+
+	/* Pulse bursts per ring thread. */
+	{
+		int pulse = phase_set_find(ph, PULSE_RANGE);
+		for (uint32_t k = 0; k < p->nthreads && pulse >= 0; k++) {
+			if (!a->thr[k].ring_tid || (!chrome && (long)k != ref))
+				continue;
+			b_off[k] = nb;
+			for (size_t i = 0; i < ph->nocc; i++) {
+				const struct phase_occ *o = &ph->occ[i];
+				if (o->phase == pulse && o->pid == rt[k].pid && o->tid == rt[k].tid)
+					bursts[nb++] = (struct burst){tl(base_ns, o->t0_ns), tl(base_ns, o->t1_ns)};
+			}
+			b_n[k] = nb - b_off[k];
+		}
+	}
+	for (uint32_t k = 0; k < p->nthreads; k++)
+		if (b_n[k] && add_points(p, &tr[k], busy, bursts + b_off[k], b_n[k], &pts, &npts, &ptcap, &nbusy)) {
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
+
+	if (nbusy) {
+		struct fit f;
+		double spread = 0;
+		size_t pulse_g0 = 0;
+		int have_g0 = 0;
+		qsort(pts, npts, sizeof *pts, cmp_pt);
+		/* Clusters: points more than PULSE_GAP_X_S apart in profile time
+		 * are separate pulses (a pulse is 100 ms; speedscope time can
+		 * squeeze 2.4 s between pulses below 1 s: measured). */
+		size_t ncl = 1;
+		for (size_t i = 1; i < npts; i++)
+			ncl += pts[i].x - pts[i - 1].x > PULSE_GAP_X_S;
+		a->pulse_samples = nbusy;
+		a->pulse_groups = ncl;
+		if (!chrome && ncl >= 2) {
+			/* speedscope: the first and last pulse fix offset and scale. */
+			size_t e0 = 0, s1 = npts - 1;
+			while (e0 + 1 < npts && pts[e0 + 1].x - pts[e0].x <= PULSE_GAP_X_S)
+				e0++;
+			while (s1 > 0 && pts[s1].x - pts[s1 - 1].x <= PULSE_GAP_X_S)
+				s1--;
+			/* The mapping keeps order, but py-spy may have missed the
+			 * first pulses (ANCHOR_SYNC_PULSE pulses at process start,
+			 * before py-spy attached): try every pair of burst groups
+			 * (i for the first cluster, j for the last) whose line is
+			 * plausible, and keep the one the points fit best. */
+			const struct burst *rb = bursts + b_off[ref];
+			size_t nrb = b_n[ref], ng = group_count(rb, nrb), gi = 0, gj = ng ? ng - 1 : 0;
+			double xm0 = 0, xm1 = 0, bestc = INFINITY;
+			for (size_t i = 0; i <= e0; i++)
+				xm0 += pts[i].x;
+			for (size_t i = s1; i < npts; i++)
+				xm1 += pts[i].x;
+			xm0 /= (double)(e0 + 1);
+			xm1 /= (double)(npts - s1);
+			for (size_t i = 0; i + 1 < ng && xm1 > xm0; i++)
+				for (size_t j = i + 1; j < ng; j++) {
+					double ti = group_mid(rb, nrb, i), tj = group_mid(rb, nrb, j);
+					double sc = (tj - ti) / (xm1 - xm0), o = ti - sc * xm0;
+					if (!(sc >= 1.0 / (1 + MAX_SCALE_DEV) && sc <= 1 + 2 * MAX_SCALE_DEV) ||
+					    o < lo - 1.0 || o > hi + 1.0)
+						continue;
+					double c = total_cost(pts, npts, sc, o);
+					if (c < bestc - 1e-9) {
+						bestc = c;
+						gi = i;
+						gj = j;
+					}
+				}
+			double gti = ng ? group_mid(rb, nrb, gi) : a->prior_offset_s + xm0;
+			double gtj = ng ? group_mid(rb, nrb, gj) : a->prior_offset_s + xm1;
+			pulse_g0 = gi;
+			have_g0 = ng > 0;
+			pin_to_group(pts, e0 + 1, gi);
+			pin_to_group(pts + s1, npts - s1, gj);
+			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - 0.3, gti - xm0 + 0.3, gti - xm0);
+			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, gtj - xm1 - 0.3, gtj - xm1 + 0.3, gtj - xm1);
+			for (size_t i = 0; i < npts; i++) {
+				pts[i].b = pts[i].b_all;
+				pts[i].nb = pts[i].nb_all;
+			}
+			if (f0.ok && f1.ok) {
+				if (xm1 > xm0)
+					a->scale = 1.0 + (f1.offset_s - f0.offset_s) / (xm1 - xm0);
+				double pred = f0.offset_s - (a->scale - 1.0) * xm0;
+				f = fit_offset(pts, npts, a->scale, pred - 0.01, pred + 0.01, pred);
+				spread = f0.half_s > f1.half_s ? f0.half_s : f1.half_s;
+			} else {
+				f = f0;
+			}
+		} else {
+			f = fit_offset(pts, npts, 1.0, lo, hi, a->prior_offset_s);
+		}
+		if (!f.ok) {
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
+		a->offset_s = f.offset_s;
+		/* py-spy stamps a sample when it processes it, a jittery moment
+		 * after reading the stack: the misses' RMS measures that jitter
+		 * (the worst is reported beside it). */
+		a->uncert_ms = sqrt(f.half_s * f.half_s + spread * spread + f.rms_s * f.rms_s) * 1e3;
+		a->resid_ms = f.cost_s / (double)npts * 1e3;
+		a->resid_max_ms = f.max_s * 1e3;
+		snprintf(a->method, sizeof a->method, "pulse%s", !chrome && a->scale != 1.0 ? "+scale" : "");
+		/* speedscope with more than two pulses (ANCHOR_SYNC_PULSE adds
+		 * them at process start and exit): a knot at every pulse, the
+		 * clusters taken in order from the first one's group. */
+		if (!chrome && have_g0 && ncl >= 3 && pulse_knots(a, pts, npts, ncl, bursts + b_off[ref], b_n[ref], pulse_g0)) {
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
+	} else {
+		/* No pulse sampled: phases against frames on the reference
+		 * thread, if it has phases; else the prior alone. */
+		long th = -1;
+		for (size_t i = 0; i < ph->nthr; i++)
+			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
+				th = (long)i;
+		double o, score, half;
+		double w_hi = hi < lo + 30 ? hi : lo + 30;
+		if (th >= 0 && !phase_frames_fit(p, &tr[ref], &ph->thr[th], base_ns, ph->nnames, 1.0, lo, w_hi, &o,
+						 &score, &half)) {
+			a->offset_s = o;
+			a->phase_score = score;
+			a->uncert_ms = half * 1e3;
+			a->resid_ms = NAN;
+			snprintf(a->method, sizeof a->method, "phase-frames");
+		} else {
+			a->offset_s = a->prior_offset_s;
+			a->uncert_ms = (hi - lo) / 2 * 1e3;
+			a->resid_ms = NAN;
+			snprintf(a->method, sizeof a->method, "proc-start");
+		}
+	}
+
+	/* pyspy.h's guess; sample_energy refines it (a profile with --idle
+	 * holds samples of waiting threads; one without has none).  The
+	 * fitted scale cannot tell: py-spy falling behind on a busy machine
+	 * stretches real time 1.7x with --idle too (measured). */
+	if (!chrome)
+		a->idle_dropped = p->meta.idle == PYSPY_IDLE_UNLIKELY;
+
+	/* Per-thread offsets. */
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		double o = a->offset_s;
+		if (!chrome && (long)k != ref && a->thr[k].ring_tid && rt[k].start_s > o)
+			o = rt[k].start_s; /* the thread's profile starts at its first sample */
+		a->thr[k].offset_s = o;
+		a->thr[k].x_shift_s = (o - a->offset_s) / a->scale;
+	}
+	/* speedscope: local corrections from phases vs frames. */
+	if (!chrome && ph->nnames) {
+		long th = -1;
+		for (size_t i = 0; i < ph->nthr; i++)
+			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
+				th = (long)i;
+		if (th >= 0) {
+			double *px = NULL, *py = NULL;
+			size_t pn = a->nknots;
+			if (pn) {
+				px = malloc(pn * sizeof *px);
+				py = malloc(pn * sizeof *py);
+				if (!px || !py) {
+					free(px);
+					free(py);
+					seterr(err, errlen, "out of memory");
+					goto out;
+				}
+				memcpy(px, a->knot_x, pn * sizeof *px);
+				memcpy(py, a->knot_y, pn * sizeof *py);
+			}
+			double ss_line = 0;
+			for (size_t i = 0; i < npts; i++) {
+				double l = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+				ss_line += l * l;
+			}
+			/* Again and again: typical frames found on warped times are
+			 * sharper than those found on the line. */
+			for (int pass = 0; pass < WARP_PASSES; pass++)
+				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
+					     bursts + b_off[ref], b_n[ref])) {
+					seterr(err, errlen, "out of memory");
+					goto out;
+				}
+			/* The pulses judge the warp: their RMS miss (pulse samples
+			 * in, neighbours out) under it must not be clearly worse
+			 * than under the line, or the line stays. */
+			double half = isnan(a->sample_period_s) ? 0 : a->sample_period_s / 2;
+			double ss_warp = 0;
+			for (size_t i = 0; i < npts; i++) {
+				double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+				ss_warp += d * d;
+			}
+			/* the line (or the pulse knots) fit the pulses by
+			 * construction, so the warp gets one sample period of
+			 * slack there */
+			double tol = isnan(a->sample_period_s) ? 0 : a->sample_period_s;
+			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
+				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
+				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
+				/* plus half a sample period: where in it a sample fell */
+				a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
+				free(px);
+				free(py);
+			} else {
+				/* back to the pulses' knots (or the line) */
+				a->warp_rejected = a->nknots > 0;
+				free(a->knot_x);
+				free(a->knot_y);
+				a->knot_x = px;
+				a->knot_y = py;
+				a->nknots = pn;
+			}
+		}
+	}
+	/* The pulses' misses under the final mapping, for the report. */
+	if (npts && a->pulse_samples) {
+		double ss = 0, mx = 0;
+		for (size_t i = 0; i < npts; i++) {
+			double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+			ss += d * d;
+			if (d > mx)
+				mx = d;
+		}
+		a->resid_ms = sqrt(ss / (double)npts) * 1e3;
+		a->resid_max_ms = mx * 1e3;
+	}
+	/* Overlap check on the reference thread after the fit. */
+	{
+		double s0 = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[0]].t_rel_s);
+		double s1 = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s);
+		if (s1 < rt[ref].start_s - 1 || s0 > rt[ref].end_s + 1) {
+			seterr(err, errlen, "no time overlap between the profile and the ring (files from "
+					    "different runs?)");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (uint32_t k = 0; tr && k < p->nthreads; k++)
+		free(tr[k].idx);
+	free(tr);
+	free(rt);
+	free(b_off);
+	free(b_n);
+	free(bursts);
+	free(busy);
+	free(pts);
+	if (rc)
+		align_pyspy_free(a);
+	return rc;
+}
+
+void align_pyspy_free(struct align_pyspy *a)
+{
+	free(a->thr);
+	free(a->knot_x);
+	free(a->knot_y);
+	a->thr = NULL;
+	a->knot_x = a->knot_y = NULL;
+	a->nthr = a->nknots = 0;
+}
+
+void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *p, size_t i, double *t0_s,
+		       double *t1_s)
+{
+	const struct pyspy_sample *s = &p->samples[i];
+	double t = align_pyspy_time(a, s->thread, s->t_rel_s), d = s->duration_s * a->scale;
+	if (p->meta.format == PYSPY_FMT_CHROMETRACE) {
+		*t0_s = t;
+		*t1_s = t + d;
+	} else {
+		/* Halfway to the thread's neighbouring samples: where the warp
+		 * stretches time (py-spy fell behind, or stalled: 0.4 s seen)
+		 * the thread was alive on both sides and its samples cover the
+		 * gap.  Readers deliver a thread's samples contiguously, in
+		 * order; its first and last reach half a period out. */
+		double h0 = d / 2, h1 = d / 2;
+		if (i > 0 && p->samples[i - 1].thread == s->thread)
+			h0 = (t - align_pyspy_time(a, s->thread, p->samples[i - 1].t_rel_s)) / 2;
+		if (i + 1 < p->nsamples && p->samples[i + 1].thread == s->thread)
+			h1 = (align_pyspy_time(a, s->thread, p->samples[i + 1].t_rel_s) - t) / 2;
+		if (!(h0 >= 0))
+			h0 = d / 2;
+		if (!(h1 >= 0))
+			h1 = d / 2;
+		*t0_s = t - h0;
+		*t1_s = t + h1;
+	}
+	if (*t1_s > a->thr[s->thread].ring_end_s)
+		*t1_s = a->thr[s->thread].ring_end_s;
+	if (*t0_s > *t1_s)
+		*t0_s = *t1_s;
+}
+
+void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
+{
+	char extra[160] = "";
+	if (!strncmp(a->method, "pulse", 5))
+		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
+			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
+	else if (!strcmp(a->method, "phase-frames"))
+		snprintf(extra, sizeof extra, "; %.1f%% of in-phase samples hold their phase's typical frame",
+			 100 * a->phase_score);
+	if (a->nknots)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; warp: %zu knots, largest correction %.3g ms",
+			 a->nknots, a->warp_max_ms);
+	else if (a->warp_rejected)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
+	char per[64] = "";
+	if (!isnan(a->sample_period_s))
+		snprintf(per, sizeof per, " (sample period %.3g ms)", a->sample_period_s * 1e3);
+	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
+			   "prior %s at %.6f s%s",
+		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
+		 a->idle_dropped ? "; profile looks recorded without --idle: sample times unreliable" : "");
+}

@@ -1,0 +1,110 @@
+/*
+ * align_pyspy.h - put py-spy samples on the ring's timeline (seconds since
+ * the ring's first record, like align.h does for perun).
+ *
+ * A sample of py-spy thread k taken at profile time t (t_rel_s) happened
+ * at timeline time  offset_s[k] + scale * t.
+ *
+ *   chrometrace  t is real CLOCK_MONOTONIC time since py-spy made its
+ *                recorder: scale 1, one offset for every thread.
+ *   speedscope   t is the nominal i/rate of the thread's i-th sample:
+ *                drift (py-spy falling behind) is a scale, and each thread's
+ *                profile starts at 0 at its own first sample, so a thread
+ *                that started after py-spy attached gets its own offset.
+ *
+ * Methods, best first:
+ *   pulse        sync pulses: every sample whose stack holds
+ *                _anchor_sync_pulse_busy must fall inside one of the ring's
+ *                "anchor.sync_pulse" ranges of that thread, and the other
+ *                samples of the thread outside them.  The offset is the
+ *                middle of the set of offsets meeting that (uncertainty: its
+ *                half width, widened by the spread between pulses); with
+ *                pulses far apart, speedscope's scale is fitted too.
+ *   +pulses      speedscope with more than two pulses: a knot at each.
+ *   +warp        speedscope only: py-spy's lag is not uniform (it falls
+ *                behind while the machine is busy, then catches up), so a
+ *                line through the pulses is off by up to ~0.4 s in between
+ *                (measured on 2 loaded cores).  Samples are assigned, in
+ *                order, to the reference thread's phase timeline so that
+ *                most hold their phase's typical frame (dynamic
+ *                programming in a band around the line); each phase's
+ *                first and last typical sample are pinned inside it and
+ *                time is piecewise linear between those knots.  Kept only
+ *                if the pulses' RMS miss under it is within one sample
+ *                period of the line's.
+ *   phase-frames no pulse sampled: the offset that maximises the share of
+ *                samples whose stack holds the frame most typical of the
+ *                phase they fall in (the function that runs the phase).
+ *   proc-start   the prior alone: py-spy's own PROC_START when py-spy ran
+ *                under libanchor (its argv names py-spy), else the profiled
+ *                process's start (py-spy attached some time after it).
+ * Threads are mapped to ring threads: chrometrace "tid" is the pthread id,
+ * which the ring's THREAD records carry as value; speedscope names carry
+ * the OS tid.
+ */
+#ifndef ANCHORPOST_ALIGN_PYSPY_H
+#define ANCHORPOST_ALIGN_PYSPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phase_set.h"
+#include "pyspy.h"
+#include "ringload.h"
+
+struct align_pyspy_thread {
+	double offset_s;     /* timeline = offset_s + scale * t_rel_s */
+	double x_shift_s;    /* speedscope: t_rel_s + x_shift_s = reference-thread time */
+	uint32_t ring_pid;   /* 0 when not found in the ring */
+	uint32_t ring_tid;   /* 0 when only the process was found */
+	double ring_end_s;   /* its process's end on the timeline, INFINITY unknown */
+};
+
+struct align_pyspy {
+	double scale;          /* 1 for chrometrace */
+	double offset_s;       /* of the reference (pulse) thread */
+	double uncert_ms;      /* 1-sigma-ish: plateau half width + spread */
+	double resid_ms;       /* RMS miss of the pulse constraints, final mapping */
+	double resid_max_ms;   /* worst miss */
+	double prior_offset_s; /* from PROC_START */
+	char method[48];
+	char prior[96];        /* what the prior came from */
+	size_t pulse_samples;  /* busy-pulse samples used */
+	size_t pulse_groups;   /* pulse clusters fitted */
+	double phase_score;    /* phase-frames: share of samples agreeing */
+	double sample_period_s;/* typical interval between samples */
+	int idle_dropped;      /* speedscope seemingly without --idle */
+	struct align_pyspy_thread *thr; /* one per profile thread */
+	size_t nthr, nmapped;
+	/* speedscope warp: reference-thread profile time -> timeline,
+	 * piecewise linear through knots (none: offset_s + scale * x) */
+	double *knot_x, *knot_y;
+	size_t nknots;
+	double warp_max_ms;    /* largest correction the warp made */
+	int warp_rejected;     /* it missed the pulses more than the line */
+	size_t pulse_knots;    /* knots at pulses (speedscope, > 2 pulses) */
+};
+
+/* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a
+ * one-line reason in err (no thread or process of the profile in the
+ * ring, no time overlap, raw format without times). */
+int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
+		    const struct pyspy_profile *p, struct align_pyspy *out, char *err, size_t errlen);
+
+void align_pyspy_free(struct align_pyspy *a);
+
+/* Timeline seconds of profile time t on thread k. */
+double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s);
+
+/* The aligned slice of sample i: chrometrace [t, t+d) (the stack held
+ * from one sample to the next), speedscope from halfway to the thread's
+ * previous sample to halfway to its next; cut at
+ * the end of the sample's process (py-spy keeps a dead process's last
+ * stack open until it stops recording). */
+void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *p, size_t i, double *t0_s,
+		       double *t1_s);
+
+/* One line: method, uncertainty, residual, pulses, prior. */
+void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap);
+
+#endif

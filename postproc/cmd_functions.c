@@ -1,0 +1,552 @@
+/*
+ * cmd_functions.c - `anchorpost functions --ring R --perun P --profile S`:
+ * joules per Python function from py-spy samples aligned with the ring.
+ *
+ * Every sample gets the energy of its aligned slice (sample_energy.h:
+ * overlapping samples split it, busy ones before idle ones).  A function
+ * is (name, file): py-spy's line is the line running at the sample, so one
+ * function has many; `line` is its line with the most self energy.
+ *   self_j    energy of samples whose leaf is the function
+ *   total_j   energy of samples with the function anywhere on the stack
+ *             (counted once per stack, recursion or not)
+ *   self_s    aligned time of those leaf samples
+ *   samples   profile rows: samples (speedscope) or intervals of an
+ *             unchanged stack (chrometrace)
+ *   top_phase phase (innermost, on the sample's thread, else its process's
+ *             primary thread) holding most of the function's total energy
+ * Per device group columns follow when perun has more than one group.
+ * Samples with an empty stack are the row "(no python frame)", so self_j
+ * sums to the attributed energy.  The alignment, its uncertainty and the
+ * energy nobody was sampled for go to OUT.alignment.txt.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align_pyspy.h"
+#include "commands.h"
+#include "csv.h"
+#include "diag.h"
+#include "energy_model.h"
+#include "outfile.h"
+#include "pyspy.h"
+#include "sample_energy.h"
+
+#define NO_FRAME "(no python frame)"
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: anchorpost functions --ring RING --perun FILE.hdf5 --profile PYSPY.json\n"
+		"                            [-o functions.csv] [--speedscope-out energy.speedscope.json]\n"
+		"                            [--stacks-out stacks.csv] [perun options of `phases`]\n"
+		"  joules per Python function: function,file,line,self_j,total_j,self_s,samples,top_phase\n"
+		"  (+ self_j_<group>,total_j_<group> with several device groups), sorted by self_j.\n"
+		"  The py-spy profile (chrometrace or speedscope, ideally recorded with --idle and a\n"
+		"  sync pulse: anchor.sync_pulse()) is aligned with the ring; the method and its\n"
+		"  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n"
+		"  --speedscope-out F  the profile with weights in joules (speedscope, unit none)\n"
+		"  --stacks-out F      per distinct stack: stack,samples,self_s,energy_j(+groups)\n"
+		"  --samples-out F     per sample: pid,tid,t0_s,t1_s (timeline: s since the ring's first\n"
+		"                      record),idle,energy_j,phase,leaf_function,leaf_line\n"
+		"  --run ID --round N --host NAME --tz +HH:MM --fit-range S --no-fit  as for phases\n");
+}
+
+struct func {
+	const char *name, *file;
+	uint32_t best_frame;
+	double best_self;
+};
+
+struct agg {
+	size_t nfunc;
+	struct func *fn;
+	uint32_t *func_of_frame;
+	double *self_j, *total_j; /* nfunc+1 x (ngroups+1): [0] = all groups */
+	double *self_s, *phase_j; /* nfunc+1; (nfunc+1) x (nphase+1) */
+	uint64_t *samples;
+	double *frame_self;       /* per frame */
+	/* per stack node */
+	double *node_j;           /* nodes x (ngroups+1) */
+	double *node_s, *node_phase_j;
+	uint64_t *node_n;
+};
+
+static const struct pyspy_profile *sort_p;
+static int cmp_frame_fn(const void *x, const void *y)
+{
+	const struct pyspy_frame *a = &sort_p->frames.v[*(const uint32_t *)x];
+	const struct pyspy_frame *b = &sort_p->frames.v[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	return strcmp(a->file ? a->file : "", b->file ? b->file : "");
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+	if (!p)
+		diag_fatal(NULL, "out of memory");
+	return p;
+}
+
+static void build_functions(const struct pyspy_profile *p, struct agg *g)
+{
+	uint32_t nf = p->frames.n, *ord = xcalloc(nf, sizeof *ord);
+	g->func_of_frame = xcalloc(nf, sizeof *g->func_of_frame);
+	g->fn = xcalloc(nf + 1, sizeof *g->fn);
+	for (uint32_t f = 0; f < nf; f++)
+		ord[f] = f;
+	sort_p = p;
+	qsort(ord, nf, sizeof *ord, cmp_frame_fn);
+	for (uint32_t i = 0; i < nf; i++) {
+		if (!i || cmp_frame_fn(&ord[i - 1], &ord[i])) {
+			g->fn[g->nfunc].name = p->frames.v[ord[i]].name;
+			g->fn[g->nfunc].file = p->frames.v[ord[i]].file;
+			g->fn[g->nfunc].best_frame = ord[i];
+			g->fn[g->nfunc].best_self = -1;
+			g->nfunc++;
+		}
+		g->func_of_frame[ord[i]] = (uint32_t)(g->nfunc - 1);
+	}
+	/* The empty stack's pseudo-function comes last. */
+	g->fn[g->nfunc].name = NO_FRAME;
+	g->fn[g->nfunc].file = NULL;
+	g->fn[g->nfunc].best_frame = UINT32_MAX;
+	free(ord);
+}
+
+static void aggregate(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+		      const struct sample_energy *se, struct agg *g)
+{
+	size_t ng = m->ngroups, gw = ng + 1, np = m->ph.nnames + 1, nn = p->stacks.n, nf = g->nfunc + 1;
+	uint32_t *fr = NULL, cap = 0;
+	uint8_t *seen = xcalloc(nf, 1);
+
+	g->node_j = xcalloc(nn * gw, sizeof *g->node_j);
+	g->node_s = xcalloc(nn, sizeof *g->node_s);
+	g->node_n = xcalloc(nn, sizeof *g->node_n);
+	g->node_phase_j = xcalloc(nn * np, sizeof *g->node_phase_j);
+	g->self_j = xcalloc(nf * gw, sizeof *g->self_j);
+	g->total_j = xcalloc(nf * gw, sizeof *g->total_j);
+	g->self_s = xcalloc(nf, sizeof *g->self_s);
+	g->samples = xcalloc(nf, sizeof *g->samples);
+	g->phase_j = xcalloc(nf * np, sizeof *g->phase_j);
+	g->frame_self = xcalloc(p->frames.n, sizeof *g->frame_self);
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		uint32_t node = p->samples[i].stack;
+		double e = 0;
+		for (size_t k = 0; k < ng; k++) {
+			g->node_j[node * gw + 1 + k] += se->e_j[i * ng + k];
+			e += se->e_j[i * ng + k];
+		}
+		g->node_j[node * gw] += e;
+		g->node_s[node] += se->t1_s[i] > se->t0_s[i] ? se->t1_s[i] - se->t0_s[i] : 0;
+		g->node_n[node]++;
+		int ph = sample_energy_phase_at(m, a, p->samples[i].thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		g->node_phase_j[node * np + (size_t)(ph + 1)] += e;
+	}
+	for (uint32_t node = 0; node < nn; node++) {
+		uint32_t d = p->stacks.v[node].depth;
+		size_t leaf_fn;
+		if (!g->node_n[node])
+			continue;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr)
+				diag_fatal(NULL, "out of memory");
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		leaf_fn = d ? g->func_of_frame[fr[d - 1]] : g->nfunc;
+		for (size_t k = 0; k < gw; k++)
+			g->self_j[leaf_fn * gw + k] += g->node_j[node * gw + k];
+		g->self_s[leaf_fn] += g->node_s[node];
+		g->samples[leaf_fn] += g->node_n[node];
+		if (d)
+			g->frame_self[fr[d - 1]] += g->node_j[node * gw];
+		/* total: each function once per stack; the empty stack's
+		 * pseudo-function totals only empty stacks */
+		for (uint32_t k = 0; k < (d ? d : 1); k++) {
+			size_t f = d ? g->func_of_frame[fr[k]] : g->nfunc;
+			if (seen[f])
+				continue;
+			seen[f] = 1;
+			for (size_t q = 0; q < gw; q++)
+				g->total_j[f * gw + q] += g->node_j[node * gw + q];
+			for (size_t q = 0; q < np; q++)
+				g->phase_j[f * np + q] += g->node_phase_j[node * np + q];
+		}
+		for (uint32_t k = 0; k < d; k++)
+			seen[g->func_of_frame[fr[k]]] = 0;
+		seen[g->nfunc] = 0;
+	}
+	/* A function's line: its frame (line) with the most self energy. */
+	for (uint32_t f = 0; f < p->frames.n; f++) {
+		struct func *fn = &g->fn[g->func_of_frame[f]];
+		if (g->frame_self[f] > fn->best_self) {
+			fn->best_self = g->frame_self[f];
+			fn->best_frame = f;
+		}
+	}
+	free(fr);
+	free(seen);
+}
+
+static size_t *order;
+static const struct agg *sort_g;
+static size_t sort_gw;
+static int cmp_self(const void *x, const void *y)
+{
+	double a = sort_g->self_j[*(const size_t *)x * sort_gw], b = sort_g->self_j[*(const size_t *)y * sort_gw];
+	if (a != b)
+		return a > b ? -1 : 1;
+	return (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
+}
+
+static void write_functions(struct csv *c, const struct energy_model *m, const struct pyspy_profile *p,
+			    const struct agg *g)
+{
+	size_t ng = m->ngroups, gw = ng + 1, np = m->ph.nnames + 1, nf = g->nfunc + 1, nrows = 0;
+	const char **cols = xcalloc(9 + 2 * ng + 1, sizeof *cols);
+	char **owned = xcalloc(2 * ng + 1, sizeof *owned);
+	size_t nc = 0;
+	static const char *const base[] = {"function", "file", "line", "self_j", "total_j",
+					   "self_s", "samples", "top_phase"};
+	for (size_t i = 0; i < 8; i++)
+		cols[nc++] = base[i];
+	if (ng > 1)
+		for (size_t k = 0; k < ng; k++) {
+			if (asprintf(&owned[2 * k], "self_j_%s", m->groups[k]) < 0 ||
+			    asprintf(&owned[2 * k + 1], "total_j_%s", m->groups[k]) < 0)
+				diag_fatal(NULL, "out of memory");
+			cols[nc++] = owned[2 * k];
+			cols[nc++] = owned[2 * k + 1];
+		}
+	cols[nc] = NULL;
+	csv_header(c, cols);
+
+	order = xcalloc(nf, sizeof *order);
+	for (size_t f = 0; f < nf; f++)
+		if (g->samples[f] || g->total_j[f * gw] > 0)
+			order[nrows++] = f;
+	sort_g = g;
+	sort_gw = gw;
+	qsort(order, nrows, sizeof *order, cmp_self);
+	for (size_t r = 0; r < nrows; r++) {
+		size_t f = order[r];
+		const struct func *fn = &g->fn[f];
+		size_t best = 0;
+		for (size_t q = 1; q < np; q++)
+			if (g->phase_j[f * np + q] > g->phase_j[f * np + best])
+				best = q;
+		csv_str(c, fn->name);
+		csv_str(c, fn->file);
+		if (fn->best_frame != UINT32_MAX && p->frames.v[fn->best_frame].line >= 0)
+			csv_i64(c, p->frames.v[fn->best_frame].line);
+		else
+			csv_empty(c);
+		csv_f64(c, g->self_j[f * gw], 9);
+		csv_f64(c, g->total_j[f * gw], 9);
+		csv_f64(c, g->self_s[f], 9);
+		csv_u64(c, g->samples[f]);
+		csv_str(c, best && g->phase_j[f * np + best] > 0 ? m->ph.names[best - 1] : "");
+		if (ng > 1)
+			for (size_t k = 0; k < ng; k++) {
+				csv_f64(c, g->self_j[f * gw + 1 + k], 9);
+				csv_f64(c, g->total_j[f * gw + 1 + k], 9);
+			}
+		csv_row_end(c);
+	}
+	free(order);
+	for (size_t k = 0; k < 2 * ng; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+}
+
+static void write_stacks(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+			 const struct agg *g)
+{
+	struct outfile of;
+	struct csv c;
+	size_t ng = m->ngroups, gw = ng + 1;
+	const char **cols = xcalloc(5 + ng, sizeof *cols);
+	char **owned = xcalloc(ng + 1, sizeof *owned);
+	uint32_t *fr = NULL, cap = 0;
+	size_t nc = 0;
+	cols[nc++] = "stack";
+	cols[nc++] = "samples";
+	cols[nc++] = "self_s";
+	cols[nc++] = "energy_j";
+	if (ng > 1)
+		for (size_t k = 0; k < ng; k++) {
+			if (asprintf(&owned[k], "energy_j_%s", m->groups[k]) < 0)
+				diag_fatal(NULL, "out of memory");
+			cols[nc++] = owned[k];
+		}
+	outfile_open(&of, path);
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (uint32_t node = 0; node < p->stacks.n; node++) {
+		uint32_t d = p->stacks.v[node].depth;
+		char *s = NULL;
+		size_t len = 0;
+		FILE *ms;
+		if (!g->node_n[node])
+			continue;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr)
+				diag_fatal(NULL, "out of memory");
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		if (!(ms = open_memstream(&s, &len)))
+			diag_fatal(NULL, "out of memory");
+		for (uint32_t k = 0; k < d; k++) {
+			const struct pyspy_frame *f = &p->frames.v[fr[k]];
+			fprintf(ms, "%s%s (%s:%d)", k ? ";" : "", f->name, f->file ? f->file : "", f->line);
+		}
+		if (!d)
+			fputs(NO_FRAME, ms);
+		fclose(ms);
+		csv_strn(&c, s, len);
+		free(s);
+		csv_u64(&c, g->node_n[node]);
+		csv_f64(&c, g->node_s[node], 9);
+		csv_f64(&c, g->node_j[node * gw], 9);
+		if (ng > 1)
+			for (size_t k = 0; k < ng; k++)
+				csv_f64(&c, g->node_j[node * gw + 1 + k], 9);
+		csv_row_end(&c);
+	}
+	outfile_commit(&of);
+	free(fr);
+	for (size_t k = 0; k < ng; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+}
+
+static void write_samples(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+			  const struct align_pyspy *a, const struct sample_energy *se)
+{
+	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "idle", "energy_j", "phase",
+					   "leaf_function", "leaf_line", NULL};
+	struct outfile of;
+	struct csv c;
+	outfile_open(&of, path);
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *s = &p->samples[i];
+		const struct align_pyspy_thread *t = &a->thr[s->thread];
+		double e = 0;
+		int ph = sample_energy_phase_at(m, a, s->thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		for (size_t k = 0; k < m->ngroups; k++)
+			e += se->e_j[i * m->ngroups + k];
+		if (t->ring_pid) {
+			csv_u64(&c, t->ring_pid);
+			csv_u64(&c, t->ring_tid);
+		} else {
+			csv_i64(&c, p->threads[s->thread].pid);
+			csv_str(&c, p->threads[s->thread].tid);
+		}
+		csv_fixed(&c, se->t0_s[i], 9);
+		csv_fixed(&c, se->t1_s[i], 9);
+		csv_u64(&c, se->idle[i]);
+		csv_f64(&c, e, 9);
+		csv_str(&c, ph >= 0 ? m->ph.names[ph] : "");
+		if (s->stack) {
+			const struct pyspy_frame *f = &p->frames.v[pyspy_stack_leaf(&p->stacks, s->stack)];
+			csv_str(&c, f->name);
+			csv_i64(&c, f->line);
+		} else {
+			csv_empty(&c);
+			csv_empty(&c);
+		}
+		csv_row_end(&c);
+	}
+	outfile_commit(&of);
+}
+
+static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
+			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
+{
+	char line[768];
+	align_pyspy_describe(a, p, line, sizeof line);
+	fprintf(fp, "profile: %s\n", profile);
+	fprintf(fp, "alignment: %s\n", line);
+	fprintf(fp, "alignment_method: %s\n", a->method);
+	fprintf(fp, "alignment_uncert_ms: %.6g\n", a->uncert_ms);
+	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
+	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
+	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
+	for (size_t g = 0; g < m->ngroups; g++)
+		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
+			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
+	fprintf(fp, "split rule: overlapping samples share a slice equally; idle samples (empty stack or a "
+		    "blocking leaf line) only when no busy sample overlaps\n");
+	if (m->emulated)
+		fprintf(fp, "sensor: %s\n", energy_model_sensor_note(m));
+}
+
+int cmd_functions(int argc, char **argv)
+{
+	struct em_opts o = {0};
+	const char *out = NULL, *profile = NULL, *ss_out = NULL, *stacks_out = NULL, *samples_out = NULL;
+	struct energy_model m;
+	struct pyspy_profile p;
+	struct pyspy_error perr;
+	struct align_pyspy a;
+	struct sample_energy se;
+	struct agg g;
+	struct outfile of;
+	struct csv c;
+	char err[512];
+
+	o.fit_range_s = 3.0;
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(s, "--no-fit")) {
+			o.no_fit = 1;
+		} else if (!v) {
+			usage(stderr);
+			diag_fatal(NULL, "functions: '%s' needs a value", s);
+		} else if (!strcmp(s, "--ring")) {
+			o.ring = v, i++;
+		} else if (!strcmp(s, "--perun")) {
+			o.perun = v, i++;
+		} else if (!strcmp(s, "--profile")) {
+			profile = v, i++;
+		} else if (!strcmp(s, "-o")) {
+			out = v, i++;
+		} else if (!strcmp(s, "--speedscope-out")) {
+			ss_out = v, i++;
+		} else if (!strcmp(s, "--stacks-out")) {
+			stacks_out = v, i++;
+		} else if (!strcmp(s, "--samples-out")) {
+			samples_out = v, i++;
+		} else if (!strcmp(s, "--run")) {
+			o.run = v, i++;
+		} else if (!strcmp(s, "--round")) {
+			o.round = atol(v), i++;
+		} else if (!strcmp(s, "--host")) {
+			o.host = v, i++;
+		} else if (!strcmp(s, "--tz")) {
+			o.tz = v, i++;
+		} else if (!strcmp(s, "--fit-range")) {
+			o.fit_range_s = atof(v), i++;
+		} else {
+			usage(stderr);
+			diag_fatal(NULL, "functions: unknown option '%s'", s);
+		}
+	}
+	if (!o.ring || !o.perun || !profile) {
+		usage(stderr);
+		return 2;
+	}
+	energy_model_open(&m, &o);
+	if (!m.nsen)
+		diag_fatal(o.perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable): "
+				    "no energy to give to functions");
+	pyspy_profile_init(&p);
+	if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &perr))
+		diag_fatal(profile, "%s", perr.msg);
+	if (!p.nsamples)
+		diag_fatal(profile, "the profile holds no samples");
+	if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
+		diag_fatal(profile, "%s", err);
+	char script[1024];
+	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
+	if (sample_energy_build(&m, &p, &a, string_src, &se))
+		diag_fatal(NULL, "out of memory");
+	/* Waiting threads sampled at all means --idle; pyspy.h's guess is
+	 * fooled by processes that come and go under --subprocesses. */
+	a.idle_dropped = a.idle_dropped && se.idle_share < 0.01;
+	if (a.idle_dropped)
+		diag_warn(profile, "looks recorded without py-spy --idle (%s; %.2g%% idle samples): idle samples "
+				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
+				   "with --idle",
+			  p.meta.idle_reason, 100 * se.idle_share);
+	{
+		double att = 0;
+		for (size_t k = 0; k < m.ngroups; k++)
+			att += se.attributed_j[k];
+		if (!(att > 0))
+			diag_fatal(profile, "no sample overlaps perun's span after alignment (%s): nothing to "
+					    "attribute (files from different runs?)",
+				   a.method);
+	}
+	memset(&g, 0, sizeof g);
+	build_functions(&p, &g);
+	aggregate(&m, &p, &a, &se, &g);
+
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	write_functions(&c, &m, &p, &g);
+	if (stacks_out)
+		write_stacks(stacks_out, &m, &p, &g);
+	if (samples_out)
+		write_samples(samples_out, &m, &p, &a, &se);
+	if (ss_out) {
+		struct outfile so;
+		double *w = xcalloc(p.nsamples, sizeof *w);
+		char name[256];
+		for (size_t i = 0; i < p.nsamples; i++)
+			for (size_t k = 0; k < m.ngroups; k++)
+				w[i] += se.e_j[i * m.ngroups + k];
+		snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms)%s%s",
+			 a.method, a.uncert_ms, m.emulated ? "; " : "", energy_model_sensor_note(&m));
+		outfile_open(&so, ss_out);
+		if (pyspy_write_energy_speedscope(&p, w, so.fp, name))
+			diag_fatal(ss_out, "write failed");
+		outfile_commit(&so);
+		free(w);
+	}
+	if (out) {
+		struct outfile af;
+		char *apath;
+		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+			diag_fatal(NULL, "out of memory");
+		outfile_open(&af, apath);
+		write_alignment(af.fp, &m, &p, &a, &se, profile);
+		outfile_commit(&af);
+		free(apath);
+	} else {
+		write_alignment(stderr, &m, &p, &a, &se, profile);
+	}
+	outfile_commit(&of);
+	{
+		char line[768];
+		align_pyspy_describe(&a, &p, line, sizeof line);
+		fprintf(stderr, "anchorpost functions: %s\n", line);
+	}
+	free(g.fn);
+	free(g.func_of_frame);
+	free(g.self_j);
+	free(g.total_j);
+	free(g.self_s);
+	free(g.phase_j);
+	free(g.samples);
+	free(g.frame_self);
+	free(g.node_j);
+	free(g.node_s);
+	free(g.node_n);
+	free(g.node_phase_j);
+	sample_energy_free(&se);
+	align_pyspy_free(&a);
+	pyspy_profile_free(&p);
+	energy_model_close(&m);
+	return 0;
+}

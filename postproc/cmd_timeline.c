@@ -1,0 +1,350 @@
+/*
+ * cmd_timeline.c - `anchorpost timeline --ring R --perun P [--profile S]`:
+ * one CSV row per fixed time bin, everything on the ring's timeline.
+ *
+ * Columns:
+ *   t_s              bin start, seconds since the ring's first record
+ *   utc_iso          the same instant in UTC (ring SYNC records)
+ *   power_w_<group>  mean power of each perun device group over the part
+ *                    of the bin perun covers (empty where it covers none)
+ *   phase_pid<PID>   innermost phase on that process's primary thread at
+ *                    the bin's midpoint ("" outside every phase)
+ *   top_frame        with --profile: the leaf frame sampled for the most
+ *                    time in the bin, phase threads first (top_frames())
+ * Bins run from the earlier of the ring's and perun's start to the later
+ * of their ends.  Alignment methods and uncertainties: OUT.alignment.txt.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align_pyspy.h"
+#include "commands.h"
+#include "csv.h"
+#include "diag.h"
+#include "energy_model.h"
+#include "outfile.h"
+#include "pyspy.h"
+#include "sample_energy.h"
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: anchorpost timeline --ring RING --perun FILE.hdf5 [--profile PYSPY.json]\n"
+		"                           [--bin SECONDS] [-o timeline.csv] [perun options of `phases`]\n"
+		"  fixed bins (default 0.1 s): t_s,utc_iso,power_w_<group>...,phase_pid<PID>...[,top_frame]\n");
+}
+
+struct hit {
+	size_t bin;
+	uint32_t frame;
+	uint8_t cls; /* 0 a phase thread's sample, 1 running, 2 idle */
+	double w_s;
+};
+
+static int cmp_hit(const void *x, const void *y)
+{
+	const struct hit *a = x, *b = y;
+	if (a->bin != b->bin)
+		return a->bin < b->bin ? -1 : 1;
+	if (a->cls != b->cls)
+		return a->cls - b->cls;
+	return (a->frame > b->frame) - (a->frame < b->frame);
+}
+
+/* top[b]: leaf frame with the most sampled time in bin b, UINT32_MAX none.
+ * With --idle every thread is sampled all the time, so a bin's leaves are
+ * ranked by class first: samples of a thread whose phases the timeline
+ * shows (what the run was doing), then running samples of other threads,
+ * then idle ones; within a class by sampled time. */
+static void top_frames(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *al,
+		       const struct sample_energy *se, double t0, double w, size_t nbins, uint32_t *top)
+{
+	uint8_t *phase_thr = calloc(p->nthreads ? p->nthreads : 1, 1);
+	if (!phase_thr)
+		diag_fatal(NULL, "out of memory");
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		long th = al->thr[k].ring_pid ? phase_set_primary_of(&m->ph, al->thr[k].ring_pid) : -1;
+		phase_thr[k] = th >= 0 && m->ph.thr[th].tid == al->thr[k].ring_tid;
+	}
+	struct hit *h = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t b = 0; b < nbins; b++)
+		top[b] = UINT32_MAX;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		double a = se->t0_s[i], z = se->t1_s[i];
+		uint32_t st = p->samples[i].stack;
+		if (!st || !(z > a) || z <= t0)
+			continue;
+		long b0 = (long)floor((a - t0) / w), b1 = (long)floor((z - t0) / w);
+		if (b0 < 0)
+			b0 = 0;
+		for (long b = b0; b <= b1 && b < (long)nbins; b++) {
+			double lo = t0 + (double)b * w, hi = lo + w;
+			double ov = (z < hi ? z : hi) - (a > lo ? a : lo);
+			if (ov <= 0)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 4096;
+				struct hit *nh = realloc(h, cap * sizeof *nh);
+				if (!nh)
+					diag_fatal(NULL, "out of memory");
+				h = nh;
+			}
+			uint8_t cls = phase_thr[p->samples[i].thread] ? 0 : se->idle[i] ? 2 : 1;
+			h[n++] = (struct hit){(size_t)b, pyspy_stack_leaf(&p->stacks, st), cls, ov};
+		}
+	}
+	qsort(h, n, sizeof *h, cmp_hit);
+	for (size_t i = 0; i < n;) {
+		size_t b = h[i].bin;
+		double best = -1;
+		int best_cls = 3;
+		while (i < n && h[i].bin == b) {
+			size_t j = i;
+			double sum = 0;
+			while (j < n && h[j].bin == b && h[j].cls == h[i].cls && h[j].frame == h[i].frame)
+				sum += h[j++].w_s;
+			if (h[i].cls < best_cls || (h[i].cls == best_cls && sum > best)) {
+				best = sum;
+				best_cls = h[i].cls;
+				top[b] = h[i].frame;
+			}
+			i = j;
+		}
+	}
+	free(h);
+	free(phase_thr);
+}
+
+static int seg_phase(const struct phase_thread *th, uint64_t ts)
+{
+	size_t lo = 0, hi = th->nseg;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (th->seg[mid].t0_ns <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || th->seg[lo - 1].t1_ns <= ts)
+		return -1;
+	return th->seg[lo - 1].phase;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	struct em_opts o = {0};
+	const char *out = NULL, *profile = NULL;
+	double bin_s = 0.1;
+	struct energy_model m;
+	struct pyspy_profile p;
+	struct align_pyspy a;
+	struct sample_energy se;
+	int have_prof = 0;
+	uint32_t *top = NULL;
+	uint32_t *pids = NULL;
+	long *pthr = NULL;
+	size_t npids = 0;
+
+	o.fit_range_s = 3.0;
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(s, "--no-fit")) {
+			o.no_fit = 1;
+		} else if (!v) {
+			usage(stderr);
+			diag_fatal(NULL, "timeline: '%s' needs a value", s);
+		} else if (!strcmp(s, "--ring")) {
+			o.ring = v, i++;
+		} else if (!strcmp(s, "--perun")) {
+			o.perun = v, i++;
+		} else if (!strcmp(s, "--profile")) {
+			profile = v, i++;
+		} else if (!strcmp(s, "-o")) {
+			out = v, i++;
+		} else if (!strcmp(s, "--bin")) {
+			char *end;
+			bin_s = strtod(v, &end), i++;
+			if (end == v || *end || !(bin_s >= 1e-4) || !(bin_s <= 3600))
+				diag_fatal(NULL, "timeline: --bin wants seconds in [0.0001, 3600], not '%s'", v);
+		} else if (!strcmp(s, "--run")) {
+			o.run = v, i++;
+		} else if (!strcmp(s, "--round")) {
+			o.round = atol(v), i++;
+		} else if (!strcmp(s, "--host")) {
+			o.host = v, i++;
+		} else if (!strcmp(s, "--tz")) {
+			o.tz = v, i++;
+		} else if (!strcmp(s, "--fit-range")) {
+			o.fit_range_s = atof(v), i++;
+		} else {
+			usage(stderr);
+			diag_fatal(NULL, "timeline: unknown option '%s'", s);
+		}
+	}
+	if (!o.ring || !o.perun) {
+		usage(stderr);
+		return 2;
+	}
+	energy_model_open(&m, &o);
+	if (!m.nsen)
+		diag_warn(o.perun, "the file holds no power sensors (psutil only): no power columns");
+
+	double t0 = m.span_t0_s < 0 ? m.span_t0_s : 0;
+	double ring_end = energy_model_tl(&m, m.rl.rf.ev[m.rl.rf.nev - 1].ts_ns);
+	double t1 = m.span_t1_s > ring_end ? m.span_t1_s : ring_end;
+	size_t nbins = (size_t)ceil((t1 - t0) / bin_s - 1e-9);
+	if (!nbins)
+		nbins = 1;
+	if (nbins > 100000000)
+		diag_fatal(NULL, "timeline: %zu bins of %g s: choose a wider --bin", nbins, bin_s);
+
+	if (profile) {
+		struct pyspy_error perr;
+		char err[512], script[1024];
+		pyspy_profile_init(&p);
+		if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &perr))
+			diag_fatal(profile, "%s", perr.msg);
+		if (!p.nsamples)
+			diag_fatal(profile, "the profile holds no samples");
+		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
+			diag_fatal(profile, "%s", err);
+		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
+			diag_fatal(NULL, "out of memory");
+		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
+		if (a.idle_dropped)
+			diag_warn(profile, "looks recorded without py-spy --idle (%s): sample times are unreliable",
+				  p.meta.idle_reason);
+		top = malloc(nbins * sizeof *top);
+		if (!top)
+			diag_fatal(NULL, "out of memory");
+		top_frames(&m, &p, &a, &se, t0, bin_s, nbins, top);
+		have_prof = 1;
+	}
+
+	/* One phase column per process that has phases. */
+	pids = calloc(m.rl.procs.n + 1, sizeof *pids);
+	pthr = calloc(m.rl.procs.n + 1, sizeof *pthr);
+	if (!pids || !pthr)
+		diag_fatal(NULL, "out of memory");
+	for (size_t i = 0; i < m.rl.procs.n; i++) {
+		uint32_t pid = m.rl.procs.p[i].pid;
+		long th = phase_set_primary_of(&m.ph, pid);
+		int seen = 0;
+		for (size_t k = 0; k < npids; k++)
+			seen |= pids[k] == pid;
+		if (th < 0 || seen)
+			continue;
+		pids[npids] = pid;
+		pthr[npids++] = th;
+	}
+
+	struct outfile of;
+	struct csv c;
+	const char **cols = calloc(3 + m.ngroups + npids + 1, sizeof *cols);
+	char **owned = calloc(m.ngroups + npids + 1, sizeof *owned);
+	size_t nc = 0, no = 0;
+	if (!cols || !owned)
+		diag_fatal(NULL, "out of memory");
+	cols[nc++] = "t_s";
+	cols[nc++] = "utc_iso";
+	for (size_t g = 0; g < m.ngroups; g++) {
+		if (asprintf(&owned[no], "power_w_%s", m.groups[g]) < 0)
+			diag_fatal(NULL, "out of memory");
+		cols[nc++] = owned[no++];
+	}
+	for (size_t k = 0; k < npids; k++) {
+		if (asprintf(&owned[no], "phase_pid%u", pids[k]) < 0)
+			diag_fatal(NULL, "out of memory");
+		cols[nc++] = owned[no++];
+	}
+	if (have_prof)
+		cols[nc++] = "top_frame";
+	cols[nc] = NULL;
+
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (size_t b = 0; b < nbins; b++) {
+		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
+		char iso[48];
+		csv_fixed(&c, lo, 6);
+		ring_clock_iso(ring_clock_unix_ns(&m.rl.clock, (uint64_t)llround((double)m.base_ns + lo * 1e9)), iso,
+			       sizeof iso);
+		csv_str(&c, m.rl.clock.n ? iso : "");
+		for (size_t g = 0; g < m.ngroups; g++) {
+			double clo = lo > m.span_t0_s ? lo : m.span_t0_s, chi = hi < m.span_t1_s ? hi : m.span_t1_s;
+			double e = 0;
+			if (chi <= clo) {
+				csv_empty(&c);
+				continue;
+			}
+			for (size_t s = 0; s < m.nsen; s++)
+				if (energy_model_group_of(&m, &m.sen[s]) == g)
+					e += energy_model_slice_j(&m.sen[s], clo, chi);
+			csv_f64(&c, e / (chi - clo), 6);
+		}
+		for (size_t k = 0; k < npids; k++) {
+			double ns = (double)m.base_ns + mid * 1e9;
+			int ph = ns >= 0 ? seg_phase(&m.ph.thr[pthr[k]], (uint64_t)ns) : -1;
+			csv_str(&c, ph >= 0 ? m.ph.names[ph] : "");
+		}
+		if (have_prof) {
+			if (top[b] == UINT32_MAX) {
+				csv_empty(&c);
+			} else {
+				const struct pyspy_frame *f = &p.frames.v[top[b]];
+				char buf[1024];
+				snprintf(buf, sizeof buf, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
+				csv_str(&c, buf);
+			}
+		}
+		csv_row_end(&c);
+	}
+
+	{
+		FILE *afp = stderr;
+		struct outfile af;
+		char *apath = NULL;
+		if (out) {
+			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+				diag_fatal(NULL, "out of memory");
+			outfile_open(&af, apath);
+			afp = af.fp;
+		}
+		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", m.align.method, m.align.uncert_ms);
+		fprintf(afp, "perun span: %.6f .. %.6f s\n", m.span_t0_s, m.span_t1_s);
+		if (have_prof) {
+			char line[768];
+			align_pyspy_describe(&a, &p, line, sizeof line);
+			fprintf(afp, "py-spy alignment: %s\n", line);
+		}
+		if (m.emulated)
+			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(&m));
+		if (out) {
+			outfile_commit(&af);
+			free(apath);
+		}
+	}
+	outfile_commit(&of);
+	for (size_t k = 0; k < no; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+	free(pids);
+	free(pthr);
+	if (have_prof) {
+		free(top);
+		sample_energy_free(&se);
+		align_pyspy_free(&a);
+		pyspy_profile_free(&p);
+	}
+	energy_model_close(&m);
+	return 0;
+}

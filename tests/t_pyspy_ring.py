@@ -1,0 +1,59 @@
+"""`anchorpost samples --ring`: py-spy records a victim running under
+libanchor.so; the victim marks alpha_start in the ring just before it
+spins in alpha().  With the process-start anchor, the first sample inside
+alpha must land near the mark's UTC time: the distance is the alignment
+error, printed for chrometrace and speedscope (--idle).  Also checks the
+side file and that a raw profile is refused with --ring."""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyspy_common import pyspy_binary, BUILD, ROOT, check, read_csv, run  # noqa: E402
+
+tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
+py = os.environ.get("PYTHON", sys.executable)
+lib = os.path.join(BUILD, "libanchor.so")
+pyspy = pyspy_binary()
+if not pyspy or not os.path.exists(lib):
+    print("needs py-spy and build/libanchor.so")
+    sys.exit(77)
+victim = os.path.join(ROOT, "tests", "pyspy_ring_victim.py")
+
+for fmt, limit_s in (("chrometrace", 1.0), ("speedscope", 1.0), ("raw", None)):
+    ring = os.path.join(tmp, fmt + ".ring")
+    prof = os.path.join(tmp, fmt + ".prof")
+    r = subprocess.run([pyspy, "record", "--format", fmt, "--idle", "-r", "200", "-o", prof, "--",
+                        "env", "LD_PRELOAD=" + lib, "ANCHOR_FILE=" + ring, py, victim],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 and ("ermission" in r.stderr or "ptrace" in r.stderr.lower()):
+        print("py-spy cannot attach here (needs ptrace)")
+        sys.exit(77)
+    check(r.returncode == 0 and os.path.exists(prof) and os.path.exists(ring), "%s: record failed: %s" % (fmt, r.stderr))
+    out = os.path.join(tmp, fmt + ".csv")
+    r = run(["samples", prof, "--ring", ring, "-o", out])
+    if limit_s is None:
+        check(r.returncode == 1 and "no sample times" in r.stderr and not os.path.exists(out),
+              "raw with --ring must be refused: %r" % r.stderr)
+        print("ok raw + --ring refused: %s" % r.stderr.strip())
+        continue
+    check(r.returncode == 0, "%s: samples --ring: %s" % (fmt, r.stderr))
+    rows = read_csv(out)
+    check(list(rows[0].keys())[-2:] == ["unix_s", "utc_iso"], "%s: no unix_s/utc_iso columns" % fmt)
+    side = open(out + ".alignment.txt").read()
+    check("method: process-start anchor" in side and "expected error" in side, "%s: side file: %r" % (fmt, side))
+    r = run(["dump", ring, "-o", os.path.join(tmp, fmt + ".dump.csv")])
+    check(r.returncode == 0, "dump: %s" % r.stderr)
+    marks = [x for x in read_csv(os.path.join(tmp, fmt + ".dump.csv")) if x["kind"] == "mark" and x["name"] == "alpha_start"]
+    check(len(marks) == 1, "%s: alpha_start mark not in the ring" % fmt)
+    mark_s = int(marks[0]["unix_ns"]) / 1e9
+    alpha = [x for x in rows if "alpha (" in x["stack"]]
+    check(alpha, "%s: no sample in alpha" % fmt)
+    first = min(float(x["unix_s"]) for x in alpha)
+    err = first - mark_s
+    check(all(x["utc_iso"].endswith("Z") and x["utc_iso"][:4] == marks[0]["utc_iso"][:4] for x in rows[:5]), "utc_iso")
+    print("ok %s: first alpha sample at %.6f, alpha_start mark at %.6f: alignment error %+.1f ms (limit %.0f ms)"
+          % (fmt, first, mark_s, err * 1e3, limit_s * 1e3))
+    check(abs(err) <= limit_s, "%s: alignment error %.1f ms over %.0f ms" % (fmt, err * 1e3, limit_s * 1e3))
