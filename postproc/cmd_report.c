@@ -3,10 +3,11 @@
  * everything in one go.
  *
  * Writes into OUTDIR: phases.csv (as `phases`), perun.csv (+ .energy.csv,
- * as `perun`), samples.csv (as `samples --ring`, with a profile),
- * timeline.svg/.png and phases.svg/.png (plot.h), trace.json
- * (trace_json.h); then prints the per-phase table with the alignment
- * quality and the list of files.  The ring and perun file are loaded and
+ * as `perun`), timeline.csv (as `timeline`); with a profile samples.csv
+ * (as `samples --ring`), functions.csv + energy.speedscope.json (as
+ * `functions`); timeline.svg/.png and phases.svg/.png (plot.h), trace.json
+ * (trace_json.h, py-spy placed by align_pyspy.h); then prints the
+ * per-phase table with both alignments' quality and the list of files.  The ring and perun file are loaded and
  * aligned once (energy_model.h); the other commands' outputs come from
  * their own entry points so that report and the single commands cannot
  * disagree.  Every output is all-or-nothing (outfile.h); a failure stops
@@ -29,11 +30,14 @@
 #include "outfile.h"
 #include "phase_table.h"
 #include "plot.h"
+#include "align_pyspy.h"
 #include "pyspy.h"
 #include "trace_json.h"
 
 struct report {
 	const char *dir;
+	char *fwd[16];     /* perun/alignment options for functions, timeline */
+	int nfwd;
 	char **files;      /* written, in order, for the closing list */
 	size_t nfiles;
 	int progress;      /* stderr is a terminal */
@@ -44,9 +48,10 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: anchorpost report --ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]\n"
-		"  everything in one go: phases.csv, perun.csv, samples.csv (with --profile),\n"
-		"  timeline.svg/.png, phases.svg/.png, trace.json (Chrome/Perfetto), then the\n"
-		"  per-phase table with the alignment quality and the list of files\n"
+		"  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
+		"  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
+		"  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
+		"  the alignment quality and the list of files\n"
 		"  --title TEXT       names the run in the pictures and the trace\n"
 		"                     (default: the basename of OUTDIR)\n"
 		"  --trace-stacks phases|all|none  py-spy stacks in trace.json: of processes\n"
@@ -120,33 +125,12 @@ static int run_quiet(int (*fn)(int, char **), char **argv)
 	return rc;
 }
 
-/* Where py-spy's t_rel_s = 0 lies on the timeline: the start of the
- * profiled process (what `samples --ring` assumes; py-spy makes its clock
- * just before it spawns or attaches).  The earliest-started process the
- * profile names, else the ring's first process. */
-static double pyspy_offset(const struct energy_model *m, const struct pyspy_profile *p, char *method, size_t cap,
-			   double *uncert_ms)
+/* Append the forwarded options at argv[n] (argv has room for 32). */
+static void forward(const struct report *r, char **argv, int n)
 {
-	const struct ring_proc *best = NULL;
-	for (uint32_t t = 0; t < p->nthreads; t++) {
-		const struct ring_proc *rp;
-		if (p->threads[t].pid < 0)
-			continue;
-		rp = ring_procs_find(&m->rl.procs, (uint32_t)p->threads[t].pid);
-		if (rp && rp->start_ns && (!best || rp->start_ns < best->start_ns))
-			best = rp;
-	}
-	if (!best)
-		for (size_t i = 0; i < m->rl.procs.n; i++)
-			if (m->rl.procs.p[i].start_ns && (!best || m->rl.procs.p[i].start_ns < best->start_ns))
-				best = &m->rl.procs.p[i];
-	if (!best)
-		diag_fatal(m->rl.rf.path, "no process start record to place the py-spy profile on");
-	snprintf(method, cap, "process-start anchor (pid %u): py-spy's time 0 taken as its PROC_START", best->pid);
-	/* py-spy's start-up and attach race the target's start: a prior,
-	 * good to a py-spy start-up (~0.2 s as measured here), not a fit. */
-	*uncert_ms = 200;
-	return energy_model_tl(m, best->start_ns);
+	for (int k = 0; k < r->nfwd; k++)
+		argv[n++] = r->fwd[k];
+	argv[n] = NULL;
 }
 
 static void print_files(const struct report *r)
@@ -172,7 +156,7 @@ int cmd_report(int argc, char **argv)
 	struct phase_scope all;
 	struct outfile of;
 	struct csv c;
-	char *table = NULL, *path, title_buf[256];
+	char *table = NULL, *path, title_buf[256], pyspy_line[640] = "";
 	size_t table_len = 0;
 	FILE *tty;
 
@@ -184,6 +168,11 @@ int cmd_report(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if ((n = phase_table_option(argc, argv, i, &o, &ao, &method)) > 0) {
+			/* functions and timeline take the same perun options, not the
+			 * attribution ones (they split each sample's slice). */
+			if (strcmp(a, "--method") && strcmp(a, "--boot") && r.nfwd + n <= 16)
+				for (int k = 0; k < n; k++)
+					r.fwd[r.nfwd++] = argv[i + k];
 			i += n - 1;
 		} else if (!v) {
 			usage(stderr);
@@ -271,6 +260,26 @@ int cmd_report(int argc, char **argv)
 		out_path(&r, "samples.csv.alignment.txt");
 	}
 
+	if (profile) {
+		progress(&r, "functions.csv, energy.speedscope.json");
+		char *fv[32] = {"functions", "--ring", (char *)o.ring, "--perun", (char *)o.perun, "--profile",
+				(char *)profile, "-o", out_path(&r, "functions.csv"), "--speedscope-out",
+				out_path(&r, "energy.speedscope.json")};
+		forward(&r, fv, 11);
+		run_quiet(cmd_functions, fv);
+		out_path(&r, "functions.csv.alignment.txt");
+	}
+	progress(&r, "timeline.csv");
+	{
+		char *tv[32] = {"timeline", "--ring", (char *)o.ring, "--perun", (char *)o.perun, "-o",
+				out_path(&r, "timeline.csv")};
+		int k = 7;
+		if (profile)
+			tv[k++] = "--profile", tv[k++] = (char *)profile;
+		forward(&r, tv, k);
+		run_quiet(cmd_timeline, tv);
+	}
+
 	progress(&r, "timeline.svg, timeline.png");
 	plot_timeline(&m, title, out_path(&r, "timeline.svg"), PLOT_SVG);
 	plot_timeline(&m, title, out_path(&r, "timeline.png"), PLOT_PNG);
@@ -280,32 +289,37 @@ int cmd_report(int argc, char **argv)
 
 	{
 		struct pyspy_profile p;
+		struct align_pyspy al;
 		struct trace_pyspy tp = {0};
 		struct trace_stats ts;
-		char method_buf[160];
 		pyspy_profile_init(&p);
-		if (profile && strcmp(stacks, "none")) {
+		memset(&al, 0, sizeof al);
+		if (profile) {
 			struct pyspy_error err;
-			progress(&r, "reading the py-spy profile");
+			char aerr[320];
+			progress(&r, "reading and aligning the py-spy profile");
 			if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &err))
 				diag_fatal(profile, "%s", err.msg);
-			if (p.meta.times_known) {
+			if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &al, aerr, sizeof aerr))
+				diag_fatal(profile, "%s", aerr);
+			align_pyspy_describe(&al, &p, pyspy_line, sizeof pyspy_line);
+			if (strcmp(stacks, "none")) {
 				tp.p = &p;
-				tp.offset_s = pyspy_offset(&m, &p, method_buf, sizeof method_buf, &tp.uncert_ms);
-				tp.method = method_buf;
+				tp.al = &al;
 				tp.all_processes = !strcmp(stacks, "all");
-			} else {
-				diag_warn(profile, "%s profile has no sample times: no py-spy stacks in trace.json",
-					  pyspy_format_name(p.meta.format));
 			}
 		}
 		progress(&r, "trace.json");
 		trace_json_write(&m, &tp, title, out_path(&r, "trace.json"), &ts);
+		if (profile)
+			align_pyspy_free(&al);
 		pyspy_profile_free(&p);
 	}
 
 	progress(&r, "done");
 	fputs(table, stdout);
+	if (pyspy_line[0])
+		printf("%s\n", pyspy_line);
 	free(table);
 	print_files(&r);
 	phase_scope_free(&all);

@@ -254,7 +254,7 @@ static void write_power(struct w *w, const struct energy_model *m)
 
 struct sidx {
 	uint32_t thread;
-	double t;
+	double t, t_end; /* the sample's aligned slice on the timeline */
 	size_t i;
 };
 
@@ -370,8 +370,9 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct pyspy_thread *th = &p->threads[t];
-		uint32_t pid = th->pid >= 0 ? (uint32_t)th->pid : default_pid;
-		long tid = os_tid(m, th, pid);
+		const struct align_pyspy_thread *at = t < ps->al->nthr ? &ps->al->thr[t] : NULL;
+		uint32_t pid = at && at->ring_pid ? at->ring_pid : th->pid >= 0 ? (uint32_t)th->pid : default_pid;
+		long tid = at && at->ring_tid ? (long)at->ring_tid : os_tid(m, th, pid);
 		tr[t].pid = pid;
 		tr[t].tid = STACK_TID_BIT | (tid >= 0 ? (uint32_t)tid : STACK_TID_UNMAPPED | t);
 		tr[t].keep = ps->all_processes || phase_set_primary_of(&m->ph, pid) >= 0;
@@ -391,8 +392,11 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pyspy_sample *sm = &p->samples[i];
-		if (tr[sm->thread].keep && isfinite(sm->t_rel_s))
-			s[ns++] = (struct sidx){sm->thread, sm->t_rel_s, i};
+		double a, b;
+		if (!tr[sm->thread].keep || !isfinite(sm->t_rel_s))
+			continue;
+		align_pyspy_slice(ps->al, p, i, &a, &b);
+		s[ns++] = (struct sidx){sm->thread, a, b, i};
 	}
 	qsort(s, ns, sizeof *s, cmp_sidx);
 
@@ -405,8 +409,7 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 		const struct stack_track *t = &tr[th];
 		for (; k < ns && s[k].thread == th; k++) {
 			const struct pyspy_sample *sm = &p->samples[s[k].i];
-			double t0 = sm->t_rel_s + ps->offset_s;
-			double dur = isfinite(sm->duration_s) && sm->duration_s > 0 ? sm->duration_s : 0;
+			double t0 = s[k].t, t_end = s[k].t_end;
 			uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, cur, maxdepth), same = 0;
 			if (nprev && t0 > prev_end + 1e-6) {
 				while (nprev) {
@@ -423,7 +426,7 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 				prev[d] = cur[d];
 			}
 			nprev = ncur;
-			prev_end = t0 + dur;
+			prev_end = t_end > t0 ? t_end : t0;
 		}
 		for (; nprev; nprev--)
 			frame_close(w, t, prev_end);
@@ -451,9 +454,11 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	put_str(w, m->align.method);
 	fprintf(w->fp, ",\"perun_align_uncert_ms\":%.6g", m->align.uncert_ms);
 	if (ps && ps->p) {
+		char buf[640];
+		align_pyspy_describe(ps->al, ps->p, buf, sizeof buf);
 		fputs(",\"pyspy_alignment\":", w->fp);
-		put_str(w, ps->method);
-		fprintf(w->fp, ",\"pyspy_align_uncert_ms\":%.6g", ps->uncert_ms);
+		put_str(w, buf);
+		fprintf(w->fp, ",\"pyspy_align_uncert_ms\":%.6g", ps->al->uncert_ms);
 	}
 	fputs("}}\n", w->fp);
 }
@@ -470,9 +475,13 @@ void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps
 	 * timestamp is negative. */
 	w.origin_s = fmin(0, m->span_t0_s);
 	if (ps && ps->p)
-		for (size_t i = 0; i < ps->p->nsamples; i++)
-			if (isfinite(ps->p->samples[i].t_rel_s))
-				w.origin_s = fmin(w.origin_s, ps->p->samples[i].t_rel_s + ps->offset_s);
+		for (size_t i = 0; i < ps->p->nsamples; i++) {
+			double a, b;
+			if (!isfinite(ps->p->samples[i].t_rel_s))
+				continue;
+			align_pyspy_slice(ps->al, ps->p, i, &a, &b);
+			w.origin_s = fmin(w.origin_s, a);
+		}
 	outfile_open(&of, path);
 	w.fp = of.fp;
 	fputs("{\"traceEvents\":[", w.fp);

@@ -23,14 +23,13 @@
 
 #include <stddef.h>
 
+#include "align_pyspy.h"
 #include "energy_model.h"
 #include "pyspy.h"
 
 struct trace_pyspy {
 	const struct pyspy_profile *p; /* NULL: no stacks */
-	double offset_s;               /* timeline s = sample t_rel_s + offset_s */
-	const char *method;            /* how offset_s was found */
-	double uncert_ms;
+	const struct align_pyspy *al;  /* places every sample on the timeline */
 	int all_processes;             /* else only processes with phases */
 };
 
