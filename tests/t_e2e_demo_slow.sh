@@ -36,10 +36,9 @@ done
 
 # functions.csv, energy.speedscope.json and timeline.csv come with the
 # functions/timeline commands, and with them py-spy's alignment to the ring
-# (align_pyspy): then the model's forward and autograd's backward, as
-# py-spy sampled them, must run inside the anchored forward and backward
-# ranges.  (Without it py-spy's time 0 is only its target's start, which
-# put 69 % of Transformer.forward inside forward on a 6-step run.)
+# (align_pyspy): then the samples where py-spy first saw the model's
+# forward and autograd's backward must lie inside the anchored forward and
+# backward ranges (10-100 ms here: shifting py-spy by 10-20 ms fails it).
 extra=()
 if "$BUILD/anchorpost" --help | grep -q "^  functions "; then
 	extra=(--functions --inside Transformer.forward:forward --inside _engine_run_backward:backward)
