@@ -278,6 +278,8 @@ int cmd_report(int argc, char **argv)
 			tv[k++] = "--profile", tv[k++] = (char *)profile;
 		forward(&r, tv, k);
 		run_quiet(cmd_timeline, tv);
+		if (profile)
+			out_path(&r, "timeline.csv.alignment.txt");
 	}
 
 	progress(&r, "timeline.svg, timeline.png");

@@ -7,9 +7,9 @@
 # Checks as the demo's (tests/report_check.py): sums, counts, every file
 # parses, trace.json's structure with speedscope's per-thread nominal
 # times placed by align_pyspy.  Not checked: where py-spy's hot_spin lands
-# (speedscope placement was +-169 ms here against 150-250 ms phases: 63 %
-# of hot_spin inside "hot" in trace.json, as in functions' own
-# --samples-out; chrometrace, in t_e2e_demo_slow, is checked at >= 90 %).
+# (speedscope times are nominal; on one run 83 % of the samples that first
+# saw hot_spin fell inside "hot", and an earlier align_pyspy gave 67 %;
+# chrometrace, in t_e2e_demo_slow, is held to >= 90 %).
 set -eu
 : "${ANCHOR_ROOT:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${BUILD:=$ANCHOR_ROOT/build}"
