@@ -7,15 +7,14 @@
  * (as `samples --ring`), functions.csv + energy.speedscope.json (as
  * `functions`); timeline.svg/.png and phases.svg/.png (plot.h), trace.json
  * (trace_json.h, py-spy placed by align_pyspy.h); then prints the
- * per-phase table with both alignments' quality and the list of files.  The ring and perun file are loaded and
- * aligned once (energy_model.h); the other commands' outputs come from
- * their own entry points so that report and the single commands cannot
- * disagree.  Every output is all-or-nothing (outfile.h); a failure stops
+ * per-phase table with both alignments' quality and the list of files.
+ * The ring and perun file are loaded and aligned once (energy_model.h);
+ * the other commands' outputs come from their own entry points so that
+ * report and the single commands cannot disagree.  Every output is all-or-nothing (outfile.h); a failure stops
  * the report with one line, leaving the files already finished.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "align_pyspy.h"
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
@@ -30,7 +30,6 @@
 #include "outfile.h"
 #include "phase_table.h"
 #include "plot.h"
-#include "align_pyspy.h"
 #include "pyspy.h"
 #include "trace_json.h"
 
