@@ -55,7 +55,9 @@ static void usage(FILE *fp)
 		"  --tz +HH:MM        zone of perun's execution_dt (default: this machine's)\n"
 		"  --fit-range S      offset search around the execution_dt estimate [3]\n"
 		"  --no-fit           keep the execution_dt estimate\n"
-		"  --boot N           bootstrap resamples for regress intervals [200]\n");
+		"  --boot N           bootstrap resamples for regress intervals [200]\n"
+		"  several rings (MPI ranks, hosts): --rings DIR|GLOB, --by-rank, --stragglers FILE\n"
+		"                     ('anchorpost phases --rings x --help', docs/mpi.md)\n");
 }
 
 int cmd_phases(int argc, char **argv)
@@ -69,6 +71,9 @@ int cmd_phases(int argc, char **argv)
 	struct csv c;
 	FILE *tty;
 
+	/* Several rings, --by-rank, --stragglers: the multi-ring model. */
+	if (phases_wants_mpi(argc, argv))
+		return cmd_phases_mpi(argc, argv);
 	phase_table_defaults(&o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];

@@ -17,4 +17,10 @@ int cmd_functions(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
+/* cmd_mpi.c: several rings (ranks, hosts).  `phases` hands over to
+ * cmd_phases_mpi when phases_wants_mpi() says its options ask for it. */
+int cmd_phases_mpi(int argc, char **argv);
+int cmd_stragglers(int argc, char **argv);
+int phases_wants_mpi(int argc, char **argv);
+
 #endif

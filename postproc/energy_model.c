@@ -342,3 +342,8 @@ void energy_model_close(struct energy_model *m)
 	ringload_close(&m->rl);
 	memset(m, 0, sizeof *m);
 }
+
+int energy_model_build_sensor(struct em_sensor *s)
+{
+	return build_sensor(s);
+}

@@ -88,8 +88,16 @@ static enum pyspy_format detect(const struct pyspy_input *in)
 			return PYSPY_FMT_SPEEDSCOPE; /* BOM: let yajl refuse it with an offset */
 		if (c == '[')
 			return PYSPY_FMT_CHROMETRACE;
-		/* An object, or a JSON scalar (no raw line starts with a quote
-		 * or a digit): the speedscope reader names what is wrong. */
+		/* A raw line for an empty stack is just " COUNT" (py-spy --idle
+		 * writes one): a digit followed by more lines is raw. */
+		if (c >= '0' && c <= '9') {
+			const char *nl = memchr(in->buf + i, '\n', in->len - i);
+			for (size_t k = nl ? (size_t)(nl - in->buf) : in->len; k < in->len; k++)
+				if (!strchr(" \t\r\n", in->buf[k]))
+					return PYSPY_FMT_RAW;
+		}
+		/* An object, or a JSON scalar: the speedscope reader names what
+		 * is wrong. */
 		if (c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9'))
 			return PYSPY_FMT_SPEEDSCOPE;
 		return PYSPY_FMT_RAW;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_path.h"
 #include "ring_writer.h"
 
 static uint32_t g_exit_pid; /* pid that already recorded its exit */
@@ -239,7 +240,15 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 		goto out;
 	}
 	file = getenv("ANCHOR_FILE");
-	if (file && *file) {
+	if (file && *file && strchr(file, '%')) {
+		/* A template (%r, %h, %p): one ring per rank; children keep the
+		 * template and expand it the same way. */
+		if (anchor_expand_path(file, path, sizeof path)) {
+			anchor_disable_once("ANCHOR_FILE expands to a path too long: ", file);
+			goto out;
+		}
+		o.path = path;
+	} else if (file && *file) {
 		o.path = file;
 	} else {
 		default_path(path, sizeof path);

@@ -57,7 +57,8 @@ setup(
                                 "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + _tls_flags(),
             libraries=["dl", "pthread"],
             depends=sorted(glob.glob("src/*.h")) + [os.path.join(ANCHORS, f) for f in
-                                                    ("ring_writer.c", "ring_writer.h", "ring_format.h")],
+                                                    ("ring_writer.c", "ring_writer.h", "ring_format.h",
+                                                     "ring_path.c", "ring_path.h")],
         )
     ],
     zip_safe=False,

@@ -22,6 +22,13 @@ optimizer or data changes.  Names written:
                    including the final one that raises StopIteration.
   epoch            MARK, value = per-DataLoader epoch index (0, 1, ...),
                    written when ``DataLoader.__iter__`` starts a new pass.
+  dist.<name>      BEGIN/END around the torch.distributed collectives
+                   (all_reduce, broadcast, barrier, all_gather, reduce_scatter
+                   and their tensor/single variants, reduce, gather, scatter,
+                   all_to_all), outermost call per thread only.  With
+                   ``async_op=True`` the range covers the launch, not the
+                   wait.  DDP's gradient buckets go through the C++ reducer,
+                   not these functions: they are not seen (docs/mpi.md).
 
 torch is never imported by us: if it is not imported yet, the meta-path
 watcher of anchor._import_hook installs the hooks right after
@@ -44,6 +51,7 @@ class _State(threading.local):
     # needed on the hot path.
     fwd = 0
     bwd = 0
+    coll = 0
 
 
 _tls = _State()
@@ -128,6 +136,50 @@ def _wrap_iter(orig):
     return __iter__
 
 
+_DIST_FUNCS = ("all_reduce", "broadcast", "barrier", "all_gather", "all_gather_into_tensor",
+               "reduce_scatter", "reduce_scatter_tensor", "reduce", "gather", "scatter",
+               "all_to_all", "all_to_all_single")
+
+
+def _wrap_collective(orig, name):
+    @functools.wraps(orig)
+    def collective(*args, **kwargs):
+        # Outermost only: a collective built on another (all_gather on
+        # all_gather_into_tensor) must not count its wait twice.
+        if _tls.coll:
+            return orig(*args, **kwargs)
+        _tls.coll = 1
+        _begin(name)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _end(name)
+            _tls.coll = 0
+
+    collective.__anchor_wrapped__ = True
+    return collective
+
+
+def _install_distributed(torch, wrappers):
+    """torch.distributed's collectives; the same wrapper object goes into
+    torch.distributed and distributed_c10d so either spelling is seen."""
+    dist = getattr(torch, "distributed", None)
+    if dist is None or not getattr(dist, "is_available", lambda: False)():
+        return
+    try:
+        import torch.distributed.distributed_c10d as c10d
+    except ImportError:
+        return
+    for fname in _DIST_FUNCS:
+        orig = getattr(c10d, fname, None)
+        if orig is None or getattr(orig, "__anchor_wrapped__", False):
+            continue
+        w = _wrap_collective(orig, "dist." + fname)
+        for owner in (c10d, dist):
+            if getattr(owner, fname, None) is orig:
+                wrappers.append((owner, fname, lambda _o, _w=w: _w))
+
+
 def _install(torch):
     global _installed
     with _lock:
@@ -140,10 +192,12 @@ def _install(torch):
 
     _handles.append(optmod.register_optimizer_step_pre_hook(_step_pre))
     _handles.append(optmod.register_optimizer_step_post_hook(_step_post))
-    for owner, attr, wrap in ((nnmod.Module, "__call__", _wrap_call),
-                              (torch.autograd, "backward", _wrap_backward),
-                              (dlmod._BaseDataLoaderIter, "__next__", _wrap_next),
-                              (dlmod.DataLoader, "__iter__", _wrap_iter)):
+    wrappers = [(nnmod.Module, "__call__", _wrap_call),
+                (torch.autograd, "backward", _wrap_backward),
+                (dlmod._BaseDataLoaderIter, "__next__", _wrap_next),
+                (dlmod.DataLoader, "__iter__", _wrap_iter)]
+    _install_distributed(torch, wrappers)
+    for owner, attr, wrap in wrappers:
         orig = getattr(owner, attr)
         if not getattr(orig, "__anchor_wrapped__", False):
             setattr(owner, attr, wrap(orig))

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ring_path.h"
 #include "ring_writer.h"
 
 struct pya_backend pya;
@@ -82,7 +83,14 @@ static void own_attach(void)
 
 	if (env_true("ANCHOR_DISABLE"))
 		return;
-	if (file && *file) {
+	if (file && *file && strchr(file, '%')) {
+		/* %r/%h/%p template (docs/mpi.md): one ring per rank. */
+		if (anchor_expand_path(file, path, sizeof path)) {
+			warn("ANCHOR_FILE expands to a path too long: ", file);
+			return;
+		}
+		o.path = path;
+	} else if (file && *file) {
 		o.path = file;
 	} else {
 		time_t now = time(NULL);

@@ -1,0 +1,94 @@
+/*
+ * ring_path.c - ANCHOR_FILE placeholders, so one environment serves every
+ * rank of an MPI job (shared by libanchor.so and the Python module's own
+ * writer, like ring_writer.c):
+ *
+ *   %r  the rank (first set of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK,
+ *       SLURM_PROCID, RANK), "norank" when none is set
+ *   %h  the short host name (up to the first dot)
+ *   %p  the pid
+ *   %%  a literal %
+ *
+ * Why per rank and not one ring per node (docs/mpi.md): one file per rank
+ * keeps writers of different ranks off each other's cache lines and pages
+ * entirely, a rank that dies leaves its own file, and a ring's size bounds
+ * one rank's history instead of being shared out by however many ranks a
+ * node runs.  Expansion happens in the constructor, before the process can
+ * write anything; children inherit the unexpanded template and, having the
+ * same rank variables, expand it to the same file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring_path.h"
+
+const char *anchor_rank_env(void)
+{
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
+					   "RANK", NULL};
+	for (int i = 0; vars[i]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return v;
+	}
+	return NULL;
+}
+
+/* Append s[0..len) if it fits; returns the new length or cap on overflow. */
+static size_t put(char *out, size_t n, size_t cap, const char *s, size_t len)
+{
+	if (n >= cap || len >= cap - n)
+		return cap;
+	memcpy(out + n, s, len);
+	return n + len;
+}
+
+int anchor_expand_path(const char *tmpl, char *out, size_t cap)
+{
+	size_t n = 0;
+	char buf[256];
+
+	if (!cap)
+		return -1;
+	for (const char *p = tmpl; *p && n < cap; p++) {
+		const char *s = buf;
+		size_t len;
+		if (*p != '%' || !p[1]) {
+			n = put(out, n, cap, p, 1);
+			continue;
+		}
+		switch (*++p) {
+		case 'r':
+			s = anchor_rank_env();
+			if (!s)
+				s = "norank";
+			len = strlen(s);
+			break;
+		case 'h':
+			buf[0] = '\0';
+			gethostname(buf, sizeof buf - 1);
+			buf[sizeof buf - 1] = '\0';
+			len = strcspn(buf, ".");
+			break;
+		case 'p':
+			len = (size_t)snprintf(buf, sizeof buf, "%ld", (long)getpid());
+			break;
+		case '%':
+			s = "%";
+			len = 1;
+			break;
+		default: /* not ours: keep it as written */
+			buf[0] = '%';
+			buf[1] = *p;
+			len = 2;
+			break;
+		}
+		n = put(out, n, cap, s, len);
+	}
+	if (n >= cap)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
