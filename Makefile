@@ -16,7 +16,7 @@ B ?= build
 # clang does not link sanitizer runtimes into shared objects: ZDEFS= there.
 ZDEFS ?= -Wl,-z,defs
 
-PKGS := hdf5 libcjson yajl
+PKGS := hdf5 libcjson yajl cairo
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

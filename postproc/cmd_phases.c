@@ -24,8 +24,6 @@
  * what that thread was doing.  Phases only seen on other threads get their
  * time statistics and no joules.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,25 +33,7 @@
 #include "diag.h"
 #include "energy_model.h"
 #include "outfile.h"
-
-struct phase_stats {
-	size_t count;
-	double total_s, mean_ms, p50_ms, p95_ms;
-};
-
-struct group_row {
-	double energy_j, lo_j, hi_j, incl_j, time_s;
-	int method;    /* attrib_method of the last sensor, 0 = none */
-	int mixed;     /* sensors disagree on the method */
-	unsigned flags;
-};
-
-struct scope_result {
-	long thr;                /* primary thread index, -1 none */
-	uint32_t pid;            /* 0 = all */
-	struct group_row *row;   /* (nnames + 1) x ngroups; last = unattributed */
-	double *total_j;         /* per group */
-};
+#include "phase_table.h"
 
 static void usage(FILE *fp)
 {
@@ -80,270 +60,12 @@ static void usage(FILE *fp)
 		"                     ('anchorpost phases --rings x --help', docs/mpi.md)\n");
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *v, size_t n, double q)
-{
-	double pos;
-	size_t i;
-	if (!n)
-		return NAN;
-	pos = q * (double)(n - 1);
-	i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
-}
-
-static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struct phase_stats *st)
-{
-	double *d = malloc((ph->nocc ? ph->nocc : 1) * sizeof *d);
-	size_t n = 0;
-	memset(st, 0, sizeof *st);
-	if (!d)
-		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < ph->nocc; i++) {
-		const struct phase_occ *o = &ph->occ[i];
-		if (o->phase != phase || (pid && o->pid != pid))
-			continue;
-		d[n++] = (double)(o->t1_ns - o->t0_ns) / 1e9;
-		st->total_s += d[n - 1];
-	}
-	qsort(d, n, sizeof *d, cmp_double);
-	st->count = n;
-	st->mean_ms = n ? st->total_s / (double)n * 1e3 : NAN;
-	st->p50_ms = quantile(d, n, 0.5) * 1e3;
-	st->p95_ms = quantile(d, n, 0.95) * 1e3;
-	free(d);
-}
-
-/* Attribute one scope: its primary thread's segments against every sensor. */
-static void attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
-		      struct scope_result *sr)
-{
-	size_t np = m->ph.nnames, ng = m->ngroups;
-	const struct phase_thread *th;
-	struct attrib_interval *iv;
-
-	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
-	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
-	if (!sr->row || !sr->total_j)
-		diag_fatal(NULL, "out of memory");
-	if (sr->thr < 0 || !m->nsen)
-		return;
-	th = &m->ph.thr[sr->thr];
-	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
-	if (!iv)
-		diag_fatal(NULL, "out of memory");
-	for (size_t s = 0; s < m->nsen; s++) {
-		const struct em_sensor *es = &m->sen[s];
-		size_t g = energy_model_group_of(m, es);
-		struct attrib_result r;
-		int rc;
-		/* Sensor time = timeline - offset. */
-		for (size_t i = 0; i < th->nseg; i++) {
-			iv[i].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
-			iv[i].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
-			iv[i].phase = th->seg[i].phase;
-		}
-		memset(&r, 0, sizeof r);
-		if (method == ATTRIB_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
-		else if (method == ATTRIB_REGRESS)
-			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
-		else if (method == ATTRIB_SPLIT || method == 0)
-			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
-		else
-			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
-		if (rc == -ENODATA)
-			diag_fatal(m->rl.rf.path, "no perun sample window overlaps a phase of thread %u "
-						  "(files from different runs?)", th->tid);
-		if (rc)
-			diag_fatal(m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id, strerror(-rc));
-		sr->total_j[g] += r.total_j;
-		for (size_t k = 0; k <= np; k++) {
-			struct group_row *gr = &sr->row[k * ng + g];
-			const struct attrib_row *ar = &r.row[k];
-			gr->energy_j += ar->energy_j;
-			gr->lo_j += ar->ci_low_j;
-			gr->hi_j += ar->ci_high_j;
-			gr->time_s = ar->time_s;
-			if (gr->method && gr->method != (int)ar->method)
-				gr->mixed = 1;
-			gr->method = (int)ar->method;
-			gr->flags |= ar->flags;
-		}
-		attrib_result_free(&r);
-	}
-	free(iv);
-
-	/* Inclusive energy: the self energy of every segment inside each
-	 * outermost occurrence of the phase on the primary thread. */
-	for (size_t g = 0; g < ng; g++) {
-		for (size_t i = 0; i < m->ph.nocc; i++) {
-			const struct phase_occ *o = &m->ph.occ[i];
-			int outer = 1;
-			if (o->pid != th->pid || o->tid != th->tid)
-				continue;
-			for (size_t j = 0; j < m->ph.nocc && outer; j++) {
-				const struct phase_occ *p = &m->ph.occ[j];
-				if (j != i && p->pid == o->pid && p->tid == o->tid && p->phase == o->phase &&
-				    p->t0_ns <= o->t0_ns && p->t1_ns >= o->t1_ns &&
-				    (p->t0_ns < o->t0_ns || p->t1_ns > o->t1_ns || j < i))
-					outer = 0;
-			}
-			if (!outer)
-				continue;
-			for (size_t k = 0; k < th->nseg; k++) {
-				const struct phase_seg *sg = &th->seg[k];
-				uint64_t a = sg->t0_ns > o->t0_ns ? sg->t0_ns : o->t0_ns;
-				uint64_t b = sg->t1_ns < o->t1_ns ? sg->t1_ns : o->t1_ns;
-				const struct group_row *self = &sr->row[(size_t)sg->phase * ng + g];
-				if (b <= a || self->time_s <= 0)
-					continue;
-				double a_s = energy_model_tl(m, a), b_s = energy_model_tl(m, b);
-				if (a_s < m->span_t0_s)
-					a_s = m->span_t0_s;
-				if (b_s > m->span_t1_s)
-					b_s = m->span_t1_s;
-				if (b_s > a_s)
-					sr->row[(size_t)o->phase * ng + g].incl_j += self->energy_j / self->time_s * (b_s - a_s);
-			}
-		}
-	}
-}
-
-static const char *method_name(const struct group_row *r)
-{
-	if (r->mixed)
-		return "mixed";
-	return r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
-	       : r->method == ATTRIB_SPLIT ? "split" : "";
-}
-
-static void flags_text(unsigned f, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	if (f & ATTRIB_FLAG_UNIDENTIFIABLE)
-		strncat(buf, "unidentifiable;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_AT_ZERO)
-		strncat(buf, "at-zero;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_NO_TIME)
-		strncat(buf, "no-time-in-span;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_REMAINDER)
-		strncat(buf, "remainder;", cap - strlen(buf) - 1);
-	if (buf[0])
-		buf[strlen(buf) - 1] = '\0';
-}
-
-static void write_scope(struct csv *c, const struct energy_model *m, const struct scope_result *sr,
-			FILE *tty)
-{
-	size_t np = m->ph.nnames, ng = m->ngroups ? m->ngroups : 1;
-	char scope[32], fl[96];
-	const struct phase_thread *th = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL;
-
-	if (sr->pid)
-		snprintf(scope, sizeof scope, "%u", sr->pid);
-	else
-		snprintf(scope, sizeof scope, "all");
-	if (tty) {
-		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms)%s%s\n",
-			scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
-			m->align.method, m->align.uncert_ms, m->emulated ? "; " : "",
-			energy_model_sensor_note(m));
-		fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
-		for (size_t g = 0; g < m->ngroups; g++)
-			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
-		fprintf(tty, " method\n");
-	}
-	for (size_t k = 0; k <= np + 1; k++) {
-		int unattr = k == np, total = k == np + 1;
-		struct phase_stats st;
-		const char *name = total ? "(total)" : unattr ? "(unattributed)" : m->ph.names[k];
-		int on_primary = 0;
-		double self_s = 0;
-		if (!unattr && !total) {
-			stats_for(&m->ph, (int)k, sr->pid, &st);
-			if (!st.count)
-				continue;
-			if (th)
-				for (size_t i = 0; i < th->nseg; i++)
-					if (th->seg[i].phase == (int)k) {
-						on_primary = 1;
-						self_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
-					}
-		} else {
-			memset(&st, 0, sizeof st);
-			on_primary = 1;
-		}
-		if (tty) {
-			fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
-		}
-		for (size_t g = 0; g < ng; g++) {
-			const struct group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
-			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary ? r->energy_j : NAN);
-			double gt = m->nsen ? sr->total_j[g] : NAN;
-			double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
-			csv_str(c, scope);
-			csv_str(c, name);
-			csv_str(c, m->ngroups ? m->groups[g] : "");
-			if (unattr || total) {
-				csv_empty(c);
-				csv_empty(c);
-			} else {
-				csv_u64(c, st.count);
-				csv_f64(c, st.total_s, 9);
-			}
-			csv_f64(c, ts, 9);
-			csv_f64(c, unattr || total ? NAN : st.mean_ms, 6);
-			csv_f64(c, unattr || total ? NAN : st.p50_ms, 6);
-			csv_f64(c, unattr || total ? NAN : st.p95_ms, 6);
-			csv_f64(c, e, 9);
-			csv_f64(c, ts > 0 ? e / ts : NAN, 6);
-			csv_f64(c, gt > 0 ? e / gt : NAN, 6);
-			csv_f64(c, r && on_primary && !total ? r->lo_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !total ? r->hi_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !unattr && !total ? r->incl_j : (total || unattr ? e : NAN), 9);
-			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : on_primary ? method_name(r) : "off-primary");
-			flags_text(r ? r->flags : 0, fl, sizeof fl);
-			csv_str(c, fl);
-			csv_str(c, m->align.method);
-			csv_f64(c, m->align.uncert_ms, 6);
-			csv_str(c, energy_model_sensor_note(m));
-			csv_row_end(c);
-			if (tty && m->ngroups) {
-				char ci[40] = "";
-				if (r && on_primary && !total)
-					snprintf(ci, sizeof ci, "[%.1f, %.1f]", r->lo_j, r->hi_j);
-				if (isnan(e))
-					fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", "");
-				else
-					fprintf(tty, "  %10.2f %8.2f %5.1f%% %-17s", e, ts > 0 ? e / ts : 0.0,
-						gt > 0 ? 100 * e / gt : 0.0, ci);
-			}
-		}
-		if (tty) {
-			const struct group_row *r0 = m->nsen && !total ? &sr->row[k * ng] : NULL;
-			fprintf(tty, " %s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary");
-		}
-	}
-}
-
 int cmd_phases(int argc, char **argv)
 {
-	static const char *const cols[] = {"scope", "phase", "device_group", "count", "total_s", "self_s",
-					   "mean_ms", "p50_ms", "p95_ms", "energy_j", "mean_power_w",
-					   "share", "ci95_low_j", "ci95_high_j", "incl_energy_j", "method",
-					   "flags", "alignment", "align_uncert_ms", "sensor_note", NULL};
 	struct em_opts o = {0};
 	struct attrib_opts ao = {0};
 	const char *out = NULL;
-	int method = 0, by_process = 0;
+	int method = 0, by_process = 0, n;
 	struct energy_model m;
 	struct outfile of;
 	struct csv c;
@@ -352,7 +74,7 @@ int cmd_phases(int argc, char **argv)
 	/* Several rings, --by-rank, --stragglers: the multi-ring model. */
 	if (phases_wants_mpi(argc, argv))
 		return cmd_phases_mpi(argc, argv);
-	o.fit_range_s = 3.0;
+	phase_table_defaults(&o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -361,8 +83,8 @@ int cmd_phases(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--by-process")) {
 			by_process = 1;
-		} else if (!strcmp(a, "--no-fit")) {
-			o.no_fit = 1;
+		} else if ((n = phase_table_option(argc, argv, i, &o, &ao, &method)) > 0) {
+			i += n - 1;
 		} else if (!v) {
 			usage(stderr);
 			diag_fatal(NULL, "phases: '%s' needs a value", a);
@@ -372,32 +94,6 @@ int cmd_phases(int argc, char **argv)
 			o.perun = v, i++;
 		} else if (!strcmp(a, "-o")) {
 			out = v, i++;
-		} else if (!strcmp(a, "--run")) {
-			o.run = v, i++;
-		} else if (!strcmp(a, "--round")) {
-			o.round = atol(v), i++;
-		} else if (!strcmp(a, "--host")) {
-			o.host = v, i++;
-		} else if (!strcmp(a, "--tz")) {
-			o.tz = v, i++;
-		} else if (!strcmp(a, "--fit-range")) {
-			o.fit_range_s = atof(v), i++;
-		} else if (!strcmp(a, "--boot")) {
-			ao.n_boot = (unsigned)atoi(v), i++;
-		} else if (!strcmp(a, "--method")) {
-			i++;
-			if (!strcmp(v, "auto"))
-				method = 0;
-			else if (!strcmp(v, "perphase"))
-				method = -1;
-			else if (!strcmp(v, "integrate"))
-				method = ATTRIB_INTEGRATE;
-			else if (!strcmp(v, "regress"))
-				method = ATTRIB_REGRESS;
-			else if (!strcmp(v, "split"))
-				method = ATTRIB_SPLIT;
-			else
-				diag_fatal(NULL, "phases: --method must be auto, split, perphase, integrate or regress, not '%s'", v);
 		} else {
 			usage(stderr);
 			diag_fatal(NULL, "phases: unknown option '%s'", a);
@@ -408,44 +104,14 @@ int cmd_phases(int argc, char **argv)
 		return 2;
 	}
 	energy_model_open(&m, &o);
-	if (!m.nsen)
-		diag_warn(o.perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable), "
-				   "so no energy can be attributed; reporting phase times only");
-	if (m.ph.unmatched_end || m.ph.unclosed_begin)
-		diag_warn(o.ring, "%llu end(s) without a begin ignored, %llu range(s) still open at process "
-				  "end closed there",
-			  (unsigned long long)m.ph.unmatched_end, (unsigned long long)m.ph.unclosed_begin);
+	phase_table_warn(&m, &o);
 
 	outfile_open(&of, out ? out : "-");
 	csv_init(&c, of.fp);
-	csv_header(&c, cols);
+	phase_table_csv_header(&c);
 	/* The readable table goes to stdout unless the CSV does. */
 	tty = out ? stdout : stderr;
-	{
-		struct scope_result all = {.thr = (long)m.ph.primary, .pid = 0};
-		if (!m.ph.nthr)
-			all.thr = -1;
-		attribute(&m, method, &ao, &all);
-		write_scope(&c, &m, &all, tty);
-		free(all.row);
-		free(all.total_j);
-	}
-	if (by_process) {
-		for (size_t p = 0; p < m.rl.procs.n; p++) {
-			uint32_t pid = m.rl.procs.p[p].pid;
-			long thr = phase_set_primary_of(&m.ph, pid);
-			int seen = 0;
-			for (size_t q = 0; q < p; q++)
-				seen |= m.rl.procs.p[q].pid == pid;
-			if (thr < 0 || seen)
-				continue;
-			struct scope_result sr = {.thr = thr, .pid = pid};
-			attribute(&m, method, &ao, &sr);
-			write_scope(&c, &m, &sr, tty);
-			free(sr.row);
-			free(sr.total_j);
-		}
-	}
+	phase_table_write(&c, &m, method, &ao, by_process, tty);
 	outfile_commit(&of);
 	if (out)
 		fprintf(tty, "\nwrote %s\n", out);

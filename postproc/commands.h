@@ -15,6 +15,7 @@ int cmd_samples(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_functions(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* cmd_mpi.c: several rings (ranks, hosts).  `phases` hands over to
  * cmd_phases_mpi when phases_wants_mpi() says its options ask for it. */

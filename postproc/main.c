@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
+	{"report", cmd_report, "--ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},
 	{NULL, NULL, NULL},
 };
 

@@ -1,0 +1,71 @@
+/*
+ * phase_table.h - joules, seconds and watts per phase and device group: the
+ * numbers behind `anchorpost phases` (phases.csv and its terminal table),
+ * shared with `report` (the table, the bar chart).
+ *
+ * A scope is one exclusive timeline attributed against whole-machine power:
+ * "all" (the run's primary thread) or one process (its primary thread).
+ * Rows are indexed [phase * ngroups + group]; phase index nnames is
+ * "(unattributed)" (time inside perun's span outside every phase).
+ */
+#ifndef ANCHORPOST_PHASE_TABLE_H
+#define ANCHORPOST_PHASE_TABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "csv.h"
+#include "energy_model.h"
+
+struct phase_group_row {
+	double energy_j, lo_j, hi_j, incl_j; /* self energy, its 95 % interval, inclusive */
+	double time_s;   /* exclusive seconds the attribution saw */
+	int method;      /* attrib_method of the last sensor, 0 = none */
+	int mixed;       /* sensors disagree on the method */
+	unsigned flags;  /* ATTRIB_FLAG_* of every sensor */
+};
+
+struct phase_scope {
+	long thr;                      /* primary thread index, -1 none */
+	uint32_t pid;                  /* 0 = all */
+	struct phase_group_row *row;   /* (nnames + 1) x ngroups */
+	double *total_j;               /* per group, perun over its span */
+};
+
+/* Attribute one scope (thr, pid set by the caller); method 0 = auto
+ * (split where the sensor gives window energies), -1 = perphase
+ * (attrib_auto), else ATTRIB_SPLIT / ATTRIB_INTEGRATE / ATTRIB_REGRESS.
+ * diag_fatal on failure. */
+void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
+			   struct phase_scope *sr);
+
+void phase_scope_free(struct phase_scope *sr);
+
+/* Seconds of `phase` on the scope's primary thread's exclusive timeline
+ * (0: the phase is not there, so it got no joules). */
+double phase_scope_self_s(const struct energy_model *m, const struct phase_scope *sr, int phase);
+
+/* phases.csv: the header row. */
+void phase_table_csv_header(struct csv *c);
+
+/* phases.csv rows of one scope; the readable table too when tty != NULL. */
+void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
+			     FILE *tty);
+
+/* Every scope: "all", then one per process with phases when by_process. */
+void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
+		       int by_process, FILE *tty);
+
+/* Defaults of the attribution options (em_opts) phases and report share. */
+void phase_table_defaults(struct em_opts *o);
+
+/* Parse argv[i] if it is one of the shared options (--run --round --host
+ * --tz --fit-range --no-fit --boot --method): the number of arguments
+ * consumed, or 0 when it is not one of them. */
+int phase_table_option(int argc, char **argv, int i, struct em_opts *o, struct attrib_opts *ao, int *method);
+
+/* Warnings every consumer of the table prints once: no power sensors,
+ * unmatched ranges. */
+void phase_table_warn(const struct energy_model *m, const struct em_opts *o);
+
+#endif

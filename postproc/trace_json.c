@@ -1,0 +1,497 @@
+/* trace_json.c - Chrome / Perfetto trace writer (see trace_json.h). */
+#include "trace_json.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "group_power.h"
+#include "outfile.h"
+#include "ring_format.h"
+
+/* Pseudo-process of the power counters; real pids stay below 2^22. */
+#define POWER_PID 1073741824u
+/* py-spy tracks: tid | STACK_TID_BIT beside the thread they sample. */
+#define STACK_TID_BIT (1u << 30)
+#define STACK_TID_UNMAPPED (1u << 23)
+
+struct w {
+	FILE *fp;
+	const char *path;
+	int first;
+	double origin_s; /* timeline seconds at ts 0 */
+	struct trace_stats *st;
+};
+
+/* Strings go through cJSON: its escaping is the JSON spec's, not ours. */
+static char *json_string(const char *s)
+{
+	cJSON *j = cJSON_CreateString(s ? s : "");
+	char *out = j ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	if (!out)
+		diag_fatal(NULL, "out of memory");
+	return out;
+}
+
+static void put_str(struct w *w, const char *s)
+{
+	char *e = json_string(s);
+	fputs(e, w->fp);
+	cJSON_free(e);
+}
+
+static void open_ev(struct w *w, const char *ph, uint32_t pid, uint32_t tid)
+{
+	fprintf(w->fp, "%s\n{\"ph\":\"%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, w->first ? "" : ",", ph, pid, tid);
+	w->first = 0;
+}
+
+static void put_ts(struct w *w, const char *key, double t_s)
+{
+	fprintf(w->fp, ",\"%s\":%.3f", key, (t_s - w->origin_s) * 1e6);
+}
+
+static void meta(struct w *w, const char *what, uint32_t pid, uint32_t tid, const char *name)
+{
+	open_ev(w, "M", pid, tid);
+	fprintf(w->fp, ",\"name\":\"%s\",\"args\":{\"name\":", what);
+	put_str(w, name);
+	fputs("}}", w->fp);
+}
+
+static void sort_index(struct w *w, const char *what, uint32_t pid, uint32_t tid, long idx)
+{
+	open_ev(w, "M", pid, tid);
+	fprintf(w->fp, ",\"name\":\"%s\",\"args\":{\"sort_index\":%ld}}", what, idx);
+}
+
+/* ---- anchors ---- */
+
+enum aev_type { AEV_SLICE, AEV_ASYNC, AEV_MARK, AEV_EXIT };
+
+struct aev {
+	uint32_t pid, tid;
+	uint64_t ts_ns;
+	size_t seq;    /* input order: outer slices before the inner ones */
+	size_t idx;    /* occurrence or ring event */
+	int type;
+};
+
+static int cmp_aev(const void *a, const void *b)
+{
+	const struct aev *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static double mark_value(const struct ring_event *e, int *has)
+{
+	*has = !!(e->flags & ANCHOR_FLAG_VALUE);
+	if (e->flags & ANCHOR_FLAG_F64) {
+		double d;
+		memcpy(&d, &e->value, sizeof d);
+		return d;
+	}
+	return (double)(int64_t)e->value;
+}
+
+static void write_anchors(struct w *w, const struct energy_model *m)
+{
+	const struct phase_set *ph = &m->ph;
+	const struct ring_file *rf = &m->rl.rf;
+	struct aev *v = malloc((ph->nocc + rf->nev + 1) * sizeof *v);
+	uint64_t *open_end = malloc((ph->nocc + 1) * sizeof *open_end);
+	size_t n = 0, nopen = 0;
+	uint32_t cur_pid = 0, cur_tid = 0;
+	if (!v || !open_end)
+		diag_fatal(NULL, "out of memory");
+
+	/* Occurrences come sorted by (pid, tid, t0), outer first: a slice
+	 * must end before (or with) every slice open around it, else the
+	 * viewers mis-nest it, so those become async. */
+	for (size_t i = 0; i < ph->nocc; i++) {
+		const struct phase_occ *o = &ph->occ[i];
+		int type = AEV_SLICE;
+		if (i == 0 || o->pid != cur_pid || o->tid != cur_tid)
+			nopen = 0, cur_pid = o->pid, cur_tid = o->tid;
+		while (nopen && open_end[nopen - 1] <= o->t0_ns)
+			nopen--;
+		if (nopen && o->t1_ns > open_end[nopen - 1])
+			type = AEV_ASYNC;
+		else
+			open_end[nopen++] = o->t1_ns;
+		v[n++] = (struct aev){o->pid, o->tid, o->t0_ns, n, i, type};
+	}
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		if (e->kind == ANCHOR_KIND_MARK)
+			v[n++] = (struct aev){e->pid, e->tid, e->ts_ns, n, i, AEV_MARK};
+		else if (e->kind == ANCHOR_KIND_PROC_EXIT)
+			v[n++] = (struct aev){e->pid, e->pid, e->ts_ns, n, i, AEV_EXIT};
+	}
+	qsort(v, n, sizeof *v, cmp_aev);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct aev *a = &v[i];
+		if (a->type == AEV_SLICE || a->type == AEV_ASYNC) {
+			const struct phase_occ *o = &ph->occ[a->idx];
+			const char *name = ph->names[o->phase];
+			double t0 = energy_model_tl(m, o->t0_ns), t1 = energy_model_tl(m, o->t1_ns);
+			if (a->type == AEV_SLICE) {
+				open_ev(w, "X", a->pid, a->tid);
+				fputs(",\"cat\":\"anchor\",\"name\":", w->fp);
+				put_str(w, name);
+				put_ts(w, "ts", t0);
+				fprintf(w->fp, ",\"dur\":%.3f", (t1 - t0) * 1e6);
+				fprintf(w->fp, ",\"args\":{\"depth\":%d%s}}", o->depth,
+					o->unclosed ? ",\"unclosed\":true" : o->from_mark ? ",\"from_mark\":true" : "");
+				w->st->slices++;
+			} else {
+				/* Async: "b" then "e" on the same (cat, id) track. */
+				for (int end = 0; end < 2; end++) {
+					open_ev(w, end ? "e" : "b", a->pid, a->tid);
+					fprintf(w->fp, ",\"cat\":\"anchor\",\"id\":\"occ%zu\",\"name\":", a->idx);
+					put_str(w, name);
+					put_ts(w, "ts", end ? t1 : t0);
+					fputs("}", w->fp);
+				}
+				w->st->slices++;
+			}
+		} else if (a->type == AEV_MARK) {
+			const struct ring_event *e = &rf->ev[a->idx];
+			int has;
+			double val = mark_value(e, &has);
+			open_ev(w, "i", a->pid, a->tid);
+			fputs(",\"s\":\"t\",\"cat\":\"mark\",\"name\":", w->fp);
+			put_str(w, e->text);
+			put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
+			if (has && isfinite(val))
+				fprintf(w->fp, ",\"args\":{\"value\":%.17g}", val);
+			fputs("}", w->fp);
+			w->st->instants++;
+		} else {
+			const struct ring_event *e = &rf->ev[a->idx];
+			open_ev(w, "i", a->pid, a->tid);
+			fputs(",\"s\":\"p\",\"cat\":\"process\",\"name\":\"exit\"", w->fp);
+			put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
+			fprintf(w->fp, ",\"args\":{\"%s\":%" PRIu64 "}}",
+				e->flags & ANCHOR_FLAG_SIGNAL ? "signal" : "status", e->value);
+			w->st->instants++;
+		}
+	}
+	free(v);
+	free(open_end);
+}
+
+static void write_names(struct w *w, const struct energy_model *m)
+{
+	const struct ring_file *rf = &m->rl.rf;
+	char buf[640];
+	for (size_t i = 0; i < m->rl.procs.n; i++) {
+		const struct ring_proc *p = &m->rl.procs.p[i];
+		int later = 0;
+		/* A pid reused (fork then exec): name it after its last image. */
+		for (size_t k = i + 1; k < m->rl.procs.n; k++)
+			later |= m->rl.procs.p[k].pid == p->pid;
+		if (later)
+			continue;
+		snprintf(buf, sizeof buf, "%.500s", p->argv[0] ? p->argv : p->exe);
+		meta(w, "process_name", p->pid, 0, buf);
+	}
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		if (e->kind != ANCHOR_KIND_THREAD)
+			continue;
+		snprintf(buf, sizeof buf, "%.200s (tid %" PRIu32 ")", e->text && e->text[0] ? e->text : "thread", e->tid);
+		meta(w, "thread_name", e->pid, e->tid, buf);
+		sort_index(w, "thread_sort_index", e->pid, e->tid, 2 * (long)e->tid);
+	}
+	/* The primary thread's process first: that is where the joules go. */
+	if (m->ph.nthr)
+		sort_index(w, "process_sort_index", m->ph.thr[m->ph.primary].pid, 0, -1);
+}
+
+/* ---- power ---- */
+
+static void write_power(struct w *w, const struct energy_model *m)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "perun %s: power per device group%s%s", m->host->name, m->emulated ? " - " : "",
+		 energy_model_sensor_note(m));
+	meta(w, "process_name", POWER_PID, 0, buf);
+	sort_index(w, "process_sort_index", POWER_PID, 0, -2);
+	for (size_t g = 0; g < m->ngroups; g++) {
+		struct group_power gp;
+		char *name;
+		snprintf(buf, sizeof buf, "power %s (W)", m->groups[g]);
+		name = json_string(buf);
+		group_power_build(m, g, &gp);
+		/* A counter holds its value until the next event: each window's
+		 * mean at the window's start, and 0 after the last window. */
+		for (size_t i = 1; i <= gp.n && gp.n > 1; i++) {
+			open_ev(w, "C", POWER_PID, 0);
+			fprintf(w->fp, ",\"name\":%s", name);
+			put_ts(w, "ts", gp.t_s[i - 1]);
+			fprintf(w->fp, ",\"args\":{\"W\":%.6g}}", i < gp.n ? gp.power_w[i] : 0.0);
+			w->st->counters++;
+		}
+		cJSON_free(name);
+		group_power_free(&gp);
+	}
+}
+
+/* ---- py-spy stacks ---- */
+
+struct sidx {
+	uint32_t thread;
+	double t, t_end; /* the sample's aligned slice on the timeline */
+	size_t i;
+};
+
+static int cmp_sidx(const void *a, const void *b)
+{
+	const struct sidx *x = a, *y = b;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* OS tid of a py-spy thread: speedscope names it; chrometrace has the
+ * pthread id, which the ring's THREAD record of that thread holds. */
+static long os_tid(const struct energy_model *m, const struct pyspy_thread *t, uint32_t pid)
+{
+	if (t->pthread_id) {
+		for (size_t i = 0; i < m->rl.rf.nev; i++) {
+			const struct ring_event *e = &m->rl.rf.ev[i];
+			if (e->kind == ANCHOR_KIND_THREAD && e->pid == pid && e->value == t->pthread_id)
+				return e->tid;
+		}
+		return -1;
+	}
+	if (t->tid[0] && t->tid[0] != '0') {
+		char *end;
+		long v = strtol(t->tid, &end, 10);
+		return *end ? -1 : v;
+	}
+	return -1;
+}
+
+struct stack_track {
+	uint32_t pid, tid;
+	int keep;
+};
+
+/* A slice is a function (name + file) while it stays on the stack: a
+ * sample that only moved to another line of the same functions changes
+ * nothing, which keeps the trace several times smaller than py-spy's own
+ * per-line chrometrace.  canon[f] numbers frames by (name, file). */
+static const struct pyspy_frames *sort_frames;
+
+static int cmp_frame(const void *a, const void *b)
+{
+	const struct pyspy_frame *x = &sort_frames->v[*(const uint32_t *)a], *y = &sort_frames->v[*(const uint32_t *)b];
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return strcmp(x->file ? x->file : "", y->file ? y->file : "");
+}
+
+static uint32_t *canonical_frames(const struct pyspy_frames *fr)
+{
+	uint32_t *order = malloc((fr->n ? fr->n : 1) * sizeof *order);
+	uint32_t *canon = malloc((fr->n ? fr->n : 1) * sizeof *canon);
+	if (!order || !canon)
+		diag_fatal(NULL, "out of memory");
+	for (uint32_t i = 0; i < fr->n; i++)
+		order[i] = i;
+	sort_frames = fr;
+	qsort(order, fr->n, sizeof *order, cmp_frame);
+	for (uint32_t i = 0; i < fr->n; i++)
+		canon[order[i]] = i && !cmp_frame(&order[i - 1], &order[i]) ? canon[order[i - 1]] : order[i];
+	free(order);
+	return canon;
+}
+
+static void frame_close(struct w *w, const struct stack_track *tr, double t)
+{
+	open_ev(w, "E", tr->pid, tr->tid);
+	put_ts(w, "ts", t);
+	fputs("}", w->fp);
+	w->st->stack_events++;
+}
+
+static void frame_open(struct w *w, const struct stack_track *tr, double t, const struct pyspy_frame *fr,
+		       char **fname, uint32_t f)
+{
+	if (!fname[f])
+		fname[f] = json_string(fr->name);
+	open_ev(w, "B", tr->pid, tr->tid);
+	fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", fname[f]);
+	put_ts(w, "ts", t);
+	if (fr->file) {
+		fputs(",\"args\":{\"file\":", w->fp);
+		put_str(w, fr->file);
+		fputs("}", w->fp);
+	}
+	fputs("}", w->fp);
+	w->st->stack_events++;
+}
+
+static void write_stacks(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, uint32_t default_pid)
+{
+	const struct pyspy_profile *p = ps->p;
+	struct stack_track *tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
+	char **fname = calloc(p->frames.n ? p->frames.n : 1, sizeof *fname);
+	struct sidx *s = malloc((p->nsamples ? p->nsamples : 1) * sizeof *s);
+	uint32_t maxdepth = 1, *cur, *prev, *canon = canonical_frames(&p->frames);
+	size_t ns = 0;
+	char buf[320];
+	if (!tr || !fname || !s)
+		diag_fatal(NULL, "out of memory");
+	for (uint32_t i = 0; i < p->stacks.n; i++)
+		if (p->stacks.v[i].depth > maxdepth)
+			maxdepth = p->stacks.v[i].depth;
+	cur = malloc(maxdepth * sizeof *cur);
+	prev = malloc(maxdepth * sizeof *prev);
+	if (!cur || !prev)
+		diag_fatal(NULL, "out of memory");
+
+	for (uint32_t t = 0; t < p->nthreads; t++) {
+		const struct pyspy_thread *th = &p->threads[t];
+		const struct align_pyspy_thread *at = t < ps->al->nthr ? &ps->al->thr[t] : NULL;
+		uint32_t pid = at && at->ring_pid ? at->ring_pid : th->pid >= 0 ? (uint32_t)th->pid : default_pid;
+		long tid = at && at->ring_tid ? (long)at->ring_tid : os_tid(m, th, pid);
+		tr[t].pid = pid;
+		tr[t].tid = STACK_TID_BIT | (tid >= 0 ? (uint32_t)tid : STACK_TID_UNMAPPED | t);
+		tr[t].keep = ps->all_processes || phase_set_primary_of(&m->ph, pid) >= 0;
+		if (!tr[t].keep)
+			continue;
+		if (tid >= 0)
+			snprintf(buf, sizeof buf, "py-spy %s%s(tid %ld)", th->thread_name, th->thread_name[0] ? " " : "", tid);
+		else
+			snprintf(buf, sizeof buf, "py-spy %s%s(py-spy thread %s)", th->thread_name,
+				 th->thread_name[0] ? " " : "", th->tid[0] ? th->tid : "?");
+		meta(w, "thread_name", pid, tr[t].tid, buf);
+		sort_index(w, "thread_sort_index", pid, tr[t].tid, tid >= 0 ? 2 * tid + 1 : (long)tr[t].tid);
+		if (!ring_procs_find(&m->rl.procs, pid)) {
+			snprintf(buf, sizeof buf, "pid %" PRIu32 " (py-spy only)", pid);
+			meta(w, "process_name", pid, 0, buf);
+		}
+	}
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *sm = &p->samples[i];
+		double a, b;
+		if (!tr[sm->thread].keep || !isfinite(sm->t_rel_s))
+			continue;
+		align_pyspy_slice(ps->al, p, i, &a, &b);
+		s[ns++] = (struct sidx){sm->thread, a, b, i};
+	}
+	qsort(s, ns, sizeof *s, cmp_sidx);
+
+	/* Per thread, diff consecutive stacks as py-spy does, by function:
+	 * functions that left get "E" (leaf first), new ones "B" (root
+	 * first); a gap (no sample: idle dropped, thread gone) closes all. */
+	for (size_t k = 0; k < ns;) {
+		uint32_t th = s[k].thread, nprev = 0;
+		double prev_end = 0;
+		const struct stack_track *t = &tr[th];
+		for (; k < ns && s[k].thread == th; k++) {
+			const struct pyspy_sample *sm = &p->samples[s[k].i];
+			double t0 = s[k].t, t_end = s[k].t_end;
+			uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, cur, maxdepth), same = 0;
+			if (nprev && t0 > prev_end + 1e-6) {
+				while (nprev) {
+					frame_close(w, t, prev_end);
+					nprev--;
+				}
+			}
+			while (same < nprev && same < ncur && canon[prev[same]] == canon[cur[same]])
+				same++;
+			for (; nprev > same; nprev--)
+				frame_close(w, t, t0);
+			for (uint32_t d = same; d < ncur; d++) {
+				frame_open(w, t, t0, &p->frames.v[cur[d]], fname, cur[d]);
+				prev[d] = cur[d];
+			}
+			nprev = ncur;
+			prev_end = t_end > t0 ? t_end : t0;
+		}
+		for (; nprev; nprev--)
+			frame_close(w, t, prev_end);
+	}
+	for (uint32_t f = 0; f < p->frames.n; f++)
+		cJSON_free(fname[f]);
+	free(fname);
+	free(tr);
+	free(s);
+	free(cur);
+	free(prev);
+	free(canon);
+}
+
+static void write_other(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, const char *title)
+{
+	fputs("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"run\":", w->fp);
+	put_str(w, title);
+	fputs(",\"ring\":", w->fp);
+	put_str(w, m->rl.rf.path);
+	fputs(",\"sensor_note\":", w->fp);
+	put_str(w, m->emulated ? energy_model_sensor_note(m) : "measured by perun");
+	fprintf(w->fp, ",\"ts_zero\":\"the ring's first record %+.6f s (CLOCK_MONOTONIC)\"", w->origin_s);
+	fputs(",\"perun_alignment\":", w->fp);
+	put_str(w, m->align.method);
+	fprintf(w->fp, ",\"perun_align_uncert_ms\":%.6g", m->align.uncert_ms);
+	if (ps && ps->p) {
+		char buf[640];
+		align_pyspy_describe(ps->al, ps->p, buf, sizeof buf);
+		fputs(",\"pyspy_alignment\":", w->fp);
+		put_str(w, buf);
+		fprintf(w->fp, ",\"pyspy_align_uncert_ms\":%.6g", ps->al->uncert_ms);
+	}
+	fputs("}}\n", w->fp);
+}
+
+void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
+		      const char *path, struct trace_stats *st)
+{
+	struct outfile of;
+	struct w w = {.path = path, .first = 1, .st = st};
+	uint32_t default_pid = m->rl.procs.n ? m->rl.procs.p[0].pid : 0;
+
+	memset(st, 0, sizeof *st);
+	/* ts 0: the earliest of the ring, perun and the profile, so that no
+	 * timestamp is negative. */
+	w.origin_s = fmin(0, m->span_t0_s);
+	if (ps && ps->p)
+		for (size_t i = 0; i < ps->p->nsamples; i++) {
+			double a, b;
+			if (!isfinite(ps->p->samples[i].t_rel_s))
+				continue;
+			align_pyspy_slice(ps->al, ps->p, i, &a, &b);
+			w.origin_s = fmin(w.origin_s, a);
+		}
+	outfile_open(&of, path);
+	w.fp = of.fp;
+	fputs("{\"traceEvents\":[", w.fp);
+	write_names(&w, m);
+	write_anchors(&w, m);
+	write_power(&w, m);
+	if (ps && ps->p)
+		write_stacks(&w, m, ps, default_pid);
+	write_other(&w, m, ps, title);
+	if (ferror(w.fp))
+		diag_fatal(path, "write error");
+	outfile_commit(&of);
+}
