@@ -123,8 +123,8 @@ static int check_header(const struct anchor_ring_hdr *h, size_t len, char *err, 
 }
 
 /* Decode one committed record at ticket t, n slots; 1 valid, 0 rejected. */
-static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_t mask, uint64_t t,
-		  const struct anchor_slot *head, struct ring_event *ev, size_t *text_off,
+static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_t mask, uint64_t avail,
+		  uint64_t t, const struct anchor_slot *head, struct ring_event *ev, size_t *text_off,
 		  size_t *stack_off)
 {
 	unsigned n = head->nslots, nstk = head->nstack, ntext, i;
@@ -152,6 +152,8 @@ static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_
 	for (i = 1; i < n; i++) {
 		const struct anchor_cont *c = (const void *)&slots[(t + i) & mask];
 		uint64_t data[7];
+		if (((t + i) & mask) >= avail)
+			return 0; /* continuation cut off by a short file */
 		if (__atomic_load_n(&c->commit, __ATOMIC_ACQUIRE) != ((t + i + 1) | ANCHOR_SLOT_CONT))
 			return 0;
 		memcpy(data, c->data, sizeof data);
@@ -253,7 +255,7 @@ int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *e
 			rf->stats.torn++;
 			continue;
 		}
-		rc = decode(rf, slots, mask, t, s, &ev, &toff, &soff);
+		rc = decode(rf, slots, mask, avail, t, s, &ev, &toff, &soff);
 		if (rc == -2) {
 			rc = set_err(err, errlen, -ENOMEM, "out of memory reading ring");
 			goto fail;
