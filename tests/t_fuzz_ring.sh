@@ -14,6 +14,7 @@ ANCHOR_FILE=$T/corpus/threads.ring ANCHOR_RING_SIZE=64K "$BUILD/victims/marker" 
 ANCHOR_FILE=$T/corpus/wrapped.ring ANCHOR_RING_SIZE=64K "$BUILD/victims/marker" threads 2 3000
 ANCHOR_FILE=$T/corpus/forks.ring ANCHOR_RING_SIZE=64K "$BUILD/victims/marker" forks 2 20 "$BUILD/victims/marker"
 head -c 5000 "$T/corpus/threads.ring" >"$T/corpus/short.ring"
+cp tests/fuzz/seeds/ring/*.ring "$T/corpus/"  # committed seeds, incl. past crashes
 "$T/fuzz_ring" -max_total_time="$SECS" -max_len=70000 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$T/" \
 	"$T/corpus" 2>&1 | tail -n 12
 echo "ok: no crash in ${SECS}s of fuzzing"
