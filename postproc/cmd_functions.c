@@ -411,6 +411,7 @@ int cmd_functions(int argc, char **argv)
 	struct outfile of;
 	struct csv c;
 	char err[512];
+	int took;
 
 	o.fit_range_s = 3.0;
 	for (int i = 1; i < argc; i++) {
@@ -418,15 +419,11 @@ int cmd_functions(int argc, char **argv)
 		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(s, "--no-fit")) {
-			o.no_fit = 1;
+		} else if ((took = em_opts_take(&o, s, v)) > 0) {
+			i += took - 1;
 		} else if (!v) {
 			usage(stderr);
 			diag_fatal(NULL, "functions: '%s' needs a value", s);
-		} else if (!strcmp(s, "--ring")) {
-			o.ring = v, i++;
-		} else if (!strcmp(s, "--perun")) {
-			o.perun = v, i++;
 		} else if (!strcmp(s, "--profile")) {
 			profile = v, i++;
 		} else if (!strcmp(s, "-o")) {
@@ -437,16 +434,6 @@ int cmd_functions(int argc, char **argv)
 			stacks_out = v, i++;
 		} else if (!strcmp(s, "--samples-out")) {
 			samples_out = v, i++;
-		} else if (!strcmp(s, "--run")) {
-			o.run = v, i++;
-		} else if (!strcmp(s, "--round")) {
-			o.round = atol(v), i++;
-		} else if (!strcmp(s, "--host")) {
-			o.host = v, i++;
-		} else if (!strcmp(s, "--tz")) {
-			o.tz = v, i++;
-		} else if (!strcmp(s, "--fit-range")) {
-			o.fit_range_s = atof(v), i++;
 		} else {
 			usage(stderr);
 			diag_fatal(NULL, "functions: unknown option '%s'", s);

@@ -148,6 +148,7 @@ int cmd_timeline(int argc, char **argv)
 	uint32_t *pids = NULL;
 	long *pthr = NULL;
 	size_t npids = 0;
+	int took;
 
 	o.fit_range_s = 3.0;
 	for (int i = 1; i < argc; i++) {
@@ -155,15 +156,11 @@ int cmd_timeline(int argc, char **argv)
 		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(s, "--no-fit")) {
-			o.no_fit = 1;
+		} else if ((took = em_opts_take(&o, s, v)) > 0) {
+			i += took - 1;
 		} else if (!v) {
 			usage(stderr);
 			diag_fatal(NULL, "timeline: '%s' needs a value", s);
-		} else if (!strcmp(s, "--ring")) {
-			o.ring = v, i++;
-		} else if (!strcmp(s, "--perun")) {
-			o.perun = v, i++;
 		} else if (!strcmp(s, "--profile")) {
 			profile = v, i++;
 		} else if (!strcmp(s, "-o")) {
@@ -173,16 +170,6 @@ int cmd_timeline(int argc, char **argv)
 			bin_s = strtod(v, &end), i++;
 			if (end == v || *end || !(bin_s >= 1e-4) || !(bin_s <= 3600))
 				diag_fatal(NULL, "timeline: --bin wants seconds in [0.0001, 3600], not '%s'", v);
-		} else if (!strcmp(s, "--run")) {
-			o.run = v, i++;
-		} else if (!strcmp(s, "--round")) {
-			o.round = atol(v), i++;
-		} else if (!strcmp(s, "--host")) {
-			o.host = v, i++;
-		} else if (!strcmp(s, "--tz")) {
-			o.tz = v, i++;
-		} else if (!strcmp(s, "--fit-range")) {
-			o.fit_range_s = atof(v), i++;
 		} else {
 			usage(stderr);
 			diag_fatal(NULL, "timeline: unknown option '%s'", s);

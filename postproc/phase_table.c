@@ -337,26 +337,15 @@ void phase_table_defaults(struct em_opts *o)
 int phase_table_option(int argc, char **argv, int i, struct em_opts *o, struct attrib_opts *ao, int *method)
 {
 	const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-	if (!strcmp(a, "--no-fit")) {
-		o->no_fit = 1;
-		return 1;
-	}
+	int took;
+	if (strcmp(a, "--ring") && strcmp(a, "--perun") && (took = em_opts_take(o, a, v)) > 0)
+		return took;
 	if (strcmp(a, "--run") && strcmp(a, "--round") && strcmp(a, "--host") && strcmp(a, "--tz") &&
 	    strcmp(a, "--fit-range") && strcmp(a, "--boot") && strcmp(a, "--method"))
 		return 0;
 	if (!v)
 		diag_fatal(NULL, "%s: '%s' needs a value", argv[0], a);
-	if (!strcmp(a, "--run"))
-		o->run = v;
-	else if (!strcmp(a, "--round"))
-		o->round = atol(v);
-	else if (!strcmp(a, "--host"))
-		o->host = v;
-	else if (!strcmp(a, "--tz"))
-		o->tz = v;
-	else if (!strcmp(a, "--fit-range"))
-		o->fit_range_s = atof(v);
-	else if (!strcmp(a, "--boot"))
+	if (!strcmp(a, "--boot"))
 		ao->n_boot = (unsigned)atoi(v);
 	else if (!strcmp(v, "auto"))
 		*method = 0;
