@@ -41,7 +41,7 @@ int align_parse_execution_dt(const char *s, const char *tz, int64_t *unix_ns);
 
 /* Offset from perun.sample marks for round `round_idx` (the round-th
  * "perun.round" mark).  ts_s/nts: the file's timesteps, which the stamps
- * must reproduce (count, spacing within 1 ms), else they belong to another
+ * must reproduce (count, and each stamp to perun's float32 rounding), else they belong to another
  * perun run.  1 found, 0 none, -1 stamps of another run. */
 int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_clock *clk,
 		     const struct perun_multirun *run, size_t round_idx, const double *ts_s, size_t nts,
