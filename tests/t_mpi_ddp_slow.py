@@ -52,7 +52,9 @@ upd = subprocess.Popen([PY, "-m", "anchor_emul.updater", "--powercap", pc, "--mo
 rc, out = finish(p, timeout=400)
 upd.wait(timeout=60)
 check(rc == 0, "mpirun exit %d:\n%s" % (rc, out[-3000:]))
-sums = re.findall(r"rank (\d)/2 mpi4py: %d steps .* weights checksum (\S+)" % STEPS, out)
+# mpirun can splice two ranks' lines together (no newline between them):
+# match each report on its own, non-greedy, and the number only.
+sums = re.findall(r"rank (\d)/2 mpi4py: %d steps .*? weights checksum (-?[0-9.]+)" % STEPS, out)
 check(len(sums) == 2 and sums[0][1] == sums[1][1], "ranks disagree on the weights: %s\n%s" % (sums, out[-2000:]))
 h5 = os.path.join(perun_out, "transformer_ddp.hdf5")
 check(os.path.exists(h5), "perun wrote no %s:\n%s" % (h5, out[-2000:]))
