@@ -250,33 +250,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt");
 
 	/* Power sensors of the host, grouped by device group. */
-	for (size_t g = 0; g < m->host->ngroups; g++) {
-		const struct perun_group *gr = &m->host->groups[g];
-		for (size_t s = 0; s < gr->nsensors; s++) {
-			if (!perun_sensor_is_power(&gr->sensors[s]) || gr->sensors[s].n < 2)
-				continue;
-			struct em_sensor *ns = realloc(m->sen, (m->nsen + 1) * sizeof *ns);
-			if (!ns)
-				diag_fatal(NULL, "out of memory");
-			m->sen = ns;
-			memset(&m->sen[m->nsen], 0, sizeof *ns);
-			m->sen[m->nsen].ps = &gr->sensors[s];
-			m->sen[m->nsen].group = gr->name;
-			if (build_sensor(&m->sen[m->nsen]))
-				diag_fatal(NULL, "out of memory");
-			m->nsen++;
-			size_t k;
-			for (k = 0; k < m->ngroups && strcmp(m->groups[k], gr->name); k++)
-				;
-			if (k == m->ngroups) {
-				char **ng = realloc(m->groups, (m->ngroups + 1) * sizeof *ng);
-				if (!ng)
-					diag_fatal(NULL, "out of memory");
-				m->groups = ng;
-				m->groups[m->ngroups++] = gr->name;
-			}
-		}
-	}
+	energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups);
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
@@ -370,7 +344,34 @@ void energy_model_close(struct energy_model *m)
 	memset(m, 0, sizeof *m);
 }
 
-int energy_model_build_sensor(struct em_sensor *s)
+void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
+			      char ***groups, size_t *ngroups)
 {
-	return build_sensor(s);
+	for (size_t g = 0; g < h->ngroups; g++) {
+		const struct perun_group *gr = &h->groups[g];
+		for (size_t s = 0; s < gr->nsensors; s++) {
+			if (!perun_sensor_is_power(&gr->sensors[s]) || gr->sensors[s].n < 2)
+				continue;
+			struct em_sensor *ns = realloc(*sen, (*nsen + 1) * sizeof *ns);
+			if (!ns)
+				diag_fatal(NULL, "out of memory");
+			*sen = ns;
+			memset(&ns[*nsen], 0, sizeof *ns);
+			ns[*nsen].ps = &gr->sensors[s];
+			ns[*nsen].group = gr->name;
+			if (build_sensor(&ns[*nsen]))
+				diag_fatal(NULL, "out of memory");
+			(*nsen)++;
+			size_t k;
+			for (k = 0; k < *ngroups && strcmp((*groups)[k], gr->name); k++)
+				;
+			if (k == *ngroups) {
+				char **ng = realloc(*groups, (*ngroups + 1) * sizeof *ng);
+				if (!ng)
+					diag_fatal(NULL, "out of memory");
+				*groups = ng;
+				(*groups)[(*ngroups)++] = gr->name;
+			}
+		}
+	}
 }

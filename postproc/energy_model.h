@@ -74,10 +74,11 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b);
 /* Index of a group name in m->groups. */
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s);
 
-/* Fill s->ser and s->cum_j from s->ps and s->group (t_tl allocated, left
- * for the caller to place on its timeline).  0 or -ENOMEM.  For models
- * that hold several hosts (mring.h). */
-int energy_model_build_sensor(struct em_sensor *s);
+/* Append host h's power sensors (>= 2 samples) to *sen, each with its
+ * cumulative energy curve, and their device groups, once each, to *groups;
+ * diag_fatal when out of memory. */
+void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
+			      char ***groups, size_t *ngroups);
 
 /* The notice every output carries for an emulated sensor ("" if real). */
 const char *energy_model_sensor_note(const struct energy_model *m);

@@ -722,33 +722,7 @@ static void load_hosts(struct mring *m, const struct mring_opts *o)
 		struct mr_host *mh = &m->hosts[h];
 		mh->ph = &round->hosts[h];
 		mh->offset_s = NAN;
-		for (size_t g = 0; g < mh->ph->ngroups; g++) {
-			const struct perun_group *gr = &mh->ph->groups[g];
-			for (size_t s = 0; s < gr->nsensors; s++) {
-				if (!perun_sensor_is_power(&gr->sensors[s]) || gr->sensors[s].n < 2)
-					continue;
-				struct em_sensor *ns = realloc(mh->sen, (mh->nsen + 1) * sizeof *ns);
-				if (!ns)
-					diag_fatal(NULL, "out of memory");
-				mh->sen = ns;
-				memset(&ns[mh->nsen], 0, sizeof *ns);
-				ns[mh->nsen].ps = &gr->sensors[s];
-				ns[mh->nsen].group = gr->name;
-				if (energy_model_build_sensor(&ns[mh->nsen]))
-					diag_fatal(NULL, "out of memory");
-				mh->nsen++;
-				size_t k;
-				for (k = 0; k < m->ngroups && strcmp(m->groups[k], gr->name); k++)
-					;
-				if (k == m->ngroups) {
-					char **gg = realloc(m->groups, (m->ngroups + 1) * sizeof *gg);
-					if (!gg)
-						diag_fatal(NULL, "out of memory");
-					m->groups = gg;
-					m->groups[m->ngroups++] = gr->name;
-				}
-			}
-		}
+		energy_model_add_sensors(mh->ph, &mh->sen, &mh->nsen, &m->groups, &m->ngroups);
 	}
 	{
 		char *dup = xstrdup(o->perun), buf[4096];
