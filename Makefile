@@ -25,13 +25,16 @@ OPT ?= -O2 -g
 SAN ?=
 CFLAGS_COMMON := -std=c11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE -Ianchors -Ipreload
 CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EXEC
-CFLAGS_POST := $(CFLAGS_COMMON) -Ipostproc $(PKG_CFLAGS)
+# postproc/ is layered: cmd (option parsing, one file per subcommand) over
+# model, align, attrib, output and input; util is shared by all of them.
+POST_DIRS := cmd input model align attrib output util
+CFLAGS_POST := $(CFLAGS_COMMON) $(addprefix -Ipostproc/,$(POST_DIRS)) $(PKG_CFLAGS)
 
 LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c
-POST_SRC := $(wildcard postproc/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c,$(wildcard anchors/*.c))
+POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c,$(wildcard anchors/*.c))
 LIB_OBJ := $(patsubst %.c,$(B)/lib/%.o,$(LIB_SRC))
 POST_OBJ := $(patsubst %.c,$(B)/post/%.o,$(POST_SRC))
-HDRS := $(wildcard anchors/*.h preload/*.h postproc/*.h)
+HDRS := $(wildcard anchors/*.h preload/*.h postproc/*/*.h)
 
 PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig;print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PY_INC := $(shell $(PYTHON) -c 'import sysconfig;print(sysconfig.get_paths()["include"])' 2>/dev/null)
@@ -42,7 +45,7 @@ PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 .DEFAULT_GOAL := all
 
 # Unit tests of the attribution math: the attrib objects only, no main.c.
-ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib*.c))
+ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib/attrib*.c))
 $(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)

@@ -50,8 +50,8 @@ measure anchorpost_by_frame "$AP" samples "$P" --by-frame -o "$DATA/frames.ancho
 measure python_load_aggregate "$PY" bench/pyspy_py_baseline.py "$P" "$DATA/frames.python.csv"
 measure python_json_load "$PY" bench/pyspy_py_baseline.py "$P" - --load-only
 REPEAT=1 measure anchorpost_csv "$AP" samples "$P" -o "$DATA/samples.csv"
-cc -std=c11 -O2 -D_GNU_SOURCE -Ipostproc -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
-	postproc/pyspy_{tables,read,speedscope,chrometrace,raw,energy}.c $(pkg-config --cflags --libs yajl) -lm
+cc -std=c11 -O2 -D_GNU_SOURCE -Ipostproc/input -Ipostproc/output -Ipostproc/util -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
+	postproc/input/pyspy_{tables,read,speedscope,chrometrace,raw}.c postproc/output/pyspy_energy.c $(pkg-config --cflags --libs yajl) -lm
 REPEAT=1 measure model_energy_write "$DATA/pyspy_energy_main" "$P" "$DATA/energy.json" 7
 energy_bytes=$(stat -c %s "$DATA/energy.json")
 rm -f "$DATA/energy.json"
@@ -107,7 +107,7 @@ A and B produce the same per-frame table (checked row by row in the run).
 
 Notes: on a shared machine wall times are inflated, Python's most (its wall time ran 3-6x its CPU
 time here), so the CPU-time ratios are the conservative figures.  anchorpost scans the \`samples\`
-arrays with a byte loop and the rest of the document with yajl (postproc/pyspy_speedscope.c); A keeps
+arrays with a byte loop and the rest of the document with yajl (postproc/input/pyspy_speedscope.c); A keeps
 per-stack counters only, D buffers 24 B per sample until the frame table (written last by py-spy)
 arrives, E is \`pyspy_load()\` holding all 1.8 M samples plus \`pyspy_write_energy_speedscope()\`.
 MD

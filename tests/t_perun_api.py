@@ -1,4 +1,4 @@
-"""The perun.h model (postproc/perun_load.c, perun_guard.c) seen through a
+"""The perun.h model (postproc/input/perun_load.c, perun_guard.c) seen through a
 small C program (tests/perun_api_check.c), compared with h5py's reading of
 the same files: every sensor's length, unit, mag, scaled values, counter,
 metadata, perun's energy, power flag; hosts and MPI ranks; regions; the
@@ -22,10 +22,10 @@ EXE = os.path.join(TMP, "perun_api_check")
 cflags = subprocess.run(["pkg-config", "--cflags", "hdf5"], capture_output=True, text=True).stdout.split()
 libs = subprocess.run(["pkg-config", "--libs", "hdf5"], capture_output=True, text=True).stdout.split()
 p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow", "-D_GNU_SOURCE",
-                    "-I" + os.path.join(ROOT, "postproc"), *cflags,
+                    "-I" + os.path.join(ROOT, "postproc", "input"), "-I" + os.path.join(ROOT, "postproc", "util"), *cflags,
                     os.path.join(ROOT, "tests", "perun_api_check.c"),
-                    os.path.join(ROOT, "postproc", "perun_load.c"),
-                    os.path.join(ROOT, "postproc", "perun_guard.c"), "-o", EXE, *libs, "-lm"],
+                    os.path.join(ROOT, "postproc", "input", "perun_load.c"),
+                    os.path.join(ROOT, "postproc", "input", "perun_guard.c"), "-o", EXE, *libs, "-lm"],
                    capture_output=True, text=True)
 check(p.returncode == 0, f"building perun_api_check failed: {p.stderr}")
 

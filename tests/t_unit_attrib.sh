@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Known-answer tests of the energy attribution math (postproc/attrib*.c):
+# Known-answer tests of the energy attribution math (postproc/attrib/attrib*.c):
 # builds build/test_attrib and runs it; it prints the truth-vs-estimate
 # table and exits non-zero when a target is missed.
 set -eu

@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
 	bin=$out/fuzz_$name
 	# shellcheck disable=SC2086
 	if ! $CC -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Ianchors -Ipreload -Ipostproc -Itests/fuzz $cflags -o "$bin" "$t" $srcs $ldflags -lm; then
+		-Ianchors -Ipreload -Ipostproc/cmd -Ipostproc/input -Ipostproc/model -Ipostproc/align -Ipostproc/attrib -Ipostproc/output -Ipostproc/util -Itests/fuzz $cflags -o "$bin" "$t" $srcs $ldflags -lm; then
 		echo "fuzz: $name: build failed"; fail=1; continue
 	fi
 	corpus=tests/fuzz/corpus-$name
