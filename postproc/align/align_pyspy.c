@@ -9,16 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tunables.h"
+
 #define PULSE_RANGE "anchor.sync_pulse"
 #define PULSE_FRAME "_anchor_sync_pulse_busy"
-/* Slack on process lifetimes when bounding the offset: py-spy's ts is
- * taken when it processes a sample, a little after reading the stack. */
-#define LIFETIME_SLACK_S 0.05
-#define COARSE_STEP_S 1e-3
-#define MAX_DRIFT 0.5
-#define PULSE_GAP_X_S 0.3
-#define MAX_SCALE_DEV 1.0
-#define FINE_STEP_S 1e-5
+/* Tunables (tunables.h) under their short local names. */
+#define LIFETIME_SLACK_S ALIGN_PYSPY_LIFETIME_SLACK_S
+#define COARSE_STEP_S ALIGN_PYSPY_COARSE_STEP_S
+#define MAX_DRIFT ALIGN_PYSPY_MAX_DRIFT
+#define PULSE_GAP_X_S ALIGN_PYSPY_PULSE_GAP_X_S
+#define MAX_SCALE_DEV ALIGN_PYSPY_MAX_SCALE_DEV
+#define FINE_STEP_S ALIGN_PYSPY_FINE_STEP_S
 
 struct burst {
 	double t0, t1;
@@ -893,7 +894,7 @@ static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_
 		if (g0 + c < ng) {
 			double pred = a->offset_s + a->scale * xm - xm;
 			pin_to_group(pts + c0, c1 - c0 + 1, g0 + c);
-			struct fit fc = fit_offset(pts + c0, c1 - c0 + 1, 1.0, pred - 0.3, pred + 0.3, pred);
+			struct fit fc = fit_offset(pts + c0, c1 - c0 + 1, 1.0, pred - ALIGN_PYSPY_PULSE_HALF_S, pred + ALIGN_PYSPY_PULSE_HALF_S, pred);
 			for (size_t i = c0; i <= c1; i++) {
 				pts[i].b = pts[i].b_all;
 				pts[i].nb = pts[i].nb_all;
@@ -1023,7 +1024,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		snprintf(a->prior, sizeof a->prior, "start of profiled pid %u", a->thr[ref].ring_pid);
 	}
 	if (!isfinite(hi))
-		hi = lo + 3600;
+		hi = lo + ALIGN_PYSPY_OPEN_SPAN_S;
 
 	/* Pulse bursts per ring thread. */
 	{
@@ -1101,8 +1102,10 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			have_g0 = ng > 0;
 			pin_to_group(pts, e0 + 1, gi);
 			pin_to_group(pts + s1, npts - s1, gj);
-			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - 0.3, gti - xm0 + 0.3, gti - xm0);
-			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, gtj - xm1 - 0.3, gtj - xm1 + 0.3, gtj - xm1);
+			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - ALIGN_PYSPY_PULSE_HALF_S,
+						     gti - xm0 + ALIGN_PYSPY_PULSE_HALF_S, gti - xm0);
+			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, gtj - xm1 - ALIGN_PYSPY_PULSE_HALF_S,
+						     gtj - xm1 + ALIGN_PYSPY_PULSE_HALF_S, gtj - xm1);
 			for (size_t i = 0; i < npts; i++) {
 				pts[i].b = pts[i].b_all;
 				pts[i].nb = pts[i].nb_all;
@@ -1111,7 +1114,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				if (xm1 > xm0)
 					a->scale = 1.0 + (f1.offset_s - f0.offset_s) / (xm1 - xm0);
 				double pred = f0.offset_s - (a->scale - 1.0) * xm0;
-				f = fit_offset(pts, npts, a->scale, pred - 0.01, pred + 0.01, pred);
+				f = fit_offset(pts, npts, a->scale, pred - ALIGN_PYSPY_REFIT_HALF_S, pred + ALIGN_PYSPY_REFIT_HALF_S, pred);
 				spread = f0.half_s > f1.half_s ? f0.half_s : f1.half_s;
 			} else {
 				f = f0;
@@ -1146,7 +1149,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
 				th = (long)i;
 		double o, score, half;
-		double w_hi = hi < lo + 30 ? hi : lo + 30;
+		double w_hi = hi < lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? hi : lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
 		if (th >= 0 && !phase_frames_fit(p, &tr[ref], &ph->thr[th], base_ns, ph->nnames, 1.0, lo, w_hi, &o,
 						 &score, &half)) {
 			a->offset_s = o;

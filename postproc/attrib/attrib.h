@@ -98,6 +98,17 @@ enum attrib_method {
 	ATTRIB_SPLIT, /* attrib_split: window energy split by share x fitted power */
 };
 
+/* What --method asks for: one method for every phase, or a rule that
+ * chooses.  AUTO = split where the sensor gives window energies (its
+ * default), else per phase; PERPHASE = attrib_auto. */
+enum attrib_choice {
+	ATTRIB_CHOICE_AUTO = 0,
+	ATTRIB_CHOICE_PERPHASE,
+	ATTRIB_CHOICE_SPLIT,
+	ATTRIB_CHOICE_INTEGRATE,
+	ATTRIB_CHOICE_REGRESS,
+};
+
 /* Flags per result row. */
 #define ATTRIB_FLAG_UNIDENTIFIABLE 0x1u /* column not separable: CI [0, total] */
 #define ATTRIB_FLAG_NO_TIME 0x2u	/* no time inside the covered span */

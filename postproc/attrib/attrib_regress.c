@@ -8,12 +8,13 @@
 #include <stdlib.h>
 
 #include "attrib_internal.h"
+#include "tunables.h"
 
 static void opts_defaults(const struct attrib_opts *o, struct attrib_opts *d)
 {
 	*d = o ? *o : (struct attrib_opts){0};
 	if (d->n_boot == 0)
-		d->n_boot = 200;
+		d->n_boot = ANCHOR_BOOT_RESAMPLES;
 	if (d->seed == 0)
 		d->seed = 0x616e63686f72ull;
 	if (d->min_periods <= 0)

@@ -12,16 +12,15 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "options.h"
 #include "outfile.h"
 #include "ringload.h"
 
-static void usage(FILE *fp)
-{
-	fprintf(fp, "usage: anchorpost dump RING [-o FILE.csv] [--stacks]\n"
-		    "  one CSV row per event: utc_iso,unix_ns,mono_ns,pid,tid,kind,name,value,host,rank\n"
-		    "  --stacks  add a column 'stack': native return addresses (ANCHOR_STACKS=1),\n"
-		    "            innermost first, hex, ';'-separated\n");
-}
+static const struct cmd_usage dump_usage = {
+	.name = "dump",
+	.usage = "[--ring] RING [-o FILE.csv] [--stacks]",
+	.about = "  one CSV row per event: utc_iso,unix_ns,mono_ns,pid,tid,kind,name,value,host,rank\n",
+};
 
 static void put_value(struct csv *c, const struct ring_event *e)
 {
@@ -61,27 +60,16 @@ int cmd_dump(int argc, char **argv)
 	struct outfile of;
 	struct csv c;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (!strcmp(argv[i], "--stacks")) {
-			stacks = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			usage(stderr);
-			diag_fatal(NULL, "dump: unknown option '%s'", argv[i]);
-		} else if (!ring) {
-			ring = argv[i];
-		} else {
-			diag_fatal(NULL, "dump: more than one ring given ('%s')", argv[i]);
-		}
-	}
-	if (!ring) {
-		usage(stderr);
-		return 2;
-	}
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &ring, "RING", "the ring (or give it as the only argument)"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout) [-]"),
+		OPT_BOOL(0, "stacks", &stacks, "add a column 'stack': native return addresses (ANCHOR_STACKS=1), "
+					    "innermost first, hex, ';'-separated"),
+		OPT_END(),
+	};
+	int npos = options_parse(argc, argv, opts, &dump_usage, 0);
+
+	ring = options_input(&dump_usage, npos, argv, ring, "--ring");
 	ringload_open(&rl, ring);
 	outfile_open(&of, out);
 	csv_init(&c, of.fp);

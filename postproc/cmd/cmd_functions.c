@@ -30,29 +30,22 @@
 #include "csv.h"
 #include "diag.h"
 #include "energy_model.h"
+#include "options.h"
 #include "outfile.h"
 #include "pyspy.h"
 #include "sample_energy.h"
 
 #define NO_FRAME "(no python frame)"
 
-static void usage(FILE *fp)
-{
-	fprintf(fp,
-		"usage: anchorpost functions --ring RING --perun FILE.hdf5 --profile PYSPY.json\n"
-		"                            [-o functions.csv] [--speedscope-out energy.speedscope.json]\n"
-		"                            [--stacks-out stacks.csv] [perun options of `phases`]\n"
-		"  joules per Python function: function,file,line,self_j,total_j,self_s,samples,top_phase\n"
-		"  (+ self_j_<group>,total_j_<group> with several device groups), sorted by self_j.\n"
-		"  The py-spy profile (chrometrace or speedscope, ideally recorded with --idle and a\n"
-		"  sync pulse: anchor.sync_pulse()) is aligned with the ring; the method and its\n"
-		"  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n"
-		"  --speedscope-out F  the profile with weights in joules (speedscope, unit none)\n"
-		"  --stacks-out F      per distinct stack: stack,samples,self_s,energy_j(+groups)\n"
-		"  --samples-out F     per sample: pid,tid,t0_s,t1_s (timeline: s since the ring's first\n"
-		"                      record),idle,energy_j,phase,leaf_function,leaf_line\n"
-		"  --run ID --round N --host NAME --tz +HH:MM --fit-range S --no-fit  as for phases\n");
-}
+static const struct cmd_usage functions_usage = {
+	.name = "functions",
+	.usage = "--ring RING --perun FILE.hdf5 --profile PYSPY.json [-o functions.csv] [options]",
+	.about = "  joules per Python function: function,file,line,self_j,total_j,self_s,samples,top_phase\n"
+		 "  (+ self_j_<group>,total_j_<group> with several device groups), sorted by self_j.\n"
+		 "  The py-spy profile (chrometrace or speedscope, ideally recorded with --idle and a\n"
+		 "  sync pulse: anchor.sync_pulse()) is aligned with the ring; the method and its\n"
+		 "  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n",
+};
 
 struct func {
 	const char *name, *file;
@@ -411,38 +404,29 @@ int cmd_functions(int argc, char **argv)
 	struct outfile of;
 	struct csv c;
 	char err[512];
-	int took;
 
-	o.fit_range_s = 3.0;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if ((took = em_opts_take(&o, s, v)) > 0) {
-			i += took - 1;
-		} else if (!v) {
-			usage(stderr);
-			diag_fatal(NULL, "functions: '%s' needs a value", s);
-		} else if (!strcmp(s, "--profile")) {
-			profile = v, i++;
-		} else if (!strcmp(s, "-o")) {
-			out = v, i++;
-		} else if (!strcmp(s, "--speedscope-out")) {
-			ss_out = v, i++;
-		} else if (!strcmp(s, "--stacks-out")) {
-			stacks_out = v, i++;
-		} else if (!strcmp(s, "--samples-out")) {
-			samples_out = v, i++;
-		} else {
-			usage(stderr);
-			diag_fatal(NULL, "functions: unknown option '%s'", s);
-		}
-	}
-	if (!o.ring || !o.perun || !profile) {
-		usage(stderr);
-		return 2;
-	}
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile (chrometrace, speedscope or raw)"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout)"),
+		OPT_STRING(0, "speedscope-out", &ss_out, "FILE",
+			   "the profile with weights in joules (speedscope, unit none)"),
+		OPT_STRING(0, "stacks-out", &stacks_out, "FILE",
+			   "per distinct stack: stack,samples,self_s,energy_j(+groups)"),
+		OPT_STRING(0, "samples-out", &samples_out, "FILE",
+			   "per sample: pid,tid,t0_s,t1_s,idle,energy_j,phase,leaf_function,leaf_line"),
+		OPTS_PERUN_SELECT(&o),
+		OPTS_ALIGN(&o),
+		OPT_END(),
+	};
+
+	if (options_parse(argc, argv, opts, &functions_usage, 0))
+		options_usage_error(&functions_usage, "unexpected argument '%s'", argv[1]);
+	if (!o.ring || !o.perun || !profile)
+		options_usage_error(&functions_usage, "needs --ring, --perun and --profile");
+	if (out && !strcmp(out, "-"))
+		out = NULL;
 	energy_model_open(&m, &o);
 	if (!m.nsen)
 		diag_fatal(o.perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable): "

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "diag.h"
+#include "options.h"
 #include "ringload.h"
 
 static void print_proc(const struct ring_proc *p)
@@ -38,6 +39,12 @@ static void print_proc(const struct ring_proc *p)
 	}
 }
 
+static const struct cmd_usage info_usage = {
+	.name = "info",
+	.usage = "[--ring] RING",
+	.about = "  header, processes, time span, record counts and losses of a ring\n",
+};
+
 int cmd_info(int argc, char **argv)
 {
 	struct ringload rl;
@@ -45,15 +52,18 @@ int cmd_info(int argc, char **argv)
 	const struct ring_stats *s;
 	char a[48], b[48];
 
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr,
-			"usage: anchorpost info RING\n");
-		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
-	}
-	ringload_open(&rl, argv[1]);
+	const char *ring = NULL;
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &ring, "RING", "the ring (or give it as the only argument)"),
+		OPT_END(),
+	};
+	int npos = options_parse(argc, argv, opts, &info_usage, 0);
+
+	ring = options_input(&info_usage, npos, argv, ring, "--ring");
+	ringload_open(&rl, ring);
 	s = &rl.rf.stats;
 	ring_clock_iso((int64_t)rl.rf.hdr.create_realtime_ns, a, sizeof a);
-	printf("ring       %s\n", argv[1]);
+	printf("ring       %s\n", ring);
 	printf("format     %u.%u, %" PRIu64 " slots of 64 B (%.1f MiB), %s mode\n", rl.rf.hdr.version_major,
 	       rl.rf.hdr.version_minor, s->nslots, (double)s->nslots * 64 / 1048576.0,
 	       rl.rf.hdr.mode == ANCHOR_RING_MODE_DISCARD ? "discard" : "overwrite");

@@ -41,6 +41,7 @@
 #include "csv.h"
 #include "diag.h"
 #include "mring.h"
+#include "options.h"
 #include "outfile.h"
 #include "ring_clock.h"
 
@@ -51,27 +52,31 @@ struct mpi_args {
 	const char *inputs[MAX_INPUTS];
 	const char *out, *stragglers_out;
 	int by_rank;
+	long threads;
 };
 
-static void usage(FILE *fp, int stragglers)
+static const struct cmd_usage stragglers_usage = {
+	.name = "stragglers",
+	.usage = "--rings DIR|GLOB|RING [--rings ...] [--perun FILE.hdf5] [-o stragglers.csv] [options]",
+	.about = "  per step: the slowest rank, the others' time waiting in collectives, its joules\n",
+};
+static const struct cmd_usage phases_mpi_usage = {
+	.name = "phases",
+	.usage = "--rings DIR|GLOB|RING [--rings ...] [--perun FILE.hdf5] [--by-rank] [-o phases.csv]\n"
+		 "                         [--stragglers S.csv] [options]",
+	.about = "  phases of many rings (ranks, hosts) on one UTC-based timeline\n",
+};
+
+/* --ring/--rings: one more input. */
+static int add_input(const struct option *opt, const char *arg, char *err, size_t cap)
 {
-	if (stragglers)
-		fprintf(fp, "usage: anchorpost stragglers --rings DIR|GLOB|RING [--rings ...] [--perun FILE.hdf5]\n"
-			    "                             [-o stragglers.csv] [options]\n"
-			    "  per step: the slowest rank, the others' time waiting in collectives, its joules\n");
-	else
-		fprintf(fp, "usage: anchorpost phases --rings DIR|GLOB|RING [--rings ...] [--perun FILE.hdf5]\n"
-			    "                         [--by-rank] [-o phases.csv] [--stragglers S.csv] [options]\n"
-			    "  phases of many rings (ranks, hosts) on one UTC-based timeline\n");
-	fprintf(fp, "  --ring R / --rings X  a ring, a directory of *.ring, or a glob (repeatable)\n"
-		    "  --step NAME        the step phase (default: first of train_step, optimizer_step,\n"
-		    "                     optimizer.step, step, iteration)\n"
-		    "  --method auto|split|perphase|integrate|regress  as for one ring [auto]\n"
-		    "  --run ID, --round N, --tz +HH:MM  perun multirun, round, execution_dt zone\n"
-		    "  --fit-range S      offset search around the execution_dt estimate [3]\n"
-		    "  --no-fit           keep the execution_dt estimate (when no perun-hook anchors)\n"
-		    "  --boot N           bootstrap resamples for regress intervals [200]\n"
-		    "  --threads N        rings loaded in parallel [2]\n");
+	struct mpi_args *a = opt->value;
+	if (a->o.ninputs == MAX_INPUTS) {
+		snprintf(err, cap, "more than %d of them (use a directory or a glob)", MAX_INPUTS);
+		return -1;
+	}
+	a->inputs[a->o.ninputs++] = arg;
+	return 0;
 }
 
 /* `phases` options that mean several rings. */
@@ -93,69 +98,37 @@ int phases_wants_mpi(int argc, char **argv)
 
 static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 {
+	const struct cmd_usage *u = stragglers ? &stragglers_usage : &phases_mpi_usage;
+	const struct option opts[] = {
+		OPT_CALLBACK(0, "rings", a, "DIR", add_input, "a ring, a directory of *.ring, or a glob (repeatable)"),
+		OPT_CALLBACK(0, "ring", a, "RING", add_input, "the same as --rings"),
+		OPT_STRING(0, "perun", &a->o.perun, "FILE", "perun's HDF5 output (none: times only)"),
+		OPT_STRING('o', "out", &a->out, "FILE", "the CSV (default -: stdout; the tables then go to stderr)"),
+		OPT_BOOL(0, "by-rank", &a->by_rank, "one block of rows per rank"),
+		/* phases only: stragglers writes its table to -o. */
+		OPT_STRING(0, "stragglers", &a->stragglers_out, "FILE", stragglers ? NULL : "also the stragglers CSV"),
+		OPT_STRING(0, "step", &a->o.step, "NAME",
+			   "the step phase (default: first of train_step, optimizer_step, optimizer.step, step, "
+			   "iteration)"),
+		OPTS_ATTRIB(&a->o.method, &a->o.ao),
+		OPT_STRING(0, "run", &a->o.run, "ID", "perun multirun (default: the last)"),
+		OPT_LONG(0, "round", &a->o.round, "N", 0, 1e6, 0, "perun round"),
+		OPT_STRING(0, "tz", &a->o.tz, "+HH:MM", "zone of perun's execution_dt (default: this machine's)"),
+		OPTS_ALIGN(&a->o),
+		OPT_LONG(0, "threads", &a->threads, "N", 1, 1024, 2, "rings loaded in parallel"),
+		OPT_END(),
+	};
 	memset(a, 0, sizeof *a);
 	a->o.inputs = a->inputs;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout, stragglers);
-			exit(0);
-		} else if (!strcmp(s, "--by-rank")) {
-			a->by_rank = 1;
-		} else if (!strcmp(s, "--no-fit")) {
-			a->o.no_fit = 1;
-		} else if (!v) {
-			usage(stderr, stragglers);
-			diag_fatal(NULL, "%s: '%s' needs a value", stragglers ? "stragglers" : "phases", s);
-		} else if (!strcmp(s, "--ring") || !strcmp(s, "--rings")) {
-			if (a->o.ninputs == MAX_INPUTS)
-				diag_fatal(NULL, "more than %d --ring/--rings arguments (use a directory or a glob)", MAX_INPUTS);
-			a->inputs[a->o.ninputs++] = v, i++;
-		} else if (!strcmp(s, "--perun")) {
-			a->o.perun = v, i++;
-		} else if (!strcmp(s, "-o")) {
-			a->out = v, i++;
-		} else if (!strcmp(s, "--stragglers") && !stragglers) {
-			a->stragglers_out = v, i++;
-		} else if (!strcmp(s, "--step")) {
-			a->o.step = v, i++;
-		} else if (!strcmp(s, "--run")) {
-			a->o.run = v, i++;
-		} else if (!strcmp(s, "--round")) {
-			a->o.round = atol(v), i++;
-		} else if (!strcmp(s, "--fit-range")) {
-			a->o.fit_range_s = atof(v), i++;
-		} else if (!strcmp(s, "--tz")) {
-			a->o.tz = v, i++;
-		} else if (!strcmp(s, "--boot")) {
-			a->o.ao.n_boot = (unsigned)atoi(v), i++;
-		} else if (!strcmp(s, "--threads")) {
-			a->o.threads = atoi(v), i++;
-			if (a->o.threads < 1)
-				diag_fatal(NULL, "--threads must be at least 1, not '%s'", v);
-		} else if (!strcmp(s, "--method")) {
-			i++;
-			if (!strcmp(v, "auto"))
-				a->o.method = 0;
-			else if (!strcmp(v, "perphase"))
-				a->o.method = -1;
-			else if (!strcmp(v, "split"))
-				a->o.method = ATTRIB_SPLIT;
-			else if (!strcmp(v, "integrate"))
-				a->o.method = ATTRIB_INTEGRATE;
-			else if (!strcmp(v, "regress"))
-				a->o.method = ATTRIB_REGRESS;
-			else
-				diag_fatal(NULL, "--method must be auto, split, perphase, integrate or regress, not '%s'", v);
-		} else {
-			usage(stderr, stragglers);
-			diag_fatal(NULL, "%s: unknown option '%s'", stragglers ? "stragglers" : "phases", s);
-		}
-	}
-	if (!a->o.ninputs) {
-		usage(stderr, stragglers);
-		exit(2);
-	}
+	if (options_parse(argc, argv, opts, u, 0))
+		options_usage_error(u, "unexpected argument '%s'", argv[1]);
+	if (stragglers && a->stragglers_out)
+		options_usage_error(u, "unknown option '--stragglers'");
+	a->o.threads = (int)a->threads;
+	if (a->out && !strcmp(a->out, "-"))
+		a->out = NULL;
+	if (!a->o.ninputs)
+		options_usage_error(u, "needs --rings (or --ring)");
 }
 
 /* ---- the ranks table (always: who ran, who died) ------------------------ */

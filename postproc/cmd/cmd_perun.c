@@ -23,19 +23,17 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "options.h"
 #include "outfile.h"
 #include "perun.h"
 
-static void usage(FILE *fp)
-{
-	fprintf(fp,
-		"usage: anchorpost perun FILE.hdf5 [-o perun.csv] [--run ID] [--regions]\n"
-		"  perun's HDF5 as long CSV: multirun,round,host,device_group,sensor,metric,unit,t_rel_s,value\n"
-		"  (value scaled by perun's mag), then each power sensor's energy as perun computed it\n"
-		"  (table; with -o also written to <out>.energy.csv).\n"
-		"  --run ID    only this multirun (default: all)\n"
-		"  --regions   region calls instead: multirun,round,region,rank,start_s,stop_s\n");
-}
+static const struct cmd_usage perun_usage = {
+	.name = "perun",
+	.usage = "[--perun] FILE.hdf5 [-o perun.csv] [--run ID] [--regions]",
+	.about = "  perun's HDF5 as long CSV: multirun,round,host,device_group,sensor,metric,unit,t_rel_s,value\n"
+		 "  (value scaled by perun's mag), then each power sensor's energy as perun computed it\n"
+		 "  (table; with -o also written to <out>.energy.csv).\n",
+};
 
 static void put_series(struct csv *c, const struct perun_multirun *m, const struct perun_round *r,
 		       const struct perun_host *h, const struct perun_group *g,
@@ -161,29 +159,16 @@ int cmd_perun(int argc, char **argv)
 	struct perun_file pf;
 	char err[1024];
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (!strcmp(argv[i], "--run") && i + 1 < argc) {
-			run = argv[++i];
-		} else if (!strcmp(argv[i], "--regions")) {
-			regions = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			usage(stderr);
-			diag_fatal(NULL, "perun: unknown option or missing value '%s'", argv[i]);
-		} else if (!in) {
-			in = argv[i];
-		} else {
-			diag_fatal(NULL, "perun: more than one input given ('%s')", argv[i]);
-		}
-	}
-	if (!in) {
-		usage(stderr);
-		return 2;
-	}
+	const struct option opts[] = {
+		OPT_STRING(0, "perun", &in, "FILE", "perun's HDF5 output (or give it as the only argument)"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout, the energy table then on stderr) [-]"),
+		OPT_STRING(0, "run", &run, "ID", "only this multirun (default: all)"),
+		OPT_BOOL(0, "regions", &regions, "region calls instead: multirun,round,region,rank,start_s,stop_s"),
+		OPT_END(),
+	};
+	int npos = options_parse(argc, argv, opts, &perun_usage, 0);
+
+	in = options_input(&perun_usage, npos, argv, in, "--perun");
 	int rc = perun_load_guarded(in, &pf, err, sizeof err);
 	if (rc < 0)
 		diag_fatal(in, "%s", err);

@@ -33,79 +33,56 @@
 #include "diag.h"
 #include "energy_model.h"
 #include "outfile.h"
+#include "options.h"
 #include "phase_table.h"
 
-static void usage(FILE *fp)
-{
-	fprintf(fp,
-		"usage: anchorpost phases --ring RING --perun FILE.hdf5 [-o phases.csv] [options]\n"
-		"  joules per phase and device group, with 95%% intervals and the method used\n"
-		"  --method M         how joules are attributed  [auto]\n"
-		"       auto       split where the sensor gives window energies (RAPL),\n"
-		"                  else perphase (NVML reads)\n"
-		"       split      each window's measured energy, split among its phases by\n"
-		"                  time share x NNLS-fitted power (rows add up exactly)\n"
-		"       perphase   integrate phases >= 5 sensor periods, regress shorter ones\n"
-		"       integrate  cumulative energy between phase edges\n"
-		"       regress    NNLS power per phase x phase time\n"
-		"  --by-process       also one block of rows per process\n"
-		"  --run ID           perun multirun (default: the last)\n"
-		"  --round N          perun round (default 0)\n"
-		"  --host NAME        perun host (default: the ring's)\n"
-		"  --tz +HH:MM        zone of perun's execution_dt (default: this machine's)\n"
-		"  --fit-range S      offset search around the execution_dt estimate [3]\n"
-		"  --no-fit           keep the execution_dt estimate\n"
-		"  --boot N           bootstrap resamples for regress intervals [200]\n"
-		"  several rings (MPI ranks, hosts): --rings DIR|GLOB, --by-rank, --stragglers FILE\n"
-		"                     ('anchorpost phases --rings x --help', docs/mpi.md)\n");
-}
+static const struct cmd_usage phases_usage = {
+	.name = "phases",
+	.usage = "--ring RING --perun FILE.hdf5 [-o phases.csv] [options]",
+	.about = "  joules per phase and device group, with 95% intervals and the method used\n"
+		 "  (-o -: the CSV on stdout, the table on stderr)\n",
+	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
+};
 
 int cmd_phases(int argc, char **argv)
 {
 	struct em_opts o = {0};
 	struct attrib_opts ao = {0};
-	const char *out = NULL;
-	int method = 0, by_process = 0, n;
+	const char *out = NULL, *unused = NULL;
+	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
+	int by_process = 0, unused_flag = 0;
 	struct energy_model m;
 	struct outfile of;
 	struct csv c;
 	FILE *tty;
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the table then goes to stderr)"),
+		OPT_BOOL(0, "by-process", &by_process, "also one block of rows per process"),
+		OPTS_ATTRIB(&method, &ao),
+		OPTS_PERUN_SELECT(&o),
+		OPTS_ALIGN(&o),
+		/* Listed for --help and completion; phases_wants_mpi hands them
+		 * to cmd_mpi.c before this table is parsed. */
+		OPT_STRING(0, "rings", &unused, "DIR", "several rings: a directory, glob or ring (repeatable)"),
+		OPT_BOOL(0, "by-rank", &unused_flag, "several rings: one block per rank"),
+		OPT_STRING(0, "stragglers", &unused, "FILE", "several rings: also the stragglers CSV"),
+		OPT_END(),
+	};
 
 	/* Several rings, --by-rank, --stragglers: the multi-ring model. */
 	if (phases_wants_mpi(argc, argv))
 		return cmd_phases_mpi(argc, argv);
-	phase_table_defaults(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--by-process")) {
-			by_process = 1;
-		} else if ((n = phase_table_option(argc, argv, i, &o, &ao, &method)) > 0) {
-			i += n - 1;
-		} else if (!v) {
-			usage(stderr);
-			diag_fatal(NULL, "phases: '%s' needs a value", a);
-		} else if (!strcmp(a, "--ring")) {
-			o.ring = v, i++;
-		} else if (!strcmp(a, "--perun")) {
-			o.perun = v, i++;
-		} else if (!strcmp(a, "-o")) {
-			out = v, i++;
-		} else {
-			usage(stderr);
-			diag_fatal(NULL, "phases: unknown option '%s'", a);
-		}
-	}
-	if (!o.ring || !o.perun) {
-		usage(stderr);
-		return 2;
-	}
+	if (options_parse(argc, argv, opts, &phases_usage, 0))
+		options_usage_error(&phases_usage, "unexpected argument '%s'", argv[1]);
+	if (!o.ring || !o.perun)
+		options_usage_error(&phases_usage, "needs --ring and --perun");
 	energy_model_open(&m, &o);
 	phase_table_warn(&m, &o);
 
+	if (out && !strcmp(out, "-"))
+		out = NULL;
 	outfile_open(&of, out ? out : "-");
 	csv_init(&c, of.fp);
 	phase_table_csv_header(&c);

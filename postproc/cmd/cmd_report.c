@@ -27,6 +27,7 @@
 #include "csv.h"
 #include "diag.h"
 #include "energy_model.h"
+#include "options.h"
 #include "outfile.h"
 #include "phase_table.h"
 #include "plot.h"
@@ -43,20 +44,38 @@ struct report {
 	struct timespec t_start;
 };
 
-static void usage(FILE *fp)
+static const struct cmd_usage report_usage = {
+	.name = "report",
+	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]",
+	.about = "  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
+		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
+		 "  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
+		 "  the alignment quality and the list of files\n",
+};
+
+static const struct opt_choice stack_choices[] = {
+	{"phases", 0, "of processes with phases"},
+	{"all", 1, "of every sampled process"},
+	{"none", 2, NULL},
+	{NULL, 0, NULL},
+};
+
+/* The perun and alignment options functions and timeline take (not the
+ * attribution ones: they split each sample's slice), from their values. */
+static void forward_options(struct report *r, const struct em_opts *o)
 {
-	fprintf(fp,
-		"usage: anchorpost report --ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]\n"
-		"  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
-		"  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
-		"  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
-		"  the alignment quality and the list of files\n"
-		"  --title TEXT       names the run in the pictures and the trace\n"
-		"                     (default: the basename of OUTDIR)\n"
-		"  --trace-stacks phases|all|none  py-spy stacks in trace.json: of processes\n"
-		"                     with phases (default), of every sampled process, or none\n"
-		"  --method auto|split|perphase|integrate|regress, --run ID, --round N, --host NAME,\n"
-		"  --tz +HH:MM, --fit-range S, --no-fit, --boot N: as for 'anchorpost phases'\n");
+	static char round_s[32], fit_s[40];
+	snprintf(round_s, sizeof round_s, "%ld", o->round);
+	snprintf(fit_s, sizeof fit_s, "%.17g", o->fit_range_s);
+	const char *kv[][2] = {{"--run", o->run}, {"--round", o->round ? round_s : NULL}, {"--host", o->host},
+			       {"--tz", o->tz}, {"--fit-range", fit_s}};
+	for (size_t k = 0; k < sizeof kv / sizeof *kv; k++)
+		if (kv[k][1]) {
+			r->fwd[r->nfwd++] = (char *)kv[k][0];
+			r->fwd[r->nfwd++] = (char *)kv[k][1];
+		}
+	if (o->no_fit)
+		r->fwd[r->nfwd++] = "--no-fit";
 }
 
 static double elapsed_s(const struct report *r)
@@ -149,8 +168,9 @@ int cmd_report(int argc, char **argv)
 	struct em_opts o = {0};
 	struct attrib_opts ao = {0};
 	struct report r = {0};
-	const char *profile = NULL, *title = NULL, *stacks = "phases";
-	int method = 0, n;
+	const char *profile = NULL, *title = NULL, *stacks;
+	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
+	int stacks_i = 0;
 	struct energy_model m;
 	struct phase_scope all;
 	struct outfile of;
@@ -159,46 +179,27 @@ int cmd_report(int argc, char **argv)
 	size_t table_len = 0;
 	FILE *tty;
 
-	phase_table_defaults(&o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if ((n = phase_table_option(argc, argv, i, &o, &ao, &method)) > 0) {
-			/* functions and timeline take the same perun options, not the
-			 * attribution ones (they split each sample's slice). */
-			if (strcmp(a, "--method") && strcmp(a, "--boot") && r.nfwd + n <= 16)
-				for (int k = 0; k < n; k++)
-					r.fwd[r.nfwd++] = argv[i + k];
-			i += n - 1;
-		} else if (!v) {
-			usage(stderr);
-			diag_fatal(NULL, "report: '%s' needs a value", a);
-		} else if (!strcmp(a, "--ring")) {
-			o.ring = v, i++;
-		} else if (!strcmp(a, "--perun")) {
-			o.perun = v, i++;
-		} else if (!strcmp(a, "--profile")) {
-			profile = v, i++;
-		} else if (!strcmp(a, "-d")) {
-			r.dir = v, i++;
-		} else if (!strcmp(a, "--title")) {
-			title = v, i++;
-		} else if (!strcmp(a, "--trace-stacks")) {
-			stacks = v, i++;
-			if (strcmp(v, "phases") && strcmp(v, "all") && strcmp(v, "none"))
-				diag_fatal(NULL, "report: --trace-stacks must be phases, all or none, not '%s'", v);
-		} else {
-			usage(stderr);
-			diag_fatal(NULL, "report: unknown option '%s'", a);
-		}
-	}
-	if (!o.ring || !o.perun || !r.dir) {
-		usage(stderr);
-		return 2;
-	}
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile"),
+		OPT_STRING('d', "dir", &r.dir, "DIR", "the output directory (created)"),
+		OPT_STRING('o', NULL, &r.dir, "DIR", NULL), /* the same, as record spells it */
+		OPT_STRING(0, "title", &title, "TEXT",
+			   "names the run in the pictures and the trace (default: the basename of OUTDIR)"),
+		OPT_CHOICE(0, "trace-stacks", &stacks_i, "WHICH", stack_choices, "py-spy stacks in trace.json [phases]"),
+		OPTS_ATTRIB(&method, &ao),
+		OPTS_PERUN_SELECT(&o),
+		OPTS_ALIGN(&o),
+		OPT_END(),
+	};
+
+	if (options_parse(argc, argv, opts, &report_usage, 0))
+		options_usage_error(&report_usage, "unexpected argument '%s'", argv[1]);
+	if (!o.ring || !o.perun || !r.dir)
+		options_usage_error(&report_usage, "needs --ring, --perun and -d DIR");
+	stacks = stack_choices[stacks_i].name;
+	forward_options(&r, &o);
 	if (!title) {
 		/* The directory's own name: "out/demo/" -> "demo". */
 		size_t len = strlen(r.dir);

@@ -17,35 +17,32 @@
 #include "csv.h"
 #include "diag.h"
 #include "outfile.h"
+#include "options.h"
 #include "pyspy.h"
 #include "ringload.h"
 
 /* raw rows repeat each stack `count` times; refuse absurd totals. */
 #define RAW_MAX_ROWS 1000000000ULL
 
-static void usage(FILE *fp)
-{
-	fprintf(fp,
-		"usage: anchorpost samples PROFILE [-o OUT.csv] [--format speedscope|chrometrace|raw]\n"
-		"                          [--ring RING [--pid PID]] [--rate HZ] [--by-frame]\n"
-		"  py-spy output (format detected from the content) to CSV, one row per sample\n"
-		"  (speedscope), per interval of an unchanged stack (chrometrace) or per sample\n"
-		"  of each collapsed stack (raw: no time, t_rel_s and duration_s are empty):\n"
-		"    profile,pid,tid,thread_name,sample_index,t_rel_s,duration_s,depth,\n"
-		"    leaf_function,leaf_file,leaf_line,stack\n"
-		"  stack is root;...;leaf with frames written 'func (file:line)'.  chrometrace\n"
-		"  has no OS tid: tid is py-spy's pthread id there.\n"
-		"  --ring RING  add unix_s,utc_iso: t_rel_s=0 is taken as the PROC_START of --pid\n"
-		"               (default: the profile's pid when the file names one, else the\n"
-		"               first process in the ring); the method and its expected error go\n"
-		"               to OUT.csv.alignment.txt (stderr when writing to stdout)\n"
-		"  --rate HZ    time speedscope samples as i/HZ (py-spy < 0.3.9 files whose\n"
-		"               weights are not seconds)\n"
-		"  --by-frame   per frame instead: function,file,line,self_samples,total_samples,\n"
-		"               self_s,total_s (a frame counts once per sample for total)\n"
-		"  -v           one summary line on stderr: format, exporter, threads, samples,\n"
-		"               rate, and whether it looks recorded with py-spy --idle\n");
-}
+static const struct cmd_usage samples_usage = {
+	.name = "samples",
+	.usage = "[--profile] PROFILE [-o OUT.csv] [--format F] [--ring RING [--pid PID]] [--rate HZ] [--by-frame]",
+	.about = "  py-spy output (format detected from the content) to CSV, one row per sample\n"
+		 "  (speedscope), per interval of an unchanged stack (chrometrace) or per sample\n"
+		 "  of each collapsed stack (raw: no time, t_rel_s and duration_s are empty):\n"
+		 "    profile,pid,tid,thread_name,sample_index,t_rel_s,duration_s,depth,\n"
+		 "    leaf_function,leaf_file,leaf_line,stack\n"
+		 "  stack is root;...;leaf with frames written 'func (file:line)'.  chrometrace\n"
+		 "  has no OS tid: tid is py-spy's pthread id there.\n",
+};
+
+static const struct opt_choice format_choices[] = {
+	{"auto", PYSPY_FMT_AUTO, "from the content"},
+	{"speedscope", PYSPY_FMT_SPEEDSCOPE, NULL},
+	{"chrometrace", PYSPY_FMT_CHROMETRACE, NULL},
+	{"raw", PYSPY_FMT_RAW, NULL},
+	{NULL, 0, NULL},
+};
 
 /* Samples waiting for the frame table: 24 bytes each.  Only speedscope
  * waits, and it delivers each thread's samples contiguously and in
@@ -57,6 +54,9 @@ struct pending {
 
 struct out {
 	struct csv c;
+	/* The header waits for the first row, so that a profile that fails
+	 * to parse leaves nothing but the error (-o - included). */
+	const char *const *header;
 	const char *path;
 	struct pending pend;
 	/* formatted "func (file:line)" per frame, built once frames are complete */
@@ -254,6 +254,10 @@ static void write_row(struct out *o, const struct pyspy_profile *p, const struct
 	const struct pyspy_node *nd = &p->stacks.v[s->stack];
 	struct csv *c = &o->c;
 
+	if (o->header) {
+		csv_header(c, o->header);
+		o->header = NULL;
+	}
 	csv_str(c, t->profile);
 	if (t->pid >= 0)
 		u64_field(c, (uint64_t)t->pid);
@@ -571,7 +575,7 @@ int cmd_samples(int argc, char **argv)
 						 "leaf_file", "leaf_line", "stack", NULL};
 	const char *in = NULL, *out = "-", *ring = NULL;
 	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0;
-	long long pid = -1;
+	long pid;
 	double rate = 0;
 	struct pyspy_profile p;
 	struct pyspy_error err;
@@ -580,47 +584,28 @@ int cmd_samples(int argc, char **argv)
 	struct out o;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (!strcmp(a, "--format") && i + 1 < argc) {
-			if ((fmt = pyspy_format_parse(argv[++i])) < 0)
-				diag_fatal(NULL, "samples: unknown format '%s' (speedscope, chrometrace, raw)", argv[i]);
-		} else if (!strcmp(a, "--ring") && i + 1 < argc) {
-			ring = argv[++i];
-		} else if (!strcmp(a, "--pid") && i + 1 < argc) {
-			char *end;
-			pid = strtoll(argv[++i], &end, 10);
-			if (*end || pid < 0)
-				diag_fatal(NULL, "samples: --pid wants a process id, not '%s'", argv[i]);
-		} else if (!strcmp(a, "--rate") && i + 1 < argc) {
-			char *end;
-			rate = strtod(argv[++i], &end);
-			if (*end || !(rate > 0) || !isfinite(rate))
-				diag_fatal(NULL, "samples: --rate wants samples per second, not '%s'", argv[i]);
-		} else if (!strcmp(a, "--by-frame")) {
-			by_frame = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			verbose = 1;
-		} else if (a[0] == '-' && a[1]) {
-			usage(stderr);
-			diag_fatal(NULL, "samples: unknown option '%s'", a);
-		} else if (!in) {
-			in = a;
-		} else {
-			diag_fatal(NULL, "samples: more than one profile given ('%s')", a);
-		}
-	}
-	if (!in) {
-		usage(stderr);
-		return 2;
-	}
+	const struct option opts[] = {
+		OPT_STRING(0, "profile", &in, "FILE", "py-spy's profile (or give it as the only argument)"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout) [-]"),
+		OPT_CHOICE(0, "format", &fmt, "F", format_choices, "the profile's format [auto]"),
+		OPT_STRING(0, "ring", &ring, "RING",
+			   "add unix_s,utc_iso: t_rel_s=0 is taken as the PROC_START of --pid; the method and its "
+			   "expected error go to OUT.alignment.txt (stderr when writing to stdout)"),
+		OPT_LONG(0, "pid", &pid, "PID", 0, 4194304, -1,
+			 "the profiled process in the ring (default: the profile's pid when the file names one, "
+			 "else the first process in the ring)"),
+		OPT_DOUBLE(0, "rate", &rate, "HZ", 1e-6, 1e6, 0,
+			   "time speedscope samples as i/HZ (py-spy < 0.3.9 files whose weights are not seconds)"),
+		OPT_BOOL(0, "by-frame", &by_frame, "per frame instead: function,file,line,self_samples,"
+						   "total_samples,self_s,total_s (a frame counts once per sample for total)"),
+		OPT_BOOL('v', "verbose", &verbose, "a summary of the profile on stderr"),
+		OPT_END(),
+	};
+	int npos = options_parse(argc, argv, opts, &samples_usage, 0);
+
+	in = options_input(&samples_usage, npos, argv, in, "--profile");
 	if (by_frame && ring)
-		diag_fatal(NULL, "samples: --ring has no meaning with --by-frame");
+		options_usage_error(&samples_usage, "--ring has no meaning with --by-frame");
 
 	pyspy_profile_init(&p);
 	p.rate_override_hz = rate;
@@ -678,10 +663,12 @@ int cmd_samples(int argc, char **argv)
 	outfile_open(&of, out);
 	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
 	csv_init(&o.c, of.fp);
-	csv_header(&o.c, o.with_time ? cols : cols_short);
+	o.header = o.with_time ? cols : cols_short;
 	if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample, &o, &err)))
 		diag_fatal(in, "%s", err.msg);
 	flush_pending(&o, &p);
+	if (o.header)
+		csv_header(&o.c, o.header);
 	if (ferror(of.fp))
 		diag_fatal(out, "write error");
 	outfile_commit(&of);

@@ -25,17 +25,16 @@
 #include "csv.h"
 #include "diag.h"
 #include "energy_model.h"
+#include "options.h"
 #include "outfile.h"
 #include "pyspy.h"
 #include "sample_energy.h"
 
-static void usage(FILE *fp)
-{
-	fprintf(fp,
-		"usage: anchorpost timeline --ring RING --perun FILE.hdf5 [--profile PYSPY.json]\n"
-		"                           [--bin SECONDS] [-o timeline.csv] [perun options of `phases`]\n"
-		"  fixed bins (default 0.1 s): t_s,utc_iso,power_w_<group>...,phase_pid<PID>...[,top_frame]\n");
-}
+static const struct cmd_usage timeline_usage = {
+	.name = "timeline",
+	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY.json] [--bin S] [-o timeline.csv] [options]",
+	.about = "  fixed bins: t_s,utc_iso,power_w_<group>...,phase_pid<PID>...[,top_frame]\n",
+};
 
 struct hit {
 	size_t bin;
@@ -138,7 +137,7 @@ int cmd_timeline(int argc, char **argv)
 {
 	struct em_opts o = {0};
 	const char *out = NULL, *profile = NULL;
-	double bin_s = 0.1;
+	double bin_s;
 	struct energy_model m;
 	struct pyspy_profile p;
 	struct align_pyspy a;
@@ -148,37 +147,23 @@ int cmd_timeline(int argc, char **argv)
 	uint32_t *pids = NULL;
 	long *pthr = NULL;
 	size_t npids = 0;
-	int took;
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile: adds the top_frame column"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the alignment note to stderr)"),
+		OPT_DOUBLE(0, "bin", &bin_s, "S", 1e-4, 3600, ANCHOR_TIMELINE_BIN_S, "bin width, s"),
+		OPTS_PERUN_SELECT(&o),
+		OPTS_ALIGN(&o),
+		OPT_END(),
+	};
 
-	o.fit_range_s = 3.0;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if ((took = em_opts_take(&o, s, v)) > 0) {
-			i += took - 1;
-		} else if (!v) {
-			usage(stderr);
-			diag_fatal(NULL, "timeline: '%s' needs a value", s);
-		} else if (!strcmp(s, "--profile")) {
-			profile = v, i++;
-		} else if (!strcmp(s, "-o")) {
-			out = v, i++;
-		} else if (!strcmp(s, "--bin")) {
-			char *end;
-			bin_s = strtod(v, &end), i++;
-			if (end == v || *end || !(bin_s >= 1e-4) || !(bin_s <= 3600))
-				diag_fatal(NULL, "timeline: --bin wants seconds in [0.0001, 3600], not '%s'", v);
-		} else {
-			usage(stderr);
-			diag_fatal(NULL, "timeline: unknown option '%s'", s);
-		}
-	}
-	if (!o.ring || !o.perun) {
-		usage(stderr);
-		return 2;
-	}
+	if (options_parse(argc, argv, opts, &timeline_usage, 0))
+		options_usage_error(&timeline_usage, "unexpected argument '%s'", argv[1]);
+	if (!o.ring || !o.perun)
+		options_usage_error(&timeline_usage, "needs --ring and --perun");
+	if (out && !strcmp(out, "-"))
+		out = NULL;
 	energy_model_open(&m, &o);
 	if (!m.nsen)
 		diag_warn(o.perun, "the file holds no power sensors (psutil only): no power columns");

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "diag.h"
+#include "options.h"
 
 struct command {
 	const char *name;
@@ -34,7 +35,29 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: anchorpost COMMAND [ARGS]\n\ncommands:\n");
 	for (const struct command *c = commands; c->name; c++)
 		fprintf(fp, "  %-10s %s\n", c->name, c->summary);
-	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options.\n");
+	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options;\n"
+		    "'anchorpost --completion bash' prints the bash completion script.\n");
+}
+
+/* `anchorpost NAME --list-opts` in the completion writer's child. */
+static int list_opts(const char *name)
+{
+	char *argv[] = {(char *)name, "--list-opts", NULL};
+	for (const struct command *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c->fn(2, argv);
+	return 1;
+}
+
+static int completion(void)
+{
+	const char *names[sizeof commands / sizeof *commands];
+	size_t n = 0;
+	for (const struct command *c = commands; c->name; c++)
+		names[n++] = c->name;
+	if (options_completion_bash(stdout, names, n, list_opts))
+		diag_fatal(NULL, "--completion: could not list the commands' options");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -46,6 +69,13 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
+	}
+	if (!strcmp(argv[1], "--completion")) {
+		if (argc != 3 || strcmp(argv[2], "bash")) {
+			fprintf(stderr, "anchorpost: --completion takes one argument: bash\n");
+			return 2;
+		}
+		return completion();
 	}
 	for (const struct command *c = commands; c->name; c++)
 		if (!strcmp(c->name, argv[1]))

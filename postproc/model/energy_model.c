@@ -191,33 +191,6 @@ static void contain_prior(struct energy_model *m, double *range_s)
 	}
 }
 
-int em_opts_take(struct em_opts *o, const char *opt, const char *val)
-{
-	if (!strcmp(opt, "--no-fit")) {
-		o->no_fit = 1;
-		return 1;
-	}
-	if (!val)
-		return 0;
-	if (!strcmp(opt, "--ring"))
-		o->ring = val;
-	else if (!strcmp(opt, "--perun"))
-		o->perun = val;
-	else if (!strcmp(opt, "--run"))
-		o->run = val;
-	else if (!strcmp(opt, "--round"))
-		o->round = atol(val);
-	else if (!strcmp(opt, "--host"))
-		o->host = val;
-	else if (!strcmp(opt, "--tz"))
-		o->tz = val;
-	else if (!strcmp(opt, "--fit-range"))
-		o->fit_range_s = atof(val);
-	else
-		return 0;
-	return 2;
-}
-
 void energy_model_open(struct energy_model *m, const struct em_opts *o)
 {
 	char err[512];

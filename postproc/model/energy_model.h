@@ -54,12 +54,6 @@ struct energy_model {
 	double span_t0_s, span_t1_s; /* perun's span on the timeline */
 };
 
-/* Take one of the options every command on energy_model shares: --ring,
- * --perun, --run, --round, --host, --tz, --fit-range (each with a value)
- * and --no-fit.  Returns how many argv entries it used, 0: not one of them
- * (or its value is missing). */
-int em_opts_take(struct em_opts *o, const char *opt, const char *val);
-
 /* Load and align, or diag_fatal with a one-line reason. */
 void energy_model_open(struct energy_model *m, const struct em_opts *o);
 

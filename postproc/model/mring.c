@@ -1,5 +1,6 @@
 /* mring.c - many rings + a multi-host perun file (see mring.h). */
 #include "mring.h"
+#include "tunables.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -269,7 +270,7 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 	 * to pin one constant offset.
 	 */
 	double mid = (tl_s(m, &l->clk, th->seg[0].t0_ns) + tl_s(m, &l->clk, th->seg[th->nseg - 1].t1_ns)) / 2;
-	double range = o->fit_range_s > 0 ? o->fit_range_s : 3.0;
+	double range = o->fit_range_s > 0 ? o->fit_range_s : ANCHOR_FIT_RANGE_S;
 	double lo_tl = mid - FIT_SPAN_S / 2, hi_tl = mid + FIT_SPAN_S / 2;
 	struct attrib_series ser = m->hosts[h].sen[0].ser;
 	size_t i0 = 0, i1 = ser.n, niv = 0;
@@ -427,11 +428,11 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 		int rc;
 		memset(&r, 0, sizeof r);
 		/* The same methods, and default, as single-ring `phases`. */
-		if (o->method == ATTRIB_INTEGRATE)
+		if (o->method == ATTRIB_CHOICE_INTEGRATE)
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
-		else if (o->method == ATTRIB_REGRESS)
+		else if (o->method == ATTRIB_CHOICE_REGRESS)
 			rc = attrib_regress(&es->ser, iv, th->nseg, np, &o->ao, &r);
-		else if (o->method == ATTRIB_SPLIT || o->method == 0)
+		else if (o->method == ATTRIB_CHOICE_SPLIT || o->method == ATTRIB_CHOICE_AUTO)
 			rc = attrib_split(&es->ser, iv, th->nseg, np, &o->ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, &o->ao, &r);

@@ -103,8 +103,7 @@ struct mring_opts {
 	long round;
 	const char *tz;
 	const char *step;          /* step phase; NULL: first of a default list */
-	int method;                /* as `phases`: 0 auto (split), -1 perphase,
-				    * ATTRIB_SPLIT, ATTRIB_INTEGRATE, ATTRIB_REGRESS */
+	enum attrib_choice method; /* as `phases` */
 	struct attrib_opts ao;
 	int threads;               /* 0: 2 */
 	int no_fit;                /* keep the execution_dt prior */

@@ -63,7 +63,7 @@ static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struc
 }
 
 /* Attribute one scope: its primary thread's segments against every sensor. */
-void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
+void phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
 			   struct phase_scope *sr)
 {
 	size_t np = m->ph.nnames, ng = m->ngroups;
@@ -92,11 +92,11 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 			iv[i].phase = th->seg[i].phase;
 		}
 		memset(&r, 0, sizeof r);
-		if (method == ATTRIB_INTEGRATE)
+		if (method == ATTRIB_CHOICE_INTEGRATE)
 			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
-		else if (method == ATTRIB_REGRESS)
+		else if (method == ATTRIB_CHOICE_REGRESS)
 			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
-		else if (method == ATTRIB_SPLIT || method == 0)
+		else if (method == ATTRIB_CHOICE_SPLIT || method == ATTRIB_CHOICE_AUTO)
 			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
@@ -305,7 +305,7 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	}
 }
 
-void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
+void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
 		       int by_process, FILE *tty)
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
@@ -327,39 +327,6 @@ void phase_table_write(struct csv *c, const struct energy_model *m, int method, 
 		phase_table_write_scope(c, m, &sr, tty);
 		phase_scope_free(&sr);
 	}
-}
-
-void phase_table_defaults(struct em_opts *o)
-{
-	o->fit_range_s = 3.0;
-}
-
-int phase_table_option(int argc, char **argv, int i, struct em_opts *o, struct attrib_opts *ao, int *method)
-{
-	const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-	int took;
-	if (strcmp(a, "--ring") && strcmp(a, "--perun") && (took = em_opts_take(o, a, v)) > 0)
-		return took;
-	if (strcmp(a, "--run") && strcmp(a, "--round") && strcmp(a, "--host") && strcmp(a, "--tz") &&
-	    strcmp(a, "--fit-range") && strcmp(a, "--boot") && strcmp(a, "--method"))
-		return 0;
-	if (!v)
-		diag_fatal(NULL, "%s: '%s' needs a value", argv[0], a);
-	if (!strcmp(a, "--boot"))
-		ao->n_boot = (unsigned)atoi(v);
-	else if (!strcmp(v, "auto"))
-		*method = 0;
-	else if (!strcmp(v, "perphase"))
-		*method = -1;
-	else if (!strcmp(v, "integrate"))
-		*method = ATTRIB_INTEGRATE;
-	else if (!strcmp(v, "regress"))
-		*method = ATTRIB_REGRESS;
-	else if (!strcmp(v, "split"))
-		*method = ATTRIB_SPLIT;
-	else
-		diag_fatal(NULL, "%s: --method must be auto, split, perphase, integrate or regress, not '%s'", argv[0], v);
-	return 2;
 }
 
 void phase_table_warn(const struct energy_model *m, const struct em_opts *o)

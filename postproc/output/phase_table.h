@@ -32,11 +32,9 @@ struct phase_scope {
 	double *total_j;               /* per group, perun over its span */
 };
 
-/* Attribute one scope (thr, pid set by the caller); method 0 = auto
- * (split where the sensor gives window energies), -1 = perphase
- * (attrib_auto), else ATTRIB_SPLIT / ATTRIB_INTEGRATE / ATTRIB_REGRESS.
- * diag_fatal on failure. */
-void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
+/* Attribute one scope (thr, pid set by the caller) by the chosen method
+ * (enum attrib_choice).  diag_fatal on failure. */
+void phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
 			   struct phase_scope *sr);
 
 void phase_scope_free(struct phase_scope *sr);
@@ -53,16 +51,8 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			     FILE *tty);
 
 /* Every scope: "all", then one per process with phases when by_process. */
-void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
+void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
 		       int by_process, FILE *tty);
-
-/* Defaults of the attribution options (em_opts) phases and report share. */
-void phase_table_defaults(struct em_opts *o);
-
-/* Parse argv[i] if it is one of the shared options (--run --round --host
- * --tz --fit-range --no-fit --boot --method): the number of arguments
- * consumed, or 0 when it is not one of them. */
-int phase_table_option(int argc, char **argv, int i, struct em_opts *o, struct attrib_opts *ao, int *method);
 
 /* Warnings every consumer of the table prints once: no power sensors,
  * unmatched ranges. */

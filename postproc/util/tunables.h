@@ -1,0 +1,64 @@
+/*
+ * tunables.h - every number anchorpost chose rather than measured, in one
+ * place, each with the reason for its value (SQLite's sqliteLimit.h style).
+ * Change one here and the option defaults, the help text and the code that
+ * uses it follow.
+ */
+#ifndef ANCHORPOST_TUNABLES_H
+#define ANCHORPOST_TUNABLES_H
+
+/* --- ring <-> perun alignment (energy_model.c, mring.c) --- */
+
+/* Half-width, s, of the offset search around perun's execution_dt: that
+ * timestamp is taken in Python around the monitored call and lands within
+ * a second or two of the first sample even on a loaded machine; 3 s covers
+ * it without letting the fit wander to a different, similar-looking step. */
+#define ANCHOR_FIT_RANGE_S 3.0
+/* The largest --fit-range accepted: beyond an hour the two files do not
+ * describe the same run. */
+#define ANCHOR_FIT_RANGE_MAX_S 3600.0
+
+/* --- attribution (attrib_regress.c) --- */
+
+/* Bootstrap resamples for regression intervals: 200 gives stable 95 %
+ * percentiles (the 5th and 195th order statistics) in well under a
+ * second for typical phase counts. */
+#define ANCHOR_BOOT_RESAMPLES 200
+
+/* --- outputs --- */
+
+/* `timeline` bin width, s: ten bins per second resolve a training step
+ * of a few hundred ms while a one-hour run stays at 36000 rows. */
+#define ANCHOR_TIMELINE_BIN_S 0.1
+
+/* --- py-spy <-> ring alignment (align_pyspy.c) --- */
+
+/* Slack on process lifetimes when bounding the offset: py-spy's ts is
+ * taken when it processes a sample, a little after reading the stack. */
+#define ALIGN_PYSPY_LIFETIME_SLACK_S 0.05
+/* Coarse grid of the offset scan: 1 ms is below py-spy's 10 ms period,
+ * so the best cell is never skipped. */
+#define ALIGN_PYSPY_COARSE_STEP_S 1e-3
+/* Fine grid of the final refinement: 10 us, finer than any evidence. */
+#define ALIGN_PYSPY_FINE_STEP_S 1e-5
+/* Largest clock-rate difference accepted between the two streams. */
+#define ALIGN_PYSPY_MAX_DRIFT 0.5
+/* Samples further apart than this, s, belong to different sync-pulse
+ * bursts: a burst's samples are 10 ms apart, bursts about a second. */
+#define ALIGN_PYSPY_PULSE_GAP_X_S 0.3
+#define ALIGN_PYSPY_MAX_SCALE_DEV 1.0
+/* Half-width, s, of the search around a pulse burst's predicted offset:
+ * the burst gap (above), so a fit never jumps to the neighbouring burst. */
+#define ALIGN_PYSPY_PULSE_HALF_S 0.3
+/* Half-width, s, of the refit over all pulses once the scale is known:
+ * the two per-burst fits already agree within a few ms. */
+#define ALIGN_PYSPY_REFIT_HALF_S 0.01
+/* Without pulses, phases are matched against frames over the first 30 s
+ * only: enough for many steps of any training loop, and the scan stays
+ * linear in that window rather than the whole run. */
+#define ALIGN_PYSPY_FRAMES_WINDOW_S 30.0
+/* Upper bound on the offset when the profiled process never ended in the
+ * ring (it was still running): an hour past its start. */
+#define ALIGN_PYSPY_OPEN_SPAN_S 3600.0
+
+#endif
