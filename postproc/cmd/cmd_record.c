@@ -1,20 +1,31 @@
 /*
- * cmd_record.c - `anchorpost record [opts] -- python SCRIPT.py ARGS...`:
- * record one training run with all three tools, the right way.
+ * cmd_record.c - `anchorpost record [opts] -- COMMAND ARGS...`: record one
+ * training run with all three tools, the right way.
  *
  *   OUTDIR/run.ring                     anchors (libanchor.so in every process)
- *   OUTDIR/perun/<script>.hdf5          perun monitoring that same process
+ *   OUTDIR/perun/<name>.hdf5            perun monitoring the run
  *   OUTDIR/profile.chrometrace.json     py-spy sampling it (or .speedscope.json)
  *   OUTDIR/record.json                  what ran, which sensor, pids, exit status
  *   OUTDIR/emulated/                    only with the emulated sensor:
  *       powercap/ (the fake RAPL tree), truth.json (the emulator's ledger)
  *
- * One training process: perun runs the script inside its own interpreter
- * (exec of the script's code, sampler in a forked child), so the process
- * perun starts IS the training process.  py-spy attaches to its pid, with
- * --subprocesses so DataLoader workers (forked children) are sampled too,
- * and --idle so sample times stay dense.  libanchor.so is preloaded into
- * perun (hence the script, the sampler and the workers) and py-spy.
+ * Which process perun wraps.  `perun monitor` runs a Python script inside
+ * its own interpreter (exec of the script's code, sampler in a forked
+ * child); its --binary mode would run any command but loses the command's
+ * exit status and samples in a loop our perun hook does not see.  So:
+ *   - `python SCRIPT.py ARGS` (any python/pythonX.Y): perun runs SCRIPT
+ *     itself, so the process perun starts IS the training process;
+ *   - anything else (python -m PKG, python -c, torchrun, accelerate launch,
+ *     mpirun/srun, a shell script): perun runs OUTDIR/.anchor_launch.py,
+ *     which runs the command as its child and hands its exit status back
+ *     (anchor_emul.perun exits with it).  perun's sensors are the node's
+ *     (RAPL, NVML), so what it measures is the same; the training
+ *     processes are the launcher's descendants.
+ * py-spy attaches to perun's pid with --subprocesses, so it follows every
+ * Python descendant (DataLoader workers, torchrun's ranks), and --idle so
+ * sample times stay dense.  libanchor.so is preloaded into perun and so into
+ * every process below it; all write OUTDIR/run.ring (one ring per node:
+ * ranks on other nodes need their own ANCHOR_FILE, docs/mpi.md).
  *
  * Sensor: real RAPL/NVML when readable, else an emulated RAPL driven by the
  * run's CPU activity (tools/emulated_power, python -m anchor_emul.*); then
@@ -41,6 +52,7 @@
 
 #include "commands.h"
 #include "diag.h"
+#include "options.h"
 #include "outfile.h"
 
 #define EMULATED_NOTICE "emulated sensor, not a measurement"
@@ -55,7 +67,12 @@ struct rec {
 	enum sensor sensor;
 	int speedscope;
 	int subprocesses;
-	char **cmd; /* python SCRIPT.py ARGS..., NULL-terminated */
+	char **cmd; /* the command line to record, NULL-terminated */
+	/* cmd is "python SCRIPT.py ...": perun runs the script in-process.
+	 * Else perun runs launch.py (write_launcher), which runs cmd. */
+	int in_process;
+	char launcher[PATH_MAX];
+	char tool[PATH_MAX]; /* cmd[0] found beside the interpreter */
 	char python[PATH_MAX];
 	char pyspy[PATH_MAX];
 	char libdir[PATH_MAX];
@@ -65,88 +82,123 @@ struct rec {
 	int pyspy_tries;
 };
 
-static void usage(FILE *fp)
+static const struct cmd_usage record_usage = {
+	.name = "record",
+	.usage = "[-d OUTDIR] [options] -- COMMAND [ARGS...]",
+	.about = "  Runs COMMAND under perun (monitor) and py-spy (record --idle --subprocesses),\n"
+		 "  with libanchor.so preloaded into every process, and writes everything into\n"
+		 "  OUTDIR (default anchor-run-YYYYmmdd-HHMMSS).  COMMAND is any command line:\n"
+		 "  'python SCRIPT.py' runs inside perun itself; anything else (python -m PKG,\n"
+		 "  torchrun, accelerate launch, mpirun/srun, a shell script) runs as the child of\n"
+		 "  a small launcher perun monitors (docs/recording.md).  Exit status: COMMAND's.\n",
+};
+
+static const struct opt_choice sensor_choices[] = {
+	{"auto", SENSOR_AUTO, "real when RAPL or an NVIDIA GPU is readable, else emulated"},
+	{"emulated", SENSOR_EMULATED, "an emulated RAPL driven by the run's CPU time"},
+	{"real", SENSOR_REAL, NULL},
+	{NULL, 0, NULL},
+};
+
+static const struct opt_choice pyspy_format_choices[] = {
+	{"chrometrace", 0, NULL},
+	{"speedscope", 1, NULL},
+	{NULL, 0, NULL},
+};
+
+/* The basename of a path. */
+static const char *base_name(const char *path)
 {
-	fprintf(fp,
-		"usage: anchorpost record [-o OUTDIR] [--rate HZ] [--sampling-period S]\n"
-		"                         [--sensor auto|emulated|real] [--format chrometrace|speedscope]\n"
-		"                         [--no-subprocesses] -- python SCRIPT.py [ARGS...]\n"
-		"  Runs SCRIPT under perun (monitor) and py-spy (record --idle), with\n"
-		"  libanchor.so preloaded into both, and writes everything into OUTDIR\n"
-		"  (default anchor-run-YYYYmmdd-HHMMSS).  Defaults: --rate 100,\n"
-		"  --sampling-period 0.1, --sensor auto (emulated when no RAPL/GPU is\n"
-		"  readable), --format chrometrace.  Exit status: the script's.\n");
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
 }
 
-static double parse_pos(const char *opt, const char *s)
+/* "python", "python3", "python3.11": an interpreter we can run perun in. */
+static int is_python_name(const char *path)
 {
-	char *end;
-	double v = strtod(s, &end);
+	const char *b = base_name(path);
+	return !strncmp(b, "python", 6) && strspn(b + 6, "0123456789.") == strlen(b + 6);
+}
 
-	if (end == s || *end || !(v > 0))
-		diag_fatal(NULL, "record: %s wants a positive number, got '%s'", opt, s);
-	return v;
+/* `python SCRIPT.py ...`: perun runs the script in its own process. */
+static int is_python_script(char **cmd)
+{
+	size_t n;
+	if (!is_python_name(cmd[0]) || !cmd[1] || cmd[1][0] == '-')
+		return 0;
+	n = strlen(cmd[1]);
+	return n > 3 && !strcmp(cmd[1] + n - 3, ".py");
+}
+
+/* The interpreter named by an executable's "#!" line (a console script
+ * like torchrun or accelerate), copied to out; 0 when it has none. */
+static int shebang_python(const char *prog, char *out, size_t cap)
+{
+	char path[PATH_MAX], line[PATH_MAX];
+	const char *env = getenv("PATH");
+	FILE *fp = NULL;
+
+	if (strchr(prog, '/')) {
+		fp = fopen(prog, "r");
+	} else {
+		for (const char *p = env ? env : ""; *p && !fp;) {
+			size_t len = strcspn(p, ":");
+			if (len && (size_t)snprintf(path, sizeof path, "%.*s/%s", (int)len, p, prog) < sizeof path &&
+			    !access(path, X_OK))
+				fp = fopen(path, "r");
+			p += len + (p[len] == ':');
+		}
+	}
+	if (!fp)
+		return 0;
+	if (!fgets(line, sizeof line, fp) || strncmp(line, "#!", 2)) {
+		fclose(fp);
+		return 0;
+	}
+	fclose(fp);
+	line[strcspn(line, "\r\n")] = 0;
+	{
+		char *interp = line + 2 + strspn(line + 2, " \t");
+		char *end = interp + strcspn(interp, " \t");
+		*end = 0;
+		if (!is_python_name(interp) || interp[0] != '/')
+			return 0;
+		snprintf(out, cap, "%s", interp);
+	}
+	return 1;
 }
 
 static void parse_args(struct rec *r, int argc, char **argv)
 {
-	int i;
+	int fmt = 0, sensor = SENSOR_AUTO, no_sub = 0, n;
+	const char *dir_o = NULL;
+	const struct option opts[] = {
+		OPT_STRING('d', "dir", &r->outdir_arg, "DIR", "the output directory (default anchor-run-DATE-TIME)"),
+		OPT_STRING('o', NULL, &dir_o, "DIR", NULL), /* the same, as record spelled it before */
+		OPT_DOUBLE(0, "rate", &r->rate_hz, "HZ", 1, 10000, ANCHOR_RECORD_PYSPY_RATE_HZ, "py-spy samples per second"),
+		OPT_DOUBLE(0, "sampling-period", &r->period_s, "S", 0.1, 3600, ANCHOR_RECORD_PERUN_PERIOD_S,
+			   "perun's sampling period, s (perun resets values below 0.1 to 1)"),
+		OPT_CHOICE(0, "sensor", &sensor, "WHICH", sensor_choices, "perun's power sensor [auto]"),
+		OPT_CHOICE(0, "format", &fmt, "F", pyspy_format_choices, "py-spy's output format [chrometrace]"),
+		OPT_BOOL(0, "no-subprocesses", &no_sub, "py-spy samples only the process perun runs"),
+		OPT_END(),
+	};
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "--no-subprocesses")) {
-			r->subprocesses = 0;
-			continue;
-		} else if (!v) {
-			diag_fatal(NULL, "record: %s needs a value (or '--' before the command)", a);
-		}
-		if (!strcmp(a, "-o")) {
-			r->outdir_arg = v;
-		} else if (!strcmp(a, "--rate")) {
-			r->rate_hz = parse_pos(a, v);
-		} else if (!strcmp(a, "--sampling-period")) {
-			r->period_s = parse_pos(a, v);
-		} else if (!strcmp(a, "--sensor")) {
-			if (!strcmp(v, "auto"))
-				r->sensor = SENSOR_AUTO;
-			else if (!strcmp(v, "emulated"))
-				r->sensor = SENSOR_EMULATED;
-			else if (!strcmp(v, "real"))
-				r->sensor = SENSOR_REAL;
-			else
-				diag_fatal(NULL, "record: --sensor is auto, emulated or real, not '%s'", v);
-		} else if (!strcmp(a, "--format")) {
-			if (!strcmp(v, "speedscope"))
-				r->speedscope = 1;
-			else if (strcmp(v, "chrometrace"))
-				diag_fatal(NULL, "record: --format is chrometrace or speedscope, not '%s'", v);
-		} else {
-			usage(stderr);
-			diag_fatal(NULL, "record: unknown option '%s' (the command goes after '--')", a);
-		}
-		i++;
-	}
-	if (i > argc - 2 || strcmp(argv[i - 1], "--")) {
-		usage(stderr);
-		diag_fatal(NULL, "record: give the command after '--': python SCRIPT.py [ARGS...]");
-	}
-	r->cmd = argv + i;
-	/* perun monitor runs a script file, not "-m module" or "-c code". */
-	if (r->cmd[1][0] == '-' || strlen(r->cmd[1]) < 4 || strcmp(r->cmd[1] + strlen(r->cmd[1]) - 3, ".py"))
-		diag_fatal(NULL, "record: the command must be 'python SCRIPT.py [ARGS...]' (perun runs a .py file), got '%s %s'",
-			   r->cmd[0], r->cmd[1]);
-	if (access(r->cmd[1], R_OK))
+	n = options_parse(argc, argv, opts, &record_usage, OPTS_STOP_AT_NON_OPTION);
+	if (dir_o && r->outdir_arg && strcmp(dir_o, r->outdir_arg))
+		options_usage_error(&record_usage, "-o and -d name different directories");
+	if (dir_o)
+		r->outdir_arg = dir_o;
+	r->sensor = (enum sensor)sensor;
+	r->speedscope = fmt;
+	r->subprocesses = !no_sub;
+	if (n < 1)
+		options_usage_error(&record_usage, "give the command to record after '--'");
+	argv[n + 1] = NULL; /* argv[argc] was NULL: the command's argv */
+	r->cmd = argv + 1;
+	r->in_process = is_python_script(r->cmd);
+	if (r->in_process && access(r->cmd[1], R_OK))
 		diag_fatal(r->cmd[1], "%s", strerror(errno));
-	if (r->period_s < 0.1)
-		diag_fatal(NULL, "record: perun's shortest sampling period is 0.1 s (it resets smaller values to 1 s)");
 }
 
 static void mkdir_p(const char *path)
@@ -177,23 +229,111 @@ static void join(char *dst, const char *a, const char *b)
 
 /* The real interpreter behind `python` (often a pyenv shim: a bash script
  * that would put a dozen extra processes into the ring and make py-spy
- * attach to bash). */
+ * attach to bash).  perun runs in it: the command's own interpreter when
+ * the command is `python ...`, the one a console script (torchrun,
+ * accelerate) names in its #! line, else $ANCHOR_PYTHON or python3. */
 static void resolve_python(struct rec *r)
 {
-	char cmd[PATH_MAX + 64];
+	char cmd[PATH_MAX + 64], bang[PATH_MAX];
+	const char *py = r->cmd[0];
 	FILE *p;
 	size_t n;
 
-	snprintf(cmd, sizeof cmd, "'%s' -c 'import sys; print(sys.executable)' 2>/dev/null", r->cmd[0]);
-	if (strchr(r->cmd[0], '\'') || !(p = popen(cmd, "r")))
-		diag_fatal(r->cmd[0], "cannot run the Python interpreter");
+	if (!is_python_name(py)) {
+		const char *env = getenv("ANCHOR_PYTHON");
+		py = shebang_python(r->cmd[0], bang, sizeof bang) ? bang : env && *env ? env : "python3";
+	}
+	snprintf(cmd, sizeof cmd, "'%s' -c 'import sys; print(sys.executable)' 2>/dev/null", py);
+	if (strchr(py, '\'') || !(p = popen(cmd, "r")))
+		diag_fatal(py, "cannot run the Python interpreter");
 	if (!fgets(r->python, sizeof r->python, p))
 		r->python[0] = 0;
 	if (pclose(p) != 0 || !r->python[0])
-		diag_fatal(r->cmd[0], "is not a working Python interpreter");
+		diag_fatal(py, "is not a working Python interpreter");
 	n = strlen(r->python);
 	if (n && r->python[n - 1] == '\n')
 		r->python[n - 1] = 0;
+	/* The launched command runs the real interpreter too, not the shim,
+	 * and a bare console-script name (torchrun) is taken from beside it
+	 * when it is there (pyenv puts bash shims first on PATH). */
+	if (!r->in_process && is_python_name(r->cmd[0])) {
+		r->cmd[0] = r->python;
+	} else if (!r->in_process && !strchr(r->cmd[0], '/')) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", r->python);
+		*strrchr(dir, '/') = 0;
+		join(r->tool, dir, r->cmd[0]);
+		if (!access(r->tool, X_OK))
+			r->cmd[0] = r->tool;
+	}
+}
+
+/* perun runs this script in its own process (exec of its code, sampler in
+ * a forked child, as for any script); it runs the command as its child and
+ * ends with the command's status.  A Ctrl-C that `record` forwards to it
+ * goes on to the command; the command's launcher (torchrun, mpirun) passes
+ * it to its workers. */
+static const char launcher_src[] =
+	"# Written by `anchorpost record` (postproc/cmd/cmd_record.c): perun monitors\n"
+	"# this process; the recorded command runs as its child.  The script ends\n"
+	"# normally whatever the command's status (perun 1.0.0 saves nothing for a\n"
+	"# script that exits non-zero); the status goes to anchor_emul.perun, which\n"
+	"# exits with it after perun has saved its data.\n"
+	"import os\n"
+	"import signal\n"
+	"import subprocess\n"
+	"import sys\n"
+	"\n"
+	"\n"
+	"def _main(cmd):\n"
+	"    try:\n"
+	"        child = subprocess.Popen(cmd)\n"
+	"    except OSError as e:\n"
+	"        print(f\"anchorpost: record: {cmd[0]}: {e.strerror}\", file=sys.stderr)\n"
+	"        return 127\n"
+	"\n"
+	"    def forward(sig, frame):\n"
+	"        try:\n"
+	"            child.send_signal(sig)\n"
+	"        except ProcessLookupError:\n"
+	"            pass\n"
+	"\n"
+	"    signal.signal(signal.SIGINT, forward)\n"
+	"    signal.signal(signal.SIGTERM, forward)\n"
+	"    rc = child.wait()\n"
+	"    return 128 - rc if rc < 0 else rc\n"
+	"\n"
+	"\n"
+	"os.environ[\"ANCHOR_RECORD_STATUS\"] = str(_main(sys.argv[1:]))\n";
+
+static void write_launcher(struct rec *r)
+{
+	struct outfile of;
+	join(r->launcher, r->outdir, ".anchor_launch.py");
+	outfile_open(&of, r->launcher);
+	fputs(launcher_src, of.fp);
+	outfile_commit(&of);
+}
+
+/* perun's name for the run (its HDF5 file's name): the module of
+ * `python -m PKG`, else the command's basename. */
+static const char *app_name(const struct rec *r, char *buf, size_t cap)
+{
+	const char *name = base_name(r->cmd[0]);
+	if (is_python_name(r->cmd[0]))
+		for (char **c = r->cmd + 1; *c; c++)
+			if (!strcmp(*c, "-m") && c[1]) {
+				name = c[1];
+				break;
+			}
+	snprintf(buf, cap, "%s", name);
+	for (char *c = buf; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_' || *c == '-' || *c == '.'))
+			*c = '_';
+	if (!buf[0] || buf[0] == '.')
+		snprintf(buf, cap, "command");
+	return buf;
 }
 
 static int is_exec(const char *path)
@@ -463,7 +603,7 @@ static void start_updater(struct rec *r, const char *powercap)
 
 static pid_t start_perun(struct rec *r, enum sensor s, const char *powercap, int gate_fd)
 {
-	char period[32], data_out[PATH_MAX];
+	char period[32], data_out[PATH_MAX], name[128];
 	char *argv[64 + 1024];
 	int n = 0;
 
@@ -484,7 +624,12 @@ static pid_t start_perun(struct rec *r, enum sensor s, const char *powercap, int
 	argv[n++] = data_out;
 	argv[n++] = "--sampling_period";
 	argv[n++] = period;
-	for (char **c = r->cmd + 1; *c; c++) {
+	if (!r->in_process) {
+		argv[n++] = "--app_name";
+		argv[n++] = (char *)app_name(r, name, sizeof name);
+		argv[n++] = r->launcher;
+	}
+	for (char **c = r->cmd + r->in_process; *c; c++) {
 		if (n >= (int)(sizeof argv / sizeof *argv) - 1)
 			diag_fatal(NULL, "record: too many arguments");
 		argv[n++] = *c;
@@ -562,7 +707,9 @@ static void write_record_json(const struct rec *r, enum sensor s, int status)
 	if (s == SENSOR_EMULATED)
 		cJSON_AddStringToObject(o, "notice", EMULATED_NOTICE);
 	cJSON_AddNumberToObject(o, "training_pid", r->perun_pid);
-	cJSON_AddStringToObject(o, "training_process", "perun monitor (runs the script in-process)");
+	cJSON_AddStringToObject(o, "training_process",
+				r->in_process ? "perun monitor (runs the script in-process)"
+					      : "children of perun monitor (it runs .anchor_launch.py, which runs the command)");
 	cJSON_AddNumberToObject(o, "sampling_period_s", r->period_s);
 	cJSON_AddNumberToObject(o, "pyspy_rate_hz", r->rate_hz);
 	cJSON_AddStringToObject(o, "pyspy_format", r->speedscope ? "speedscope" : "chrometrace");
@@ -610,7 +757,7 @@ static void list_dir(const char *base, const char *dir)
 
 int cmd_record(int argc, char **argv)
 {
-	struct rec r = {.rate_hz = 100, .period_s = 0.1, .subprocesses = 1};
+	struct rec r = {.subprocesses = 1};
 	char powercap[PATH_MAX] = "", ring[PATH_MAX], gen[64];
 	enum sensor s;
 	int gate[2], status = 0, code;
@@ -630,8 +777,10 @@ int cmd_record(int argc, char **argv)
 		diag_fatal(r.outdir_arg, "%s", strerror(errno));
 	join(ring, r.outdir, "run.ring");
 	if (!access(ring, F_OK))
-		diag_fatal(ring, "record: OUTDIR already holds a recording; choose another -o");
+		diag_fatal(ring, "record: OUTDIR already holds a recording; choose another -d");
 	join(r.profile, r.outdir, r.speedscope ? "profile.speedscope.json" : "profile.chrometrace.json");
+	if (!r.in_process)
+		write_launcher(&r);
 
 	s = r.sensor;
 	if (s == SENSOR_AUTO)

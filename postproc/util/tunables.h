@@ -31,6 +31,15 @@
  * of a few hundred ms while a one-hour run stays at 36000 rows. */
 #define ANCHOR_TIMELINE_BIN_S 0.1
 
+/* --- record --- */
+
+/* py-spy's rate: 100 Hz is py-spy's own default, a sample per 10 ms
+ * resolves phases of tens of ms at a few percent of one core. */
+#define ANCHOR_RECORD_PYSPY_RATE_HZ 100.0
+/* perun's sampling period, s: its shortest (perun resets smaller values to
+ * 1 s); RAPL counters update every ms, so nothing finer is lost. */
+#define ANCHOR_RECORD_PERUN_PERIOD_S 0.1
+
 /* --- py-spy <-> ring alignment (align_pyspy.c) --- */
 
 /* Slack on process lifetimes when bounding the offset: py-spy's ts is

@@ -18,7 +18,10 @@ What is changed, and nothing else:
     in-process and turns any SystemExit into "exit 1" (perun/api/cli.py);
     here sys.exit(0) counts as success and sys.exit(N) ends this process
     with N after perun has saved its data.
---real does only the last one (a launcher that returns the script's status).
+  * `anchorpost record -- CMD` (any command): its launcher script ends
+    normally and leaves CMD's status in os.environ["ANCHOR_RECORD_STATUS"];
+    this process exits with it.
+--real does only the last two (a launcher that returns the script's status).
 """
 
 import os
@@ -150,6 +153,11 @@ def main():
 	code = _script_status["code"]
 	if code:
 		return code
+	# `anchorpost record -- CMD`: its launcher script ran CMD as a child and
+	# ended normally (so that perun saved); CMD's status is here.
+	launched = os.environ.pop("ANCHOR_RECORD_STATUS", "")
+	if launched.isdigit() and int(launched):
+		return int(launched)
 	return perun_status
 
 
