@@ -64,6 +64,12 @@ $(B)/libanchor.so: $(LIB_OBJ)
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread
 
+# Bash completion, generated from the option tables (postproc/cmd/options.h);
+# install it as $(PREFIX)/share/bash-completion/completions/anchorpost.
+all: $(B)/anchorpost.bash
+$(B)/anchorpost.bash: $(B)/anchorpost
+	$(B)/anchorpost --completion bash > $@.tmp && mv $@.tmp $@
+
 # The Python module: compiled against the interpreter in use.  Its own copy
 # of the ring writer comes in through python_hooks/src/writer.c (it uses the
 # preloaded one when there is one); setup.py compiles the same file list.

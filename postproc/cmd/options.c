@@ -127,7 +127,9 @@ static void set_defaults(const struct option *opts)
 	}
 }
 
-/* One line per option: "--name ARGH [choice|choice] FILE|DIR|-". */
+/* One line per option, tab-separated: "--name[ -s]", the value's name
+ * ("-" for a flag), its choices (space-separated, or "-"), its kind (flag,
+ * string, number, choice): for the completion script and the tests. */
 static void list_opts(const struct option *opts)
 {
 	for (const struct option *o = opts; o->type != OPT_END_; o++) {
@@ -139,10 +141,16 @@ static void list_opts(const struct option *opts)
 			printf("-%c", o->short_name);
 		if (o->short_name && o->long_name)
 			printf(" -%c", o->short_name);
-		printf("\t%s\t", !takes_value(o) ? "" : o->argh ? o->argh : "VALUE");
+		/* "-" for an empty field: bash's read merges adjacent tabs. */
+		printf("\t%s\t", !takes_value(o) ? "-" : o->argh ? o->argh : "VALUE");
 		if (o->choices)
 			print_choices(stdout, o->choices, " ");
-		printf("\n");
+		else
+			printf("-");
+		printf("\t%s\n", o->type == OPT_BOOL_ ? "flag"
+				 : o->type == OPT_CHOICE_ ? "choice"
+				 : o->type == OPT_DOUBLE_ || o->type == OPT_LONG_ || o->type == OPT_UINT_ ? "number"
+										      : "string");
 	}
 }
 
@@ -305,15 +313,15 @@ int options_completion_bash(FILE *fp, const char *const *names, size_t n, int (*
 	fprintf(fp, "--help --version --completion\" -- \"$cur\"))\n"
 		    "\t\treturn\n"
 		    "\tfi\n"
-		    "\tlocal cmd=${COMP_WORDS[1]} line name short argh choices\n"
+		    "\tlocal cmd=${COMP_WORDS[1]} name short argh choices kind\n"
 		    "\tlocal table; table=$(_anchorpost_opts \"$cmd\")\n"
 		    "\t# After an option that takes a value: its choices, a directory or a file.\n"
-		    "\twhile IFS=$'\\t' read -r name argh choices; do\n"
+		    "\twhile IFS=$'\\t' read -r name argh choices kind; do\n"
 		    "\t\tshort=${name#* }; name=${name%% *}\n"
 		    "\t\t[ \"$short\" = \"$name\" ] && short=\n"
 		    "\t\tif [ \"$prev\" = \"$name\" ] || { [ -n \"$short\" ] && [ \"$prev\" = \"$short\" ]; }; then\n"
-		    "\t\t\t[ -z \"$argh\" ] && break\n"
-		    "\t\t\tif [ -n \"$choices\" ]; then COMPREPLY=($(compgen -W \"$choices\" -- \"$cur\"))\n"
+		    "\t\t\t[ \"$argh\" = - ] && break\n"
+		    "\t\t\tif [ \"$choices\" != - ]; then COMPREPLY=($(compgen -W \"$choices\" -- \"$cur\"))\n"
 		    "\t\t\telif [ \"$argh\" = DIR ]; then COMPREPLY=($(compgen -d -- \"$cur\"))\n"
 		    "\t\t\telse COMPREPLY=($(compgen -f -- \"$cur\")); fi\n"
 		    "\t\t\treturn\n"
