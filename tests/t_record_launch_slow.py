@@ -8,8 +8,8 @@ every process writes the one ring.  Checked for each:
   - the ring holds the command's phases, written by processes below perun's
     (not perun itself), one per rank for torchrun --nproc_per_node 2 (gloo);
   - py-spy's profile holds samples of the training code in those processes.
-Cases: python -m PKG, torchrun --nproc_per_node 2 SCRIPT (CPU, gloo), and a
-shell script that starts Python.
+Cases: python -m PKG, a shell script that starts Python, mpirun -n 2 (when
+mpirun and mpi4py are there) and torchrun --nproc_per_node 2 SCRIPT (CPU, gloo).
 """
 import csv
 import io
@@ -119,6 +119,25 @@ steps = step_pids(out, meta["training_pid"])
 check(list(steps.values()) == [8], "run.sh: step phases per pid %r" % steps)
 check(set(steps) <= set(sampled_pids(out, "work_script.py")), "run.sh: the script's process was not sampled")
 print("shell script: 8 steps in pid %s" % list(steps)[0])
+
+# mpirun -n 2: perun's own MPI singleton start must not leak into the
+# command's environment (a child mpirun that inherits OMPI_*/PMIX_* fails).
+import shutil  # noqa: E402
+have_mpi = shutil.which("mpirun") and subprocess.run([PYTHON, "-c", "import mpi4py"], capture_output=True).returncode == 0
+if have_mpi:
+    write(os.path.join(src, "mpi_work.py"), WORK + """
+from mpi4py import MPI
+work(4)
+MPI.COMM_WORLD.Barrier()
+""")
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    out, meta = record("mpirun", ["mpirun", *root, "--oversubscribe", "-n", "2", PYTHON, "mpi_work.py"], 0)
+    hdf5(out, "mpirun")
+    steps = step_pids(out, meta["training_pid"])
+    check(len(steps) == 2 and sorted(steps.values()) == [4, 4], "mpirun: step phases per pid %r" % steps)
+    print("mpirun: ranks in pids %s, 4 steps each" % sorted(steps))
+else:
+    print("mpirun case not run: no mpirun or mpi4py")
 
 # torchrun, two ranks on the CPU (gloo).
 try:
