@@ -84,12 +84,20 @@ int phases_wants_mpi(int argc, char **argv)
 {
 	int rings = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--rings") || !strcmp(argv[i], "--by-rank") || !strcmp(argv[i], "--stragglers"))
+		const char *a = argv[i], *v = NULL;
+		if (!strcmp(a, "--"))
+			break;
+		if (!strcmp(a, "--rings") || !strncmp(a, "--rings=", 8) || !strcmp(a, "--by-rank") ||
+		    !strcmp(a, "--stragglers") || !strncmp(a, "--stragglers=", 13))
 			return 1;
-		if (!strcmp(argv[i], "--ring") && i + 1 < argc) {
+		if (!strcmp(a, "--ring") && i + 1 < argc)
+			v = argv[i + 1];
+		else if (!strncmp(a, "--ring=", 7))
+			v = a + 7;
+		if (v) {
 			struct stat st;
 			rings++;
-			if (strpbrk(argv[i + 1], "*?[") || (stat(argv[i + 1], &st) == 0 && S_ISDIR(st.st_mode)))
+			if (strpbrk(v, "*?[") || (stat(v, &st) == 0 && S_ISDIR(st.st_mode)))
 				return 1;
 		}
 	}
