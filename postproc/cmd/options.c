@@ -159,6 +159,7 @@ void options_help(FILE *fp, const struct option *opts, const struct cmd_usage *u
 	fprintf(fp, "usage: %s %s %s\n", diag_prog, u->name, u->usage);
 	if (u->about)
 		fprintf(fp, "%s", u->about);
+	fprintf(fp, "options:\n");
 	for (const struct option *o = opts; o->type != OPT_END_; o++) {
 		char left[64];
 		int n = 0;
@@ -180,10 +181,14 @@ void options_help(FILE *fp, const struct option *opts, const struct cmd_usage *u
 			fprintf(fp, " [%.0f]", o->def);
 		fprintf(fp, "\n");
 		if (o->choices)
-			for (size_t k = 0; o->choices[k].name; k++)
-				fprintf(fp, "  %-20s   %-10s %s\n", "", o->choices[k].name,
-					o->choices[k].help ? o->choices[k].help : "");
+			for (size_t k = 0; o->choices[k].name; k++) {
+				if (o->choices[k].help)
+					fprintf(fp, "  %-20s   %-10s %s\n", "", o->choices[k].name, o->choices[k].help);
+				else
+					fprintf(fp, "  %-20s   %s\n", "", o->choices[k].name);
+			}
 	}
+	fprintf(fp, "  %-20s %s\n", "-h, --help", "this help");
 	if (u->more)
 		fprintf(fp, "%s", u->more);
 }
