@@ -25,6 +25,12 @@ ranges raise nothing and are written as they happened.  ``anchorpost``
 pairs each END with the innermost open BEGIN of the same name on the same
 thread; an END it cannot pair stays unmatched.
 
+In coroutines use ``async with anchor.phase(name):`` (or ``@anchor.phase``
+on the ``async def``): its BEGIN/END carry the task's range id (the
+identity of the task's contextvars Context), so ranges of concurrent
+asyncio tasks on one thread pair with their own BEGIN.  A plain ``with``
+held across an ``await`` carries no id and pairs by name alone.
+
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
 variable ``ANCHOR_AUTO=torch`` with this package's directory on
 ``PYTHONPATH`` (its ``sitecustomize.py`` starts auto mode before the script
@@ -63,7 +69,8 @@ def _decorate(ph, func):
     """phase(name)(func): wrap func so every call runs inside the phase.
 
     Coroutine functions get an async wrapper (the range spans the awaited
-    body).  A generator function is wrapped like any function: the range
+    body, entered with ``async with`` so that concurrent calls in different
+    tasks pair their own BEGIN/END).  A generator function is wrapped like any function: the range
     covers the call that creates the generator, not its iteration; use
     ``with anchor.phase(...)`` inside the generator for that.
     """
@@ -71,7 +78,7 @@ def _decorate(ph, func):
 
         @_functools.wraps(func)
         async def async_wrapper(*args, **kwargs):
-            with ph:
+            async with ph:
                 return await func(*args, **kwargs)
 
         return async_wrapper

@@ -1,6 +1,6 @@
 """Type stubs for the anchor package (see anchor/__init__.py for the docs)."""
 from types import TracebackType
-from typing import Any, Callable, Literal, Optional, Type, TypeVar, Union
+from typing import Any, Awaitable, Callable, Literal, Optional, Type, TypeVar, Union
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -29,6 +29,13 @@ class phase:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
+    def __aenter__(self) -> Awaitable["phase"]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Awaitable[Literal[False]]: ...
     def __call__(self, func: _F) -> _F: ...
 
 def enabled() -> bool:
