@@ -42,6 +42,7 @@ import os as _os
 
 from . import _anchor
 from ._anchor import NAME_MAX, begin, enabled, end, mark, phase, preloaded, ring_path, sync
+from ._measure import measure
 from ._pulse import sync_pulse
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "enabled",
     "end",
     "mark",
+    "measure",
     "phase",
     "preloaded",
     "ring_path",

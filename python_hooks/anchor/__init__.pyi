@@ -55,3 +55,23 @@ def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) ->
 
 def auto(target: Literal["torch", "perun"] = "torch") -> None:
     """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock)."""
+
+class measure:
+    """`with anchor.measure(name) as m:` -> m.joules: live energy estimate from RAPL/NVML counters."""
+
+    name: Optional[str]
+    joules: Optional[float]
+    seconds: Optional[float]
+    watts: Optional[float]
+    by_sensor: dict
+    skipped: dict
+    def __init__(self, name: Optional[str] = None, powercap: Optional[str] = None, nvml: bool = True) -> None: ...
+    def start(self) -> "measure": ...
+    def stop(self) -> Optional[float]: ...
+    def __enter__(self) -> "measure": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
