@@ -53,6 +53,7 @@ __all__ = [
     "end",
     "mark",
     "measure",
+    "nvtx",
     "phase",
     "preloaded",
     "ring_path",
@@ -96,8 +97,40 @@ def _decorate(ph, func):
 _anchor._set_decorator(_decorate)
 
 
+def nvtx(on=True):
+    """``with anchor.phase(name)`` also pushes/pops an NVTX range ``name``
+    (Nsight Systems then shows anchor's phases), through torch.cuda.nvtx on
+    a CUDA build of torch, else the ``nvtx`` package.  Returns True when
+    one was found, False otherwise (then nothing changes).  ``ANCHOR_NVTX=1``
+    asks for it at import.  Costs one C-level NULL test per phase when off.
+    Only the sync ``with`` emits: NVTX push/pop is a per-thread stack that
+    interleaved asyncio tasks would break."""
+    from . import _bridges
+
+    return _bridges.emit_nvtx(on)
+
+
+if _os.environ.get("ANCHOR_NVTX", "").strip().lower() not in ("", "0", "false", "no", "off"):
+
+    def _nvtx_from_env():
+        from . import _bridges, _import_hook
+
+        _bridges.emit_nvtx(True)
+        # A CUDA torch imported later is preferred to the nvtx package.
+        _import_hook.when_imported("torch", lambda _m: _bridges.emit_nvtx(True))
+
+    _nvtx_from_env()
+
+
 def auto(target="torch"):
-    """Install automatic anchors for ``target``: "torch" or "perun".
+    """Install automatic anchors for ``target``: "torch", "perun",
+    "record_function" or "nvtx".
+
+    "record_function" / "nvtx": bridges from what the code already
+    annotates: every ``torch.profiler.record_function`` range, and NVTX
+    ranges pushed through ``torch.cuda.nvtx`` or the ``nvtx`` package,
+    become anchor ranges of the same name (anchor._bridges).  Usually
+    combined: ``ANCHOR_AUTO=torch,record_function,nvtx``.
 
     "perun": inside a ``perun monitor`` process, record perun's own sample
     clock readings (marks ``perun.round``, ``perun.sample``) so anchorpost
@@ -116,8 +149,14 @@ def auto(target="torch"):
 
         _perun_hook.install()
         return
+    if target in ("record_function", "nvtx"):
+        from . import _bridges
+
+        _bridges.install(target)
+        return
     if target != "torch":
-        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun')" % (target,))
+        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun', 'record_function', 'nvtx')"
+                         % (target,))
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()

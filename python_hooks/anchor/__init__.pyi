@@ -53,8 +53,12 @@ def sync() -> None:
 def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) -> float:
     """Run the recognisable busy/idle pattern (100 ms by default); returns ms taken."""
 
-def auto(target: Literal["torch", "perun"] = "torch") -> None:
-    """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock)."""
+def auto(target: Literal["torch", "perun", "record_function", "nvtx"] = "torch") -> None:
+    """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock),
+    "record_function" / "nvtx" (bridges: those ranges become anchor ranges)."""
+
+def nvtx(on: bool = True) -> bool:
+    """`with anchor.phase(name)` also pushes/pops an NVTX range; True when NVTX was found."""
 
 class measure:
     """`with anchor.measure(name) as m:` -> m.joules: live energy estimate from RAPL/NVML counters."""
