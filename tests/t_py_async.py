@@ -17,7 +17,8 @@ Also checked (module's own writer, `anchorpost dump`): BEGIN/END of async
 ranges carry the same value per task and different values across tasks;
 `async with ... as p` gives the phase; an exception propagates through
 `async with` and the END is still written; one phase object shared by
-concurrent tasks; a plain `with` writes no value.
+concurrent tasks; `async with anchor.measure` tags its range the same way;
+a plain `with` writes no value.
 """
 import csv
 import json
@@ -155,8 +156,12 @@ async def boom():
             raise KeyError("x")
     except KeyError:
         print("propagated")
+async def measured(d):
+    async with anchor.measure("measured", nvml=False) as m:
+        await asyncio.sleep(d)
+    assert m.seconds > 0
 async def main():
-    await asyncio.gather(t(0.03), t(0.01), boom())
+    await asyncio.gather(t(0.03), t(0.01), boom(), measured(0.03), measured(0.01))
 with anchor.phase("plain"):
     pass
 asyncio.run(main())
@@ -173,5 +178,10 @@ check(len(set(bvals)) == 2 and sorted(bvals) == sorted(evals), "one id per task,
 # The 10 ms task ends first: its END carries the second BEGIN's id.
 check(evals[0] == bvals[1], "first END belongs to the second BEGIN's task: %s" % sh)
 check(len(events(rows2, kind="end", name="boom")) == 1, "END written when the block raises")
+ms = events(rows2, name="measured")
+mb = [r["value"] for r in ms if r["kind"] == "begin"]
+me = [r["value"] for r in ms if r["kind"] == "end"]
+check(len(set(mb)) == 2 and "" not in mb and me == [mb[1], mb[0]],
+      "async with anchor.measure: per-task range ids, the shorter task's END first: %s" % ms)
 check(all(r["value"] in ("", None) for r in events(rows2, name="plain")), "plain with: no value")
 print("ok")

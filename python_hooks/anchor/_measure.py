@@ -34,6 +34,7 @@ import time
 
 from ._anchor import begin as _begin
 from ._anchor import end as _end
+from ._anchor import phase as _phase
 
 _PKG = re.compile(r"intel-rapl:(\d+)$")
 _SUB = re.compile(r"intel-rapl:(\d+):(\d+)$")
@@ -164,7 +165,8 @@ class measure:
     ``watts`` (joules / seconds), ``skipped`` ({id: why}).  ``start()`` and
     ``stop()`` do the same without a ``with`` (framework callbacks), and
     ``stop()`` returns ``joules``.  With ``name``, the block is also the
-    anchor range ``name``.  powercap: the powercap root (default
+    anchor range ``name``; ``async with`` works too (the range then carries
+    the task's id, as ``async with anchor.phase``).  powercap: the powercap root (default
     ``$ANCHOR_POWERCAP`` or ``/sys/class/powercap``); nvml=False skips
     pynvml.
     """
@@ -180,11 +182,15 @@ class measure:
         self.skipped = {}
         self._t0 = None
 
-    def start(self):
+    def start(self, _task_id=False):
         self._sensors, skipped = _sensors(self.root, self.nvml)
         self.skipped = dict(skipped)
+        self._task_id = _task_id
         if self.name is not None:
-            _begin(self.name)
+            if _task_id:  # BEGIN with the task's range id (written by the call)
+                _phase(self.name).__aenter__()
+            else:
+                _begin(self.name)
         self._t0 = time.monotonic_ns()
         self._e0 = [self._read(s) for s in self._sensors]
         return self
@@ -202,7 +208,10 @@ class measure:
         e1 = [self._read(s) for s in self._sensors]
         t1 = time.monotonic_ns()
         if self.name is not None:
-            _end(self.name)
+            if self._task_id:
+                _phase(self.name).__aexit__(None, None, None)
+            else:
+                _end(self.name)
         self.by_sensor = {s.id: s.delta_j(a, b) for s, a, b in zip(self._sensors, self._e0, e1)
                           if a is not None and b is not None}
         self.seconds = (t1 - self._t0) / 1e9
@@ -215,6 +224,14 @@ class measure:
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+    async def __aenter__(self):
+        # As `async with anchor.phase`: the range carries the task's id.
+        return self.start(_task_id=True)
+
+    async def __aexit__(self, exc_type, exc, tb):
         self.stop()
         return False
 
