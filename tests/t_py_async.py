@@ -5,13 +5,16 @@ A real Python script runs under real perun (psutil sensors only: times, no
 joules) with libanchor preloaded.  Tasks are forced, with asyncio.Events,
 into an order that is not nested (A begins, B begins, A ends, B ends), so
 pairing by name alone (innermost open BEGIN) would give A's END to B's
-BEGIN and shift each duration by B's start delay (>= 50 ms).  Each task
+BEGIN and shift each duration by B's start delay (>= 100 ms).  Each task
 measures its own range from inside it (monotonic ns right after entering,
 right before leaving); `anchorpost phases` must report the same count and
 durations (total, and the sorted durations rebuilt from p50/p95 for three
-occurrences), each anchored duration at least the task's own and at most
-15 ms longer (the records bracket the task's clock reads).  No timed
-assertion: the tasks' own clocks are the reference, whatever the load.
+occurrences), each anchored duration at least the task's own (the records
+bracket the task's clock reads) and at most 40 ms longer (room for
+preemption on a loaded machine).  Name-only pairing always yields one
+duration shorter than every task's own (A's END on B's BEGIN: A - 100 ms),
+so the lower bound catches it whatever the load; no timed assertion: the
+tasks' own clocks are the reference.
 
 Also checked (module's own writer, `anchorpost dump`): BEGIN/END of async
 ranges carry the same value per task and different values across tasks;
@@ -41,8 +44,8 @@ import anchor
 mine = {"request": [], "fetch": []}
 
 async def request(name, started, wait_for, done, pre, body):
-    """Range `request`; begins after `wait_for` is set (+pre s), ends after
-    its body sleep and (when given) after `done` of the other task."""
+    """Range `request`; begins `pre` s after `wait_for` is set, ends after
+    its body sleep and after `done` is set (by the other task)."""
     if wait_for is not None:
         await wait_for.wait()
     await asyncio.sleep(pre)
@@ -58,36 +61,42 @@ async def request(name, started, wait_for, done, pre, body):
     mine["request"].append((t1 - t0) / 1e9)
 
 @anchor.phase("fetch")
-async def fetch(d, started, wait_for):
+async def fetch(d, started, hold):
     t0 = time.monotonic_ns()
-    if wait_for is not None:
-        await wait_for.wait()
     started.set()
     await asyncio.sleep(d)
+    if hold is not None:
+        await hold.wait()
     t1 = time.monotonic_ns()
     return t0, t1
 
-async def timed_fetch(d, started, wait_for, pre):
+async def timed_fetch(d, started, wait_for, pre, hold, finished):
+    if wait_for is not None:
+        await wait_for.wait()
     await asyncio.sleep(pre)
-    t0, t1 = await fetch(d, started, wait_for)
+    t0, t1 = await fetch(d, started, hold)
+    finished.set()
     mine["fetch"].append((t1 - t0) / 1e9)
 
 async def main():
     a_on, b_on, c_on = asyncio.Event(), asyncio.Event(), asyncio.Event()
     a_end = asyncio.Event()
     async def a():
-        await request("A", a_on, None, None, 0.0, 0.10)
+        await request("A", a_on, None, b_on, 0.0, 0.10)
         a_end.set()
-    # A [begin] -> B [begin 50 ms after A] -> C [begin, short] -> C end ->
-    # A end -> B end (after A's end): never nested.
+    # Forced order, whatever the load: A begins; B begins >= 100 ms later;
+    # A ends (after B began); B ends (after A ended).  C, short, begins
+    # after B.  Never nested, so name-only pairing would be wrong by
+    # B's delay.
     await asyncio.gather(
         a(),
-        request("B", b_on, a_on, a_end, 0.05, 0.05),
+        request("B", b_on, a_on, a_end, 0.10, 0.05),
         request("C", c_on, b_on, None, 0.01, 0.01),
     )
-    f1, f2 = asyncio.Event(), asyncio.Event()
-    # fetch 1 starts, fetch 2 starts 60 ms later and outlives fetch 1.
-    await asyncio.gather(timed_fetch(0.15, f1, None, 0.0), timed_fetch(0.25, f2, f1, 0.06))
+    # fetch 1 begins; fetch 2 begins >= 120 ms later; fetch 1 ends after
+    # fetch 2 began; fetch 2 ends after fetch 1 ended.
+    e1, e2, d1, d2 = asyncio.Event(), asyncio.Event(), asyncio.Event(), asyncio.Event()
+    await asyncio.gather(timed_fetch(0.15, e1, None, 0.0, e2, d1), timed_fetch(0.30, e2, e1, 0.12, d1, d2))
 
 asyncio.run(main())
 json.dump(mine, open(sys.argv[1], "w"))
@@ -136,10 +145,10 @@ for name, n in (("request", 3), ("fetch", 2)):
     want = sorted(mine[name])
     print("%s: anchored %s, tasks' own %s" % (name, ["%.4f" % x for x in got], ["%.4f" % x for x in want]))
     for g, w in zip(got, want):
-        check(w - 1e-4 <= g <= w + 0.015,
+        check(w - 1e-4 <= g <= w + 0.04,
               "%s: anchored durations %s do not match the tasks' own %s (END paired with another task's BEGIN?)"
               % (name, got, want))
-    check(abs(float(r["total_s"]) - sum(want)) <= 0.015 * n, "%s: total_s %s vs %s" % (name, r["total_s"], sum(want)))
+    check(abs(float(r["total_s"]) - sum(want)) <= 0.04 * n, "%s: total_s %s vs %s" % (name, r["total_s"], sum(want)))
 
 # Record-level checks with the module's own writer.
 ring2 = os.path.join(d, "own.ring")
@@ -161,7 +170,7 @@ async def measured(d):
         await asyncio.sleep(d)
     assert m.seconds > 0
 async def main():
-    await asyncio.gather(t(0.03), t(0.01), boom(), measured(0.03), measured(0.01))
+    await asyncio.gather(t(0.3), t(0.01), boom(), measured(0.3), measured(0.01))
 with anchor.phase("plain"):
     pass
 asyncio.run(main())
@@ -175,7 +184,7 @@ check(all(v not in ("", None) for v in vals), "async BEGIN/END carry a value: %s
 bvals = [r["value"] for r in sh if r["kind"] == "begin"]
 evals = [r["value"] for r in sh if r["kind"] == "end"]
 check(len(set(bvals)) == 2 and sorted(bvals) == sorted(evals), "one id per task, same on BEGIN and END: %s" % sh)
-# The 10 ms task ends first: its END carries the second BEGIN's id.
+# The 10 ms task ends first (the other sleeps 300 ms): its END carries the second BEGIN's id.
 check(evals[0] == bvals[1], "first END belongs to the second BEGIN's task: %s" % sh)
 check(len(events(rows2, kind="end", name="boom")) == 1, "END written when the block raises")
 ms = events(rows2, name="measured")

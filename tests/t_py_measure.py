@@ -6,8 +6,9 @@ and an emulated GPU (100 W, read through the stub pynvml's
 nvmlDeviceGetTotalEnergyConsumption) only while the workload publishes
 phase "eval"; before and after, 0 W.  The workload opens
 `anchor.measure("eval")`, waits 0.1 s at 0 W, publishes "eval" for 0.3 s,
-publishes "off", and waits (a condition, not a time) until the updater has
-written the phase's energy before leaving the block.  The package counter
+publishes "off", and waits (a condition, not a time: the emulated GPU's
+power file shows 0 W again, written after the counters) until the updater
+has written the phase's energy before leaving the block.  The package counter
 starts 5 J below its max_energy_range_uj, so it wraps inside the window.
 
 Checks: m.by_sensor equals the updater's ledger for "eval" per device
@@ -57,20 +58,19 @@ import json, os, sys, time
 import anchor
 from anchor_emul import phasefile
 pub = phasefile.Publisher(sys.argv[1])
-gpu = os.path.join(os.environ["ANCHOR_EMUL_NVML"], "gpu0", "energy_uj")
-read = lambda: int(open(gpu).read().strip())
+power = os.path.join(os.environ["ANCHOR_EMUL_NVML"], "gpu0", "power_mw")
+def until(mw):
+    # The updater writes every counter, then the GPU power, each tick:
+    # once the power shows the new phase, the counters hold the old one.
+    while int(open(power).read().strip()) != mw:
+        time.sleep(0.005)
 with anchor.measure("eval") as m:
-    g0 = read()
     time.sleep(0.1)
     t0 = pub.publish(1)
+    until(100_000)
     time.sleep(0.3)
     t1 = pub.publish(0)
-    # The updater ticks every ms; wait until the GPU counter (written last
-    # in a tick) holds the whole phase: 100 W x (t1 - t0).
-    want = 100.0 * (t1 - t0) / 1e3 - 2
-    while read() - g0 < want:
-        time.sleep(0.01)
-    time.sleep(0.01)
+    until(0)
 print(json.dumps({"joules": m.joules, "by": m.by_sensor, "seconds": m.seconds, "watts": m.watts,
                   "skipped": m.skipped, "phase_s": (t1 - t0) / 1e9}))
 m2 = anchor.measure(powercap=os.path.join(sys.argv[1] + ".none"), nvml=False)
@@ -83,7 +83,8 @@ finally:
     upd.wait(timeout=60)
 lines = p.stdout.strip().splitlines()
 got, none = json.loads(lines[-2]), json.loads(lines[-1])
-t = json.load(open(truth))["phases"]["eval"]["energy_j"]
+t = json.load(open(truth))["phases"]["eval"]
+tsec, t = t["seconds"], t["energy_j"]
 print("measured", got["by"], "truth", t)
 by = got["by"]
 check(set(by) == {"cpu_0_package-0", "ram_0_dram", "gpu_0"}, "sensors: %s (skipped %s)" % (sorted(by), got["skipped"]))
@@ -91,7 +92,7 @@ check(abs(by["cpu_0_package-0"] - t["package"]) <= 1e-5, "package %.6f J vs trut
       % (by["cpu_0_package-0"], t["package"]))
 check(abs(by["ram_0_dram"] - t["dram"]) <= 1e-5, "dram %.6f J vs truth %.6f J" % (by["ram_0_dram"], t["dram"]))
 check(abs(by["gpu_0"] - t["gpu"]) <= 2e-3, "gpu %.4f J vs truth %.4f J" % (by["gpu_0"], t["gpu"]))
-check(abs(by["cpu_0_package-0"] - 40.0 * got["phase_s"]) <= 1e-4, "package = 40 W x the phase time")
+check(abs(by["cpu_0_package-0"] - 40.0 * tsec) <= 1e-5, "package = 40 W x the phase's time")
 check(abs(got["joules"] - sum(by.values())) <= 1e-9, "joules is the sum over sensors")
 check(got["seconds"] >= 0.4 and abs(got["watts"] - got["joules"] / got["seconds"]) <= 1e-9, "seconds, watts")
 check(none["joules"] is None and "rapl" in none["skipped"], "no counters: joules None, skipped says why: %s" % none)
