@@ -49,6 +49,10 @@
  *               name = thread name.
  *   MARK/BEGIN/END  name = user name (longer names continue in CONT slots);
  *               value valid if flag VALUE (flag F64: IEEE double bits).
+ *               An END's value is a range id: it closes the open BEGIN of
+ *               the same name carrying the same value (`async with
+ *               anchor.phase` tags both with the asyncio task's id), else
+ *               the innermost open BEGIN of that name, as an END without.
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the

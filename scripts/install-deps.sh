@@ -33,3 +33,20 @@ if [ ${#need[@]} -gt 0 ]; then
 	echo "install-deps: pip install ${need[*]}" >&2
 	"$PY" -m pip install -q "${need[@]}"
 fi
+
+# The ML-stack bridges (python_hooks/anchor/{lightning,hf,_bridges}.py) are
+# tested against the real frameworks on CPU.  About 35 MB of pure-Python
+# wheels; torch is held at 2.13.0 with a constraint so pip never swaps it.
+ml=()
+"$PY" -c 'import lightning' 2>/dev/null || ml+=("lightning")
+"$PY" -c 'import transformers' 2>/dev/null || ml+=("transformers")
+"$PY" -c 'import accelerate' 2>/dev/null || ml+=("accelerate") # Trainer needs it
+"$PY" -c 'import nvtx' 2>/dev/null || ml+=("nvtx")
+if [ ${#ml[@]} -gt 0 ]; then
+	echo "install-deps: pip install ${ml[*]} (torch held at 2.13.0)" >&2
+	cons=$(mktemp)
+	"$PY" -c 'import torch; print("torch==" + torch.__version__.split("+")[0])' >"$cons" 2>/dev/null ||
+		echo "torch==2.13.0" >"$cons"
+	"$PY" -m pip install -q -c "$cons" "${ml[@]}" || echo "install-deps: ML-stack packages not installed; their tests skip" >&2
+	rm -f "$cons"
+fi

@@ -91,6 +91,10 @@ def run_case(preload):
     user = [r for r in rows if r["kind"] in ("mark", "begin", "end")]
     check(all(r["tid"] == out["tid"] for r in user), "tid mismatch")
     got = [(r["kind"], r["name"], r["value"]) for r in user]
+    # A coroutine's range carries its task's range id, the same on both ends.
+    ids = {v for k, n, v in got if n == "p.async"}
+    check(len(ids) == 1 and "" not in ids, "p.async: one range id on BEGIN and END: %r" % ids)
+    got = [(k, n, "" if n == "p.async" else v) for k, n, v in got]
     want = [("mark", "m.plain", ""), ("mark", "m.int", "42"), ("mark", "m.neg", "-7"),
             ("mark", "m.float", "0.25"), ("mark", "m.none", ""), ("mark", "m.bool", "1"),
             ("mark", "L" * 79, ""), ("mark", "é" * 39, ""),

@@ -97,12 +97,13 @@ static int push(struct thr_state *t, long occ)
 	return 0;
 }
 
-/* Close the innermost open range named `phase` on t; 1 if found. */
-static int close_on(struct phase_set *ps, struct thr_state *t, int phase, uint64_t ts)
+/* Close the innermost open range named `phase` on t (with id: only one
+ * whose BEGIN carried the same id); 1 if found. */
+static int close_on(struct phase_set *ps, struct thr_state *t, int phase, const uint64_t *id, uint64_t ts)
 {
 	for (size_t i = t->nstack; i-- > 0;) {
 		struct phase_occ *o = &ps->occ[t->stack[i]];
-		if (o->phase == phase) {
+		if (o->phase == phase && (!id || (o->has_id && o->id == *id))) {
 			o->t1_ns = ts;
 			memmove(&t->stack[i], &t->stack[i + 1], (t->nstack - i - 1) * sizeof t->stack[0]);
 			t->nstack--;
@@ -242,14 +243,24 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		if (e->kind == ANCHOR_KIND_BEGIN) {
 			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
 				goto out;
+			if (e->flags & ANCHOR_FLAG_VALUE) {
+				ps->occ[o].has_id = 1;
+				ps->occ[o].id = e->value;
+			}
 		} else if (e->kind == ANCHOR_KIND_END) {
-			if (close_on(ps, t, ph, e->ts_ns))
-				continue;
-			/* Ranges may cross threads: look in the process's others. */
+			/* An END with a value names its range (asyncio tasks
+			 * interleave on one thread): that BEGIN first, then
+			 * by name alone as for any END. */
+			const uint64_t *id = (e->flags & ANCHOR_FLAG_VALUE) ? &e->value : NULL;
 			int found = 0;
-			for (size_t k = 0; k < b.nts && !found; k++)
-				if (b.ts[k].pid == e->pid && &b.ts[k] != t)
-					found = close_on(ps, &b.ts[k], ph, e->ts_ns);
+			for (int pass = id ? 0 : 1; pass < 2 && !found; pass++) {
+				const uint64_t *want = pass ? NULL : id;
+				found = close_on(ps, t, ph, want, e->ts_ns);
+				/* Ranges may cross threads: look in the process's others. */
+				for (size_t k = 0; k < b.nts && !found; k++)
+					if (b.ts[k].pid == e->pid && &b.ts[k] != t)
+						found = close_on(ps, &b.ts[k], ph, want, e->ts_ns);
+			}
 			if (!found)
 				ps->unmatched_end++;
 		} else if (!t->has_ranges) {

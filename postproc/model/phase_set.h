@@ -4,7 +4,10 @@
  *
  * Ranges: BEGIN/END records matched by name on the same thread (innermost
  * open range of that name); an END whose BEGIN is on another thread of the
- * same process closes that one (ranges may cross threads).  A BEGIN still
+ * same process closes that one (ranges may cross threads).  An END with a
+ * value is a range id (`async with anchor.phase`: the asyncio task's
+ * id): it closes the innermost open BEGIN of that name with the same value
+ * first, so interleaved tasks on one thread each pair with their own.  A BEGIN still
  * open when its process ends is closed at the process's last record and
  * counted as unclosed; an END with no BEGIN is counted as unmatched.
  *
@@ -40,6 +43,8 @@ struct phase_occ {
 	int depth;             /* 0 = outermost on its thread */
 	uint8_t from_mark;     /* a mark segment, not a range */
 	uint8_t unclosed;      /* closed at process end */
+	uint8_t has_id;        /* BEGIN carried a value (range id for async) */
+	uint64_t id;
 };
 
 /* A piece of the exclusive timeline: [t0, t1) belongs to `phase`. */

@@ -25,6 +25,12 @@ ranges raise nothing and are written as they happened.  ``anchorpost``
 pairs each END with the innermost open BEGIN of the same name on the same
 thread; an END it cannot pair stays unmatched.
 
+In coroutines use ``async with anchor.phase(name):`` (or ``@anchor.phase``
+on the ``async def``): its BEGIN/END carry the task's range id (the
+identity of the task's contextvars Context), so ranges of concurrent
+asyncio tasks on one thread pair with their own BEGIN.  A plain ``with``
+held across an ``await`` carries no id and pairs by name alone.
+
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
 variable ``ANCHOR_AUTO=torch`` with this package's directory on
 ``PYTHONPATH`` (its ``sitecustomize.py`` starts auto mode before the script
@@ -36,6 +42,7 @@ import os as _os
 
 from . import _anchor
 from ._anchor import NAME_MAX, begin, enabled, end, mark, phase, preloaded, ring_path, sync
+from ._measure import measure
 from ._pulse import sync_pulse
 
 __all__ = [
@@ -45,6 +52,8 @@ __all__ = [
     "enabled",
     "end",
     "mark",
+    "measure",
+    "nvtx",
     "phase",
     "preloaded",
     "ring_path",
@@ -63,7 +72,8 @@ def _decorate(ph, func):
     """phase(name)(func): wrap func so every call runs inside the phase.
 
     Coroutine functions get an async wrapper (the range spans the awaited
-    body).  A generator function is wrapped like any function: the range
+    body, entered with ``async with`` so that concurrent calls in different
+    tasks pair their own BEGIN/END).  A generator function is wrapped like any function: the range
     covers the call that creates the generator, not its iteration; use
     ``with anchor.phase(...)`` inside the generator for that.
     """
@@ -71,7 +81,7 @@ def _decorate(ph, func):
 
         @_functools.wraps(func)
         async def async_wrapper(*args, **kwargs):
-            with ph:
+            async with ph:
                 return await func(*args, **kwargs)
 
         return async_wrapper
@@ -87,8 +97,40 @@ def _decorate(ph, func):
 _anchor._set_decorator(_decorate)
 
 
+def nvtx(on=True):
+    """``with anchor.phase(name)`` also pushes/pops an NVTX range ``name``
+    (Nsight Systems then shows anchor's phases), through torch.cuda.nvtx on
+    a CUDA build of torch, else the ``nvtx`` package.  Returns True when
+    one was found, False otherwise (then nothing changes).  ``ANCHOR_NVTX=1``
+    asks for it at import.  Costs one C-level NULL test per phase when off.
+    Only the sync ``with`` emits: NVTX push/pop is a per-thread stack that
+    interleaved asyncio tasks would break."""
+    from . import _bridges
+
+    return _bridges.emit_nvtx(on)
+
+
+if _os.environ.get("ANCHOR_NVTX", "").strip().lower() not in ("", "0", "false", "no", "off"):
+
+    def _nvtx_from_env():
+        from . import _bridges, _import_hook
+
+        _bridges.emit_nvtx(True)
+        # A CUDA torch imported later is preferred to the nvtx package.
+        _import_hook.when_imported("torch", lambda _m: _bridges.emit_nvtx(True))
+
+    _nvtx_from_env()
+
+
 def auto(target="torch"):
-    """Install automatic anchors for ``target``: "torch" or "perun".
+    """Install automatic anchors for ``target``: "torch", "perun",
+    "record_function" or "nvtx".
+
+    "record_function" / "nvtx": bridges from what the code already
+    annotates: every ``torch.profiler.record_function`` range, and NVTX
+    ranges pushed through ``torch.cuda.nvtx`` or the ``nvtx`` package,
+    become anchor ranges of the same name (anchor._bridges).  Usually
+    combined: ``ANCHOR_AUTO=torch,record_function,nvtx``.
 
     "perun": inside a ``perun monitor`` process, record perun's own sample
     clock readings (marks ``perun.round``, ``perun.sample``) so anchorpost
@@ -107,8 +149,14 @@ def auto(target="torch"):
 
         _perun_hook.install()
         return
+    if target in ("record_function", "nvtx"):
+        from . import _bridges
+
+        _bridges.install(target)
+        return
     if target != "torch":
-        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun')" % (target,))
+        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun', 'record_function', 'nvtx')"
+                         % (target,))
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()

@@ -1,6 +1,6 @@
 """Type stubs for the anchor package (see anchor/__init__.py for the docs)."""
 from types import TracebackType
-from typing import Any, Callable, Literal, Optional, Type, TypeVar, Union
+from typing import Any, Awaitable, Callable, Literal, Optional, Type, TypeVar, Union
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -29,6 +29,13 @@ class phase:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
+    def __aenter__(self) -> Awaitable["phase"]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Awaitable[Literal[False]]: ...
     def __call__(self, func: _F) -> _F: ...
 
 def enabled() -> bool:
@@ -46,5 +53,36 @@ def sync() -> None:
 def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) -> float:
     """Run the recognisable busy/idle pattern (100 ms by default); returns ms taken."""
 
-def auto(target: Literal["torch", "perun"] = "torch") -> None:
-    """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock)."""
+def auto(target: Literal["torch", "perun", "record_function", "nvtx"] = "torch") -> None:
+    """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock),
+    "record_function" / "nvtx" (bridges: those ranges become anchor ranges)."""
+
+def nvtx(on: bool = True) -> bool:
+    """`with anchor.phase(name)` also pushes/pops an NVTX range; True when NVTX was found."""
+
+class measure:
+    """`with anchor.measure(name) as m:` -> m.joules: live energy estimate from RAPL/NVML counters."""
+
+    name: Optional[str]
+    joules: Optional[float]
+    seconds: Optional[float]
+    watts: Optional[float]
+    by_sensor: dict
+    skipped: dict
+    def __init__(self, name: Optional[str] = None, powercap: Optional[str] = None, nvml: bool = True) -> None: ...
+    def start(self, _task_id: bool = False) -> "measure": ...
+    def stop(self) -> Optional[float]: ...
+    def __enter__(self) -> "measure": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+    async def __aenter__(self) -> "measure": ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...

@@ -201,6 +201,8 @@ static PyMethodDef methods[] = {
 	 "through the module's own copy of the writer."},
 	{"_noop", py_noop, METH_NOARGS, "_noop()\n--\n\nDo nothing (benchmark baseline)."},
 	{"_set_decorator", py_set_decorator, METH_O, "Internal: phase(name)(func) calls fn(phase, func)."},
+	{"_set_nvtx", (PyCFunction)(void (*)(void))pya_set_nvtx, METH_FASTCALL,
+	 "Internal: `with phase` also calls push(name)/pop() (None, None: off)."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -214,7 +216,7 @@ PyMODINIT_FUNC PyInit__anchor(void)
 {
 	PyObject *m;
 
-	if (PyType_Ready(&pya_phase_type) < 0)
+	if (PyType_Ready(&pya_phase_type) < 0 || PyType_Ready(&pya_done_type) < 0)
 		return NULL;
 	m = PyModule_Create(&module_def);
 	if (!m)

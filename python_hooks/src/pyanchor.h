@@ -46,6 +46,15 @@ extern PyTypeObject pya_phase_type;
 /* Called by phase(name)(func): set from Python with _set_decorator(). */
 extern PyObject *pya_decorator;
 
+/* The already-done awaitable of phase's __aenter__/__aexit__ (phase.c). */
+extern PyTypeObject pya_done_type;
+
+/* NVTX push(name)/pop() called by `with phase`, or NULL (phase.c). */
+extern PyObject *pya_nvtx_push, *pya_nvtx_pop;
+
+/* _set_nvtx(push, pop) / _set_nvtx(None, None) (phase.c). */
+PyObject *pya_set_nvtx(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* Borrow the UTF-8 bytes of a str name (cached inside the str object, so
  * valid while the str lives).  Raises TypeError for non-str, and
  * UnicodeEncodeError for lone surrogates.  0 or -1. */
