@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "anchor_version.h"
 #include "commands.h"
 #include "diag.h"
+#include "ring_format.h"
 
 struct command {
 	const char *name;
@@ -34,7 +36,7 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: anchorpost COMMAND [ARGS]\n\ncommands:\n");
 	for (const struct command *c = commands; c->name; c++)
 		fprintf(fp, "  %-10s %s\n", c->name, c->summary);
-	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options.\n");
+	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options; 'anchorpost --version' the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -45,6 +47,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("anchorpost %s (ring format %d.%d)\n", ANCHOR_VERSION, ANCHOR_RING_VERSION_MAJOR,
+		       ANCHOR_RING_VERSION_MINOR);
 		return 0;
 	}
 	for (const struct command *c = commands; c->name; c++)

@@ -17,6 +17,8 @@
 
 #include <string.h>
 
+#include "anchor_version.h"
+
 int pya_name_utf8(PyObject *name, const char **utf8, Py_ssize_t *len)
 {
 	if (!PyUnicode_Check(name)) {
@@ -220,7 +222,8 @@ PyMODINIT_FUNC PyInit__anchor(void)
 	if (!m)
 		return NULL;
 	if (PyModule_AddType(m, &pya_phase_type) < 0 ||
-	    PyModule_AddIntConstant(m, "NAME_MAX", ANCHOR_NAME_MAX) < 0) {
+	    PyModule_AddIntConstant(m, "NAME_MAX", ANCHOR_NAME_MAX) < 0 ||
+	    PyModule_AddStringConstant(m, "__version__", ANCHOR_VERSION) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}
