@@ -31,8 +31,6 @@ variable ``ANCHOR_AUTO=torch`` with this package's directory on
 runs and then runs any other ``sitecustomize`` found later on ``sys.path``).
 """
 import functools as _functools
-import inspect as _inspect
-import os as _os
 
 from . import _anchor
 from ._anchor import NAME_MAX, begin, enabled, end, mark, phase, preloaded, ring_path, sync
@@ -51,12 +49,11 @@ __all__ = [
     "sync",
     "sync_pulse",
 ]
-__version__ = "0.1.0"
+__version__ = _anchor.__version__  # the file VERSION, compiled in (anchor_version.h)
 
-# The extension exported ANCHOR_FILE with setenv(); mirror it in os.environ
-# so subprocess calls with an explicit env=os.environ.copy() also inherit it.
-if enabled() and not _os.environ.get("ANCHOR_FILE"):
-    _os.environ["ANCHOR_FILE"] = ring_path()
+# No ring is touched here: the extension attaches at the first event (and
+# then mirrors the ANCHOR_FILE it exports into os.environ), so importing
+# for help() or type checking writes nothing.
 
 
 def _decorate(ph, func):
@@ -67,7 +64,9 @@ def _decorate(ph, func):
     covers the call that creates the generator, not its iteration; use
     ``with anchor.phase(...)`` inside the generator for that.
     """
-    if _inspect.iscoroutinefunction(func):
+    import inspect  # here, not at import: it costs ~10 ms and most runs never decorate
+
+    if inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)
         async def async_wrapper(*args, **kwargs):

@@ -11,6 +11,12 @@
  * path, exported as ANCHOR_FILE so children append to it), and writes
  * PROC_START + SYNC like libanchor.so's constructor.  Failure leaves the
  * module importable with anchoring disabled, after one stderr line.
+ *
+ * The own writer attaches lazily, at the first call that needs the ring
+ * (an event, sync(), enabled(), ring_path()), not at import: importing for
+ * help() or type checking, or a helper process started with ANCHOR_AUTO
+ * that never marks, must leave no ring behind (issue 12).  PROC_START is
+ * then stamped at that first call, not at interpreter start.
  */
 #include "pyanchor.h"
 
@@ -28,9 +34,26 @@
 
 struct pya_backend pya;
 
-static void own_sync(void)
+/* setenv() does not reach os.environ (a copy made at start-up): mirror
+ * the exported path there too, so subprocess calls that pass
+ * env=os.environ.copy() also hand the ring to their children. */
+static void mirror_environ(const char *path)
 {
-	ring_writer_sync();
+	PyObject *os = PyImport_ImportModule("os"), *environ = NULL, *v = NULL;
+
+	if (os)
+		environ = PyObject_GetAttrString(os, "environ");
+	if (environ)
+		v = PyUnicode_DecodeFSDefault(path);
+	if (v && PyMapping_SetItemString(environ, "ANCHOR_FILE", v) < 0) {
+		Py_DECREF(v);
+		v = NULL;
+	}
+	if (!v)
+		PyErr_Clear(); /* the C environment already has it */
+	Py_XDECREF(v);
+	Py_XDECREF(environ);
+	Py_XDECREF(os);
 }
 
 static int env_true(const char *name)
@@ -73,7 +96,8 @@ static void own_exit(void)
 		ring_writer_emit(ANCHOR_KIND_PROC_EXIT, 0, 0, NULL, 0, NULL, 0);
 }
 
-static void own_attach(void)
+/* 0 when a ring is attached. */
+static int own_attach(void)
 {
 	struct ring_writer_opts o = {0};
 	char path[4096], err[512], cwd[3072], stamp[32];
@@ -82,12 +106,12 @@ static void own_attach(void)
 	const char *mode = getenv("ANCHOR_RING_MODE");
 
 	if (env_true("ANCHOR_DISABLE"))
-		return;
+		return -1;
 	if (file && *file && strchr(file, '%')) {
 		/* %r/%h/%p template (docs/mpi.md): one ring per rank. */
 		if (anchor_expand_path(file, path, sizeof path)) {
 			warn("ANCHOR_FILE expands to a path too long: ", file);
-			return;
+			return -1;
 		}
 		o.path = path;
 	} else if (file && *file) {
@@ -107,20 +131,52 @@ static void own_attach(void)
 		o.size_bytes = parse_size(size);
 		if (!o.size_bytes) {
 			warn("ANCHOR_RING_SIZE is not a size like 64M: ", size);
-			return;
+			return -1;
 		}
 	}
 	if (mode && !strcmp(mode, "discard"))
 		o.mode = ANCHOR_RING_MODE_DISCARD;
 	if (ring_writer_open(&o, err, sizeof err) != 0) {
 		warn(err, NULL);
-		return;
+		return -1;
 	}
-	if (!file || !*file)
+	if (!file || !*file) {
 		setenv("ANCHOR_FILE", o.path, 1);
+		mirror_environ(o.path);
+	}
 	pya_record_start();
 	ring_writer_sync();
 	Py_AtExit(own_exit);
+	return 0;
+}
+
+/* 0: not tried yet, 1: attached, -1: disabled or failed (said once).
+ * Every caller holds the GIL, and own_attach runs no Python code before
+ * the state is final, so two threads cannot both attach. */
+static int own_state;
+
+static int own_ensure(void)
+{
+	if (own_state == 0) {
+		own_state = -1;
+		/* From now on events go straight to the writer's own check. */
+		pya.event = pya_own_event;
+		if (own_attach() == 0)
+			own_state = 1;
+	}
+	return own_state > 0 && ring_writer_attached();
+}
+
+static int lazy_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value)
+{
+	own_ensure();
+	return pya_own_event(kind, name, len, flags, value);
+}
+
+static void lazy_sync(void)
+{
+	if (own_ensure())
+		ring_writer_sync();
 }
 
 void pya_backend_init(void)
@@ -139,10 +195,9 @@ void pya_backend_init(void)
 		pya.preloaded = 1;
 		return;
 	}
-	pya.event = pya_own_event;
-	pya.sync = own_sync;
-	pya.enabled = ring_writer_attached;
+	pya.event = lazy_event;
+	pya.sync = lazy_sync;
+	pya.enabled = own_ensure;
 	pya.path = ring_writer_path;
 	pya.preloaded = 0;
-	own_attach();
 }
