@@ -88,10 +88,10 @@ PY_PKG_FILES := $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi py
 # TLS descriptors: the module is dlopen'ed, so without them every access to
 # the writer's thread chunk is a __tls_get_addr call (5 per record).
 PY_TLS := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
-$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py
+$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py
 	@mkdir -p $(dir $@)
 	cp $(PY_PKG_FILES) $(dir $@)
-	cp python_hooks/site/sitecustomize.py $(B)/python/sitecustomize.py
+	cp python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py $(B)/python/
 	$(CC) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden $(PY_TLS) -I$(PY_INC) -Ipython_hooks/src -shared -o $@ $(PY_SRC) -ldl -lpthread
 
 test: all

@@ -26,9 +26,11 @@ pairs each END with the innermost open BEGIN of the same name on the same
 thread; an END it cannot pair stays unmatched.
 
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
-variable ``ANCHOR_AUTO=torch`` with this package's directory on
-``PYTHONPATH`` (its ``sitecustomize.py`` starts auto mode before the script
-runs and then runs any other ``sitecustomize`` found later on ``sys.path``).
+variable ``ANCHOR_AUTO=torch`` (started before the script runs by
+``anchor_auto.pth`` after ``pip install .``, or by anchor's chaining
+``sitecustomize.py`` in the build tree / install prefix, which a preloaded
+libanchor.so puts on PYTHONPATH).  perun's sample stamps are recorded
+whenever perun runs in a process that imported anchor (anchor._perun_hook).
 """
 import functools as _functools
 
@@ -84,6 +86,14 @@ def _decorate(ph, func):
 
 
 _anchor._set_decorator(_decorate)
+
+# perun in this process (perun monitor, python -m perun, perun's decorator
+# API) puts its own sample stamps into the ring: the exact alignment is the
+# default, with no variable.  Costs a dict lookup per later import until
+# perun's sampler module is imported, and nothing when it never is.
+from . import _perun_hook as _perun_hook_mod
+
+_perun_hook_mod.install()
 
 
 def auto(target="torch"):
