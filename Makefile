@@ -74,8 +74,12 @@ $(B)/post/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_POST) -c $< -o $@
 
+# soname libanchor.so.MAJOR; in build/ the file keeps its plain name (what
+# LD_PRELOAD=build/libanchor.so uses) and libanchor.so.MAJOR links to it for
+# programs linked with -lanchor.
 $(B)/libanchor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
+	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so.$(SOMAJOR) $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
+	ln -sf libanchor.so $(B)/libanchor.so.$(SOMAJOR)
 
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread
@@ -106,13 +110,37 @@ bench: all
 fuzz: all
 	bash tests/fuzz/run.sh 300
 
+# make install: the library (real file libanchor.so.VERSION, soname link
+# libanchor.so.MAJOR, dev link libanchor.so), the headers, anchor.pc, the
+# CLI, man pages, the emulated sensor `record` uses on machines without one,
+# and the Python package in PREFIX/lib/anchor/python (a preloaded
+# libanchor.so finds it there; anchor.pth in the build interpreter's
+# site-packages under PREFIX adds it to sys.path when that directory is
+# one Python reads, e.g. PREFIX = the interpreter's own prefix).
+# `make uninstall` (same PREFIX/DESTDIR) removes exactly these.
+D := $(DESTDIR)$(PREFIX)
+PY_SITE := $(shell $(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("platlib",vars={"base":"$(PREFIX)","platbase":"$(PREFIX)"}))' 2>/dev/null)
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(B)/libanchor.so $(DESTDIR)$(PREFIX)/lib/libanchor.so
-	install -m 0644 preload/anchor.h $(DESTDIR)$(PREFIX)/include/anchor.h
-	install -m 0755 $(B)/anchorpost $(DESTDIR)$(PREFIX)/bin/anchorpost
-	install -d $(DESTDIR)$(PREFIX)/lib/anchor/python
-	cp -r $(B)/python/. $(DESTDIR)$(PREFIX)/lib/anchor/python/
+	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include $(D)/share/man/man1 $(D)/share/man/man3 \
+	  $(D)/lib/anchor/python $(D)/share/anchor $(DESTDIR)$(PY_SITE)
+	install -m 0755 $(B)/libanchor.so $(D)/lib/libanchor.so.$(VERSION)
+	ln -sf libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR)
+	ln -sf libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so
+	install -m 0644 preload/anchor.h preload/anchor_version.h $(D)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' preload/anchor.pc.in >$(D)/lib/pkgconfig/anchor.pc
+	install -m 0755 $(B)/anchorpost $(D)/bin/anchorpost
+	sed 's|@VERSION@|$(VERSION)|' docs/man/anchorpost.1 >$(D)/share/man/man1/anchorpost.1
+	sed 's|@VERSION@|$(VERSION)|' docs/man/libanchor.3 >$(D)/share/man/man3/libanchor.3
+	cp -r $(B)/python/. $(D)/lib/anchor/python/
+	cp -r tools/emulated_power $(D)/share/anchor/
+	find $(D)/lib/anchor $(D)/share/anchor -name __pycache__ -prune -exec rm -rf {} +
+	printf '%s\n' '$(PREFIX)/lib/anchor/python' 'import _anchor_autostart' >$(DESTDIR)$(PY_SITE)/anchor.pth
+
+uninstall:
+	rm -f $(D)/lib/libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so \
+	  $(D)/include/anchor.h $(D)/include/anchor_version.h $(D)/lib/pkgconfig/anchor.pc $(D)/bin/anchorpost \
+	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3 $(DESTDIR)$(PY_SITE)/anchor.pth
+	rm -rf $(D)/lib/anchor $(D)/share/anchor
 
 clean:
 	rm -rf $(B)
