@@ -122,7 +122,7 @@ D := $(DESTDIR)$(PREFIX)
 PY_SITE := $(shell $(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("platlib",vars={"base":"$(PREFIX)","platbase":"$(PREFIX)"}))' 2>/dev/null)
 install: all
 	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include $(D)/share/man/man1 $(D)/share/man/man3 \
-	  $(D)/lib/anchor/python $(D)/share/anchor $(DESTDIR)$(PY_SITE)
+	  $(D)/lib/anchor/python $(D)/share/anchor
 	install -m 0755 $(B)/libanchor.so $(D)/lib/libanchor.so.$(VERSION)
 	ln -sf libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR)
 	ln -sf libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so
@@ -134,12 +134,14 @@ install: all
 	cp -r $(B)/python/. $(D)/lib/anchor/python/
 	cp -r tools/emulated_power $(D)/share/anchor/
 	find $(D)/lib/anchor $(D)/share/anchor -name __pycache__ -prune -exec rm -rf {} +
-	printf '%s\n' '$(PREFIX)/lib/anchor/python' 'import _anchor_autostart' >$(DESTDIR)$(PY_SITE)/anchor.pth
+	if [ -n "$(PY_SITE)" ]; then install -d $(DESTDIR)$(PY_SITE) && \
+	  printf '%s\n' '$(PREFIX)/lib/anchor/python' 'import _anchor_autostart' >$(DESTDIR)$(PY_SITE)/anchor.pth; fi
 
 uninstall:
 	rm -f $(D)/lib/libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so \
 	  $(D)/include/anchor.h $(D)/include/anchor_version.h $(D)/lib/pkgconfig/anchor.pc $(D)/bin/anchorpost \
-	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3 $(DESTDIR)$(PY_SITE)/anchor.pth
+	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3
+	if [ -n "$(PY_SITE)" ]; then rm -f $(DESTDIR)$(PY_SITE)/anchor.pth; fi
 	rm -rf $(D)/lib/anchor $(D)/share/anchor
 
 clean:
