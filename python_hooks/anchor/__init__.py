@@ -7,7 +7,8 @@ of the run; ``anchorpost`` later aligns it with py-spy and perun output.
 Where records go:
   * under ``LD_PRELOAD=libanchor.so`` the module calls the library's C API,
     so Python and C anchors share one writer;
-  * otherwise the module's own copy of the writer attaches to
+  * otherwise the module's own copy of the writer attaches, at the first
+    event (never at import), to
     ``$ANCHOR_FILE`` or creates ``./anchor-<UTC stamp>-<pid>.ring`` (and
     exports ``ANCHOR_FILE`` so child processes append to the same ring),
     writing the process-start and clock-sync records itself.
