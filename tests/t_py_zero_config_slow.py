@@ -12,6 +12,8 @@ processes and no PYTHONPATH / ANCHOR_AUTO set by the test:
 3. Real `perun monitor` (emulated RAPL) under LD_PRELOAD, no ANCHOR_AUTO:
    perun's sample stamps are in the ring and `anchorpost phases` aligns
    with them (alignment perun-hook).
+4. perun's decorator API (`@perun.perun(...)`, psutil sensors) in a script
+   under LD_PRELOAD, no variable: its sample stamps are in the ring.
 """
 import csv
 import glob
@@ -137,8 +139,38 @@ def perun_case(py):
           % len(stamps))
 
 
+DECORATED = r'''
+import time
+import perun
+
+@perun.perun(data_out="perun_out", sampling_period=0.1)
+def work():
+    t = time.perf_counter()
+    while time.perf_counter() - t < 1.0:
+        pass
+
+work()
+'''
+
+
+def decorator_case(py):
+    work = os.path.join(TMP, "decorator")
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "dec.py"), "w") as f:
+        f.write(DECORATED)
+    ring = os.path.join(TMP, "dec.ring")
+    p = subprocess.run([py, "dec.py"], env=env_clean(LD_PRELOAD=LIB, ANCHOR_FILE=ring), cwd=work,
+                       capture_output=True, text=True, timeout=150)
+    check(p.returncode == 0, "perun decorator script: exit %d %s" % (p.returncode, p.stderr[-2000:]))
+    check(glob.glob(os.path.join(work, "perun_out", "*.hdf5")), "perun wrote no HDF5")
+    stamps = events(dump(ring), "mark", "perun.sample")
+    check(len(stamps) >= 5, "perun.sample marks from the decorator API: %d" % len(stamps))
+    print("ok: @perun.perun under LD_PRELOAD, no variable: %d perun.sample stamps" % len(stamps))
+
+
 need_build()
 py = real_python()
 preload_case(py)
 lazy_case(py)
 perun_case(py)
+decorator_case(py)
