@@ -14,16 +14,21 @@ import os
 
 def _start():
     env = os.environ
-    if not (env.get("ANCHOR_AUTO") or env.get("ANCHOR_SYNC_PULSE") or "libanchor" in env.get("LD_PRELOAD", "")):
+    asked = env.get("ANCHOR_AUTO") or env.get("ANCHOR_SYNC_PULSE")
+    if not (asked or "libanchor" in env.get("LD_PRELOAD", "")):
         return
     try:
         import anchor._autoload
 
         anchor._autoload.start()
     except Exception as e:  # never break the user's interpreter
-        import sys
+        # Only preloaded, nothing asked: an interpreter the module was not
+        # built for (another Python version under the same LD_PRELOAD) stays
+        # quiet; a script that imports anchor gets the error itself.
+        if asked or not isinstance(e, ImportError):
+            import sys
 
-        sys.stderr.write("anchor: auto mode not started: %r\n" % (e,))
+            sys.stderr.write("anchor: auto mode not started: %r\n" % (e,))
 
 
 _start()
