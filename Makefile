@@ -143,6 +143,12 @@ uninstall:
 	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3
 	if [ -n "$(PY_SITE)" ]; then rm -f $(DESTDIR)$(PY_SITE)/anchor.pth; fi
 	rm -rf $(D)/lib/anchor $(D)/share/anchor
+	@# A staging tree (DESTDIR) also loses the directories install made and
+	@# left empty; a live prefix keeps its standard directories.
+	if [ -n "$(DESTDIR)" ]; then for d in $(D)/bin $(D)/include $(D)/lib/pkgconfig $(D)/share/man/man1 \
+	  $(D)/share/man/man3 $(D)/share/man $(DESTDIR)$(PY_SITE) $(D)/share $(D)/lib; do \
+	  [ -d "$$d" ] && find "$$d" -depth -type d -empty -delete; done; \
+	  d=$(D); while [ "$$d" != "$(DESTDIR)" ] && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; fi; true
 
 clean:
 	rm -rf $(B)

@@ -9,7 +9,8 @@
 #     pkg-config (the installed anchor.pc) links -lanchor and records; the
 #     man pages render; the soname is libanchor.so.MAJOR.
 #  2. PREFIX=/opt/anchor DESTDIR=D: the same files under D; `make
-#     uninstall` with the same variables leaves no file behind.
+#     uninstall` with the same variables leaves D empty, and the live
+#     prefix of 1 without a file.
 set -euo pipefail
 T=$ANCHOR_TEST_TMP
 cd "$ANCHOR_ROOT"
@@ -125,9 +126,9 @@ n=$(find "$S" -type f -o -type l | wc -l)
 [ -L "$S/opt/anchor/lib/libanchor.so" ] && [ -L "$S/opt/anchor/lib/libanchor.so.$MAJOR" ] || fail "symlinks"
 grep -q '^prefix=/opt/anchor$' "$S/opt/anchor/lib/pkgconfig/anchor.pc" || fail "anchor.pc prefix under DESTDIR"
 make -s uninstall PREFIX=/opt/anchor DESTDIR="$S" PYTHON="$PYREAL" >/dev/null
-left=$(find "$S" -type f -o -type l)
-[ -z "$left" ] || fail "uninstall left: $left"
+left=$(find "$S" -mindepth 1)
+[ -z "$left" ] || fail "uninstall under DESTDIR left: $left"
 make -s uninstall PREFIX="$P" PYTHON="$PYREAL" >/dev/null
 left=$(find "$P" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
-echo "ok: DESTDIR install of $n files; make uninstall leaves no file"
+echo "ok: DESTDIR install of $n files; make uninstall leaves nothing (no file; under DESTDIR no directory either)"
