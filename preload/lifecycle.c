@@ -164,7 +164,7 @@ static void install_crash_handlers(void)
  * in a process that contains CPython (or when auto mode was asked for), and
  * before main, so the interpreter reads the new value; any other host's
  * environment is left alone.  The value is exported: child interpreters
- * find the same module (README: "Environment").
+ * find the same module (README: the PYTHONPATH row of the variables).
  */
 static void python_auto_path(void)
 {

@@ -40,5 +40,12 @@ def _wrap(mod):
 
 
 def install():
-    """Wrap perun's sampling loop now or when perun imports it."""
+    """Wrap perun's sampling loop now or when perun imports it.
+
+    ANCHOR_PERUN_HOOK=0 turns it off: only to measure the fallback alignment
+    (perun as if it had run outside libanchor), as bench/accuracy.py does."""
+    import os
+
+    if os.environ.get("ANCHOR_PERUN_HOOK", "").strip().lower() in ("0", "false", "no", "off"):
+        return
     _import_hook.when_imported(_MODULE, _wrap)
