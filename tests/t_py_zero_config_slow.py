@@ -8,7 +8,8 @@ processes and no PYTHONPATH / ANCHOR_AUTO set by the test:
    its PYTHONPATH untouched.  (From an installed prefix: t_install_slow.sh.)
 2. Importing the module for help() writes nothing; with ANCHOR_AUTO=torch
    exported, a helper that never imports torch, and one that imports
-   anchor but never marks, leave no ring.
+   anchor but never marks, leave no ring; a child forked before the
+   parent's first mark writes into the same ring.
 3. Real `perun monitor` (emulated RAPL) under LD_PRELOAD, no ANCHOR_AUTO:
    perun's sample stamps are in the ring and `anchorpost phases` aligns
    with them (alignment perun-hook).
@@ -105,7 +106,20 @@ def lazy_case(py):
     rings = glob.glob(os.path.join(work, "anchor-*.ring"))
     check(p.returncode == 0 and len(rings) == 1, "first mark: %s %s" % (os.listdir(work), p.stderr))
     check(len(events(dump(rings[0]), "mark", "now")) == 1, "the mark is not in the lazily created ring")
-    print("ok: help(anchor), helpers with ANCHOR_AUTO: no ring; the first mark creates it")
+    # A child forked before the parent's first event shares the ring.
+    fork_dir = os.path.join(TMP, "lazyfork")
+    os.makedirs(fork_dir, exist_ok=True)
+    code = ("import anchor, os\npid = os.fork()\nif pid == 0:\n    anchor.mark('child'); os._exit(0)\n"
+            "os.waitpid(pid, 0)\nanchor.mark('parent')\n")
+    p = subprocess.run([py, "-c", code], env=env_clean(PYTHONPATH=pydir), cwd=fork_dir, capture_output=True,
+                       text=True, timeout=60)
+    rings = glob.glob(os.path.join(fork_dir, "*.ring"))
+    check(p.returncode == 0 and len(rings) == 1, "fork before the first mark: rings %s %s" % (rings, p.stderr))
+    rows = dump(rings[0])
+    check(len(events(rows, "mark", "child")) == 1 and len(events(rows, "mark", "parent")) == 1,
+          "child and parent marks not in one ring")
+    print("ok: help(anchor), helpers with ANCHOR_AUTO: no ring; the first mark creates it; "
+          "a child forked before it shares the ring")
 
 
 def perun_case(py):

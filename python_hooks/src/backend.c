@@ -16,7 +16,8 @@
  * (an event, sync(), enabled(), ring_path()), not at import: importing for
  * help() or type checking, or a helper process started with ANCHOR_AUTO
  * that never marks, must leave no ring behind (issue 12).  PROC_START is
- * then stamped at that first call, not at interpreter start.
+ * then stamped at that first call, not at interpreter start.  The import
+ * only names the ring (exports ANCHOR_FILE), so children share it.
  */
 #include "pyanchor.h"
 
@@ -96,11 +97,42 @@ static void own_exit(void)
 		ring_writer_emit(ANCHOR_KIND_PROC_EXIT, 0, 0, NULL, 0, NULL, 0);
 }
 
+/* ./anchor-<UTC stamp>-<pid>.ring, absolute, so children that chdir
+ * still find the same ring. */
+static void default_path(char *path, size_t cap)
+{
+	char cwd[3072], stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, ".");
+	snprintf(path, cap, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
+}
+
+/* At import: name the ring (ANCHOR_FILE, exported) without creating it,
+ * so a child forked or spawned before this process's first event appends
+ * to the same ring instead of starting its own (the writer's O_EXCL
+ * create makes whoever comes first the creator). */
+static void own_name_ring(void)
+{
+	char path[4096];
+	const char *file = getenv("ANCHOR_FILE");
+
+	if (env_true("ANCHOR_DISABLE") || (file && *file))
+		return;
+	default_path(path, sizeof path);
+	setenv("ANCHOR_FILE", path, 1);
+	mirror_environ(path);
+}
+
 /* 0 when a ring is attached. */
 static int own_attach(void)
 {
 	struct ring_writer_opts o = {0};
-	char path[4096], err[512], cwd[3072], stamp[32];
+	char path[4096], err[512];
 	const char *file = getenv("ANCHOR_FILE");
 	const char *size = getenv("ANCHOR_RING_SIZE");
 	const char *mode = getenv("ANCHOR_RING_MODE");
@@ -116,15 +148,8 @@ static int own_attach(void)
 		o.path = path;
 	} else if (file && *file) {
 		o.path = file;
-	} else {
-		time_t now = time(NULL);
-		struct tm tm;
-		gmtime_r(&now, &tm);
-		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-		/* Absolute, so children that chdir still find the same ring. */
-		if (!getcwd(cwd, sizeof cwd))
-			strcpy(cwd, ".");
-		snprintf(path, sizeof path, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
+	} else { /* someone unset ANCHOR_FILE after import */
+		default_path(path, sizeof path);
 		o.path = path;
 	}
 	if (size) {
@@ -200,4 +225,5 @@ void pya_backend_init(void)
 	pya.enabled = own_ensure;
 	pya.path = ring_writer_path;
 	pya.preloaded = 0;
+	own_name_ring();
 }
