@@ -66,7 +66,7 @@
 
 #define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
 #define ANCHOR_RING_VERSION_MAJOR 1
-#define ANCHOR_RING_VERSION_MINOR 0
+#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version */
 #define ANCHOR_RING_ENDIAN 0x1234u
 #define ANCHOR_RING_HDR_SIZE 4096u
 #define ANCHOR_SLOT_SIZE 64u
@@ -133,7 +133,9 @@ struct anchor_ring_hdr {
 	uint32_t creator_pid;      /*  88 */
 	uint32_t reserved0;        /*  92 */
 	char hostname[64];         /*  96: creator's host, NUL-terminated */
-	uint8_t reserved1[1024 - 160]; /* 160: room to grow, zero */
+	char writer_version[32];   /* 160: ANCHOR_VERSION of the creating writer,
+				    * NUL-terminated (minor >= 1; zero before) */
+	uint8_t reserved1[1024 - 192]; /* 192: room to grow, zero */
 	/* Hot, written by every chunk claim: own cache line. */
 	uint64_t head;             /* 1024: next ticket (fetch_add) */
 	uint8_t pad_head[56];
@@ -183,6 +185,7 @@ struct anchor_sync_payload {
 
 _Static_assert(sizeof(struct anchor_ring_hdr) == ANCHOR_RING_HDR_SIZE, "header is one page");
 _Static_assert(offsetof(struct anchor_ring_hdr, hostname) == 96, "hostname offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, writer_version) == 160, "writer_version offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, head) == 1024, "head offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, dropped) == 1088, "dropped offset");
 _Static_assert(sizeof(struct anchor_slot) == ANCHOR_SLOT_SIZE, "slot is 64 bytes");

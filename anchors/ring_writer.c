@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -23,6 +24,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "anchor_version.h"
 
 #ifdef ANCHOR_TLS_INITIAL_EXEC
 #define ANCHOR_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -519,6 +522,7 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	hdr->create_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	hdr->creator_pid = (uint32_t)getpid();
 	gethostname(hdr->hostname, sizeof hdr->hostname - 1);
+	snprintf(hdr->writer_version, sizeof hdr->writer_version, "%s", ANCHOR_VERSION);
 	/* Store-release: header fields before READY; pairs with the
 	 * load-acquire of state in attach_ring and ring_reader_open. */
 	__atomic_store_n(&hdr->state, ANCHOR_RING_STATE_READY, __ATOMIC_RELEASE);

@@ -46,12 +46,16 @@ def run_one(sc, out, anchorpost, method):
 	name, period, phases, repeat, jitter, hook, noise, klass = sc
 	spec = run_scenario.make_spec(phases=[(n, ms, pw, dw, "spin") for n, ms, pw, dw in phases],
 				      repeat=repeat, jitter=jitter, sampling_period=period, seed=7)
-	env_keep = {k: os.environ.get(k) for k in ("ANCHOR_AUTO", "ANCHOR_SYNC_PULSE")}
+	env_keep = {k: os.environ.get(k) for k in ("ANCHOR_AUTO", "ANCHOR_SYNC_PULSE", "ANCHOR_PERUN_HOOK")}
 	os.environ["ANCHOR_SYNC_PULSE"] = "0"
 	if hook:
 		os.environ["ANCHOR_AUTO"] = "perun"
+		os.environ.pop("ANCHOR_PERUN_HOOK", None)
 	else:
+		# The hook is on by default under libanchor: switch it off to
+		# measure the fallback alignment.
 		os.environ.pop("ANCHOR_AUTO", None)
+		os.environ["ANCHOR_PERUN_HOOK"] = "0"
 	try:
 		run_scenario.run(out, spec, sampling_period=period, noise=noise, quiet=True)
 	finally:

@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ANCHOR_VERSION ("MAJOR.MINOR.PATCH") and ANCHOR_VERSION_{MAJOR,MINOR,PATCH}. */
+#include "anchor_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

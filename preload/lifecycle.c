@@ -155,12 +155,16 @@ static void install_crash_handlers(void)
 /* ---- Python auto mode -------------------------------------------------- */
 
 /*
- * ANCHOR_AUTO / ANCHOR_SYNC_PULSE promise anchors with no change to the
- * script: Python finds anchor's sitecustomize.py through PYTHONPATH, so put
- * the directory that ships beside this library first on it (the build tree
- * keeps it in <libdir>/python, `make install` in <libdir>/anchor/python).
- * Done only when the user asked for auto mode, and before main, so the
- * interpreter reads the new value.
+ * `LD_PRELOAD=libanchor.so python train.py` with `import anchor` in the
+ * script, and ANCHOR_AUTO / ANCHOR_SYNC_PULSE with no change to it, work
+ * without PYTHONPATH: Python finds the anchor package and its
+ * sitecustomize.py through PYTHONPATH, so put the directory that ships
+ * beside this library first on it (the build tree keeps it in
+ * <libdir>/python, `make install` in <libdir>/anchor/python).  Done only
+ * in a process that contains CPython (or when auto mode was asked for), and
+ * before main, so the interpreter reads the new value; any other host's
+ * environment is left alone.  The value is exported: child interpreters
+ * find the same module (README: the PYTHONPATH row of the variables).
  */
 static void python_auto_path(void)
 {
@@ -169,7 +173,8 @@ static void python_auto_path(void)
 	char *lib, *slash, dir[4096], probe[4200];
 	const char *old;
 
-	if (!getenv("ANCHOR_AUTO") && !getenv("ANCHOR_SYNC_PULSE"))
+	if (!getenv("ANCHOR_AUTO") && !getenv("ANCHOR_SYNC_PULSE") && !dlsym(RTLD_DEFAULT, "Py_BytesMain") &&
+	    !dlsym(RTLD_DEFAULT, "Py_Main"))
 		return;
 	if (!dladdr((void *)python_auto_path, &info) || !info.dli_fname)
 		return;
@@ -204,7 +209,7 @@ static void python_auto_path(void)
 		setenv("PYTHONPATH", dir, 1);
 	}
 	if (anchor_debug)
-		anchor_log("ANCHOR_AUTO: PYTHONPATH starts with ", dir, NULL);
+		anchor_log("Python: PYTHONPATH starts with ", dir, NULL);
 }
 
 /* ---- constructor ------------------------------------------------------- */

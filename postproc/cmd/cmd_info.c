@@ -68,6 +68,9 @@ int cmd_info(int argc, char **argv)
 	       rl.rf.hdr.version_minor, s->nslots, (double)s->nslots * 64 / 1048576.0,
 	       rl.rf.hdr.mode == ANCHOR_RING_MODE_DISCARD ? "discard" : "overwrite");
 	printf("created    %s on %s by pid %u\n", a, rl.rf.hdr.hostname, rl.rf.hdr.creator_pid);
+	/* Format 1.0 rings predate the field: all zero. */
+	printf("writer     %s%.*s\n", rl.rf.hdr.writer_version[0] ? "anchor " : "not recorded (format 1.0)",
+	       (int)sizeof rl.rf.hdr.writer_version, rl.rf.hdr.writer_version);
 	if (rl.rf.nev) {
 		int64_t t0 = ring_clock_unix_ns(&rl.clock, rl.rf.ev[0].ts_ns);
 		int64_t t1 = ring_clock_unix_ns(&rl.clock, rl.rf.ev[rl.rf.nev - 1].ts_ns);

@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "anchor_version.h"
 #include "commands.h"
 #include "diag.h"
 #include "options.h"
@@ -75,7 +76,7 @@ struct rec {
 	char tool[PATH_MAX]; /* cmd[0] found beside the interpreter */
 	char python[PATH_MAX];
 	char pyspy[PATH_MAX];
-	char libdir[PATH_MAX];
+	char libanchor[PATH_MAX]; /* the libanchor.so the run preloads */
 	char emuldir[PATH_MAX]; /* "" when tools/emulated_power is not found */
 	char profile[PATH_MAX];
 	pid_t perun_pid, pyspy_pid, updater_pid;
@@ -369,9 +370,17 @@ static void find_pyspy(struct rec *r)
 	diag_fatal(NULL, "record: py-spy not found next to %s or on PATH (scripts/install-deps.sh)", r->python);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The parts sit beside anchorpost in the build tree (build/libanchor.so,
+ * tools/emulated_power) and under the prefix after `make install`
+ * (PREFIX/lib/libanchor.so.MAJOR, PREFIX/share/anchor/emulated_power). */
 static void find_parts(struct rec *r)
 {
-	char self[PATH_MAX], lib[PATH_MAX], probe[PATH_MAX];
+	static const char *const libs[] = {"libanchor.so", "../lib/libanchor.so." STR(ANCHOR_VERSION_MAJOR), NULL};
+	static const char *const emuls[] = {"../tools/emulated_power", "../share/anchor/emulated_power", NULL};
+	char self[PATH_MAX], probe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	const char *env = getenv("ANCHOR_EMUL_DIR");
 
@@ -379,17 +388,24 @@ static void find_parts(struct rec *r)
 		diag_fatal("/proc/self/exe", "cannot find anchorpost's own directory");
 	self[n] = 0;
 	*strrchr(self, '/') = 0;
-	snprintf(r->libdir, sizeof r->libdir, "%s", self);
-	join(lib, r->libdir, "libanchor.so");
-	if (access(lib, R_OK))
-		diag_fatal(lib, "libanchor.so must sit beside anchorpost: %s", strerror(errno));
-	if (env && *env)
-		snprintf(r->emuldir, sizeof r->emuldir, "%s", env);
-	else
-		join(r->emuldir, self, "../tools/emulated_power");
-	join(probe, r->emuldir, "anchor_emul/perun.py");
-	if (access(probe, R_OK))
-		r->emuldir[0] = 0;
+	for (int i = 0; libs[i]; i++) {
+		join(r->libanchor, self, libs[i]);
+		if (!access(r->libanchor, R_OK))
+			break;
+		if (!libs[i + 1])
+			diag_fatal(self, "libanchor.so is neither beside anchorpost nor in ../lib (make install): %s",
+				   strerror(errno));
+	}
+	r->emuldir[0] = 0;
+	for (int i = 0; !r->emuldir[0] && emuls[i]; i++) {
+		if (env && *env)
+			snprintf(r->emuldir, sizeof r->emuldir, "%s", env);
+		else
+			join(r->emuldir, self, emuls[i]);
+		join(probe, r->emuldir, "anchor_emul/perun.py");
+		if (access(probe, R_OK))
+			r->emuldir[0] = 0;
+	}
 }
 
 /* Real sensors perun could read: a RAPL energy counter we may open, or an
@@ -451,8 +467,7 @@ static void child_env(const struct rec *r, int anchored)
 			setenv("ANCHOR_AUTO", v, 1);
 		}
 	}
-	join(buf, r->libdir, "libanchor.so");
-	prepend_env("LD_PRELOAD", buf);
+	prepend_env("LD_PRELOAD", r->libanchor);
 }
 
 /* fork+exec argv.  anchored: preload libanchor into it.  gate_fd >= 0:

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "anchor_version.h"
 #include "commands.h"
 #include "diag.h"
 #include "options.h"
+#include "ring_format.h"
 
 struct command {
 	const char *name;
@@ -36,6 +38,7 @@ static void usage(FILE *fp)
 	for (const struct command *c = commands; c->name; c++)
 		fprintf(fp, "  %-10s %s\n", c->name, c->summary);
 	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options;\n"
+		    "'anchorpost --version' prints the version;\n"
 		    "'anchorpost --completion bash' prints the bash completion script.\n");
 }
 
@@ -68,6 +71,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("anchorpost %s (ring format %d.%d)\n", ANCHOR_VERSION, ANCHOR_RING_VERSION_MAJOR,
+		       ANCHOR_RING_VERSION_MINOR);
 		return 0;
 	}
 	if (!strcmp(argv[1], "--completion")) {

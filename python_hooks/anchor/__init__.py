@@ -7,7 +7,8 @@ of the run; ``anchorpost`` later aligns it with py-spy and perun output.
 Where records go:
   * under ``LD_PRELOAD=libanchor.so`` the module calls the library's C API,
     so Python and C anchors share one writer;
-  * otherwise the module's own copy of the writer attaches to
+  * otherwise the module's own copy of the writer attaches, at the first
+    event (never at import), to
     ``$ANCHOR_FILE`` or creates ``./anchor-<UTC stamp>-<pid>.ring`` (and
     exports ``ANCHOR_FILE`` so child processes append to the same ring),
     writing the process-start and clock-sync records itself.
@@ -32,13 +33,13 @@ asyncio tasks on one thread pair with their own BEGIN.  A plain ``with``
 held across an ``await`` carries no id and pairs by name alone.
 
 Automatic PyTorch anchors: ``anchor.auto("torch")``, or the environment
-variable ``ANCHOR_AUTO=torch`` with this package's directory on
-``PYTHONPATH`` (its ``sitecustomize.py`` starts auto mode before the script
-runs and then runs any other ``sitecustomize`` found later on ``sys.path``).
+variable ``ANCHOR_AUTO=torch`` (started before the script runs by
+``anchor_auto.pth`` after ``pip install .``, or by anchor's chaining
+``sitecustomize.py`` in the build tree / install prefix, which a preloaded
+libanchor.so puts on PYTHONPATH).  perun's sample stamps are recorded
+whenever perun runs in a process that imported anchor (anchor._perun_hook).
 """
 import functools as _functools
-import inspect as _inspect
-import os as _os
 
 from . import _anchor
 from ._anchor import NAME_MAX, begin, enabled, end, mark, phase, preloaded, ring_path, sync
@@ -60,12 +61,11 @@ __all__ = [
     "sync",
     "sync_pulse",
 ]
-__version__ = "0.1.0"
+__version__ = _anchor.__version__  # the file VERSION, compiled in (anchor_version.h)
 
-# The extension exported ANCHOR_FILE with setenv(); mirror it in os.environ
-# so subprocess calls with an explicit env=os.environ.copy() also inherit it.
-if enabled() and not _os.environ.get("ANCHOR_FILE"):
-    _os.environ["ANCHOR_FILE"] = ring_path()
+# No ring is touched here: the extension attaches at the first event (and
+# then mirrors the ANCHOR_FILE it exports into os.environ), so importing
+# for help() or type checking writes nothing.
 
 
 def _decorate(ph, func):
@@ -77,7 +77,9 @@ def _decorate(ph, func):
     covers the call that creates the generator, not its iteration; use
     ``with anchor.phase(...)`` inside the generator for that.
     """
-    if _inspect.iscoroutinefunction(func):
+    import inspect  # here, not at import: it costs ~10 ms and most runs never decorate
+
+    if inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)
         async def async_wrapper(*args, **kwargs):
@@ -95,6 +97,14 @@ def _decorate(ph, func):
 
 
 _anchor._set_decorator(_decorate)
+
+# perun in this process (perun monitor, python -m perun, perun's decorator
+# API) puts its own sample stamps into the ring: the exact alignment is the
+# default, with no variable.  Costs a dict lookup per later import until
+# perun's sampler module is imported, and nothing when it never is.
+from . import _perun_hook as _perun_hook_mod
+
+_perun_hook_mod.install()
 
 
 def nvtx(on=True):

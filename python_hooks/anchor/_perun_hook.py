@@ -2,7 +2,9 @@
 
 perun (>= 1.0) stamps each sample with time.perf_counter_ns() (the ring's
 CLOCK_MONOTONIC on Linux) and stores only differences to the first stamp.
-When perun runs with ANCHOR_AUTO=perun under libanchor, this wraps the
+Whenever anchor is imported in perun's process (always under a preloaded
+libanchor.so, or ANCHOR_AUTO=perun, or an ``import anchor`` before perun
+starts sampling), this wraps the
 sampler's loop (perun.monitoring.subprocess._monitoringLoop, run in perun's
 forked sampling process once per round): when a round ends it writes the
 mark "perun.round" and one mark "perun.sample" per stamp, value = the stamp
@@ -38,5 +40,12 @@ def _wrap(mod):
 
 
 def install():
-    """Wrap perun's sampling loop now or when perun imports it."""
+    """Wrap perun's sampling loop now or when perun imports it.
+
+    ANCHOR_PERUN_HOOK=0 turns it off: only to measure the fallback alignment
+    (perun as if it had run outside libanchor), as bench/accuracy.py does."""
+    import os
+
+    if os.environ.get("ANCHOR_PERUN_HOOK", "").strip().lower() in ("0", "false", "no", "off"):
+        return
     _import_hook.when_imported(_MODULE, _wrap)

@@ -1,12 +1,13 @@
 """anchor's sitecustomize: start auto mode without an import in the script.
 
-Installed next to the ``anchor`` package (build/python/, or the pip target
-directory).  With ``ANCHOR_AUTO`` / ``ANCHOR_SYNC_PULSE`` unset it only
-does the second job below.
+Sits next to the ``anchor`` package in build/python/ and in a ``make
+install`` prefix's lib/anchor/python/ (a preloaded libanchor.so puts that
+directory on PYTHONPATH).  ``pip install .`` does not install it: there
+anchor_auto.pth does job 1, and no file of the user's is shadowed.
 
-1. If ``ANCHOR_AUTO`` or ``ANCHOR_SYNC_PULSE`` is set, start anchor's auto
-   mode (anchor._autoload).  A failure prints one line and never stops the
-   interpreter.
+1. Import ``_anchor_autostart``, which starts auto mode when ANCHOR_AUTO /
+   ANCHOR_SYNC_PULSE is set or libanchor.so is preloaded (and returns after
+   three environment lookups otherwise).
 2. Python imports only the first ``sitecustomize`` on ``sys.path``, so
    this file would hide one the user (or the distribution) already has.
    It therefore finds the next ``sitecustomize`` on ``sys.path`` after its
@@ -18,14 +19,8 @@ does the second job below.
 
 
 def _anchor_start():
-    import os
-
-    if not (os.environ.get("ANCHOR_AUTO") or os.environ.get("ANCHOR_SYNC_PULSE")):
-        return
     try:
-        import anchor._autoload
-
-        anchor._autoload.start()
+        import _anchor_autostart  # noqa: F401  (beside this file; it does the work)
     except Exception as e:  # never break the user's interpreter
         import sys
 

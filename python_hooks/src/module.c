@@ -17,6 +17,8 @@
 
 #include <string.h>
 
+#include "anchor_version.h"
+
 int pya_name_utf8(PyObject *name, const char **utf8, Py_ssize_t *len)
 {
 	if (!PyUnicode_Check(name)) {
@@ -191,7 +193,9 @@ static PyMethodDef methods[] = {
 	{"end", py_end, METH_O, end_doc},
 	{"enabled", py_enabled, METH_NOARGS,
 	 "enabled()\n--\n\nTrue when records reach a ring file (False with ANCHOR_DISABLE=1 or\n"
-	 "when attaching failed; every call is then a cheap no-op)."},
+	 "when attaching failed; every call is then a cheap no-op).  Without\n"
+	 "libanchor.so the ring is attached at the first call that needs it:\n"
+	 "this one, ring_path(), sync() or the first event."},
 	{"ring_path", py_ring_path, METH_NOARGS, "ring_path()\n--\n\nPath of the ring file, '' when not enabled."},
 	{"sync", py_sync, METH_NOARGS,
 	 "sync()\n--\n\nWrite a CLOCK_MONOTONIC/CLOCK_REALTIME SYNC record now (the writer also\n"
@@ -222,7 +226,8 @@ PyMODINIT_FUNC PyInit__anchor(void)
 	if (!m)
 		return NULL;
 	if (PyModule_AddType(m, &pya_phase_type) < 0 ||
-	    PyModule_AddIntConstant(m, "NAME_MAX", ANCHOR_NAME_MAX) < 0) {
+	    PyModule_AddIntConstant(m, "NAME_MAX", ANCHOR_NAME_MAX) < 0 ||
+	    PyModule_AddStringConstant(m, "__version__", ANCHOR_VERSION) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anchor_version.h"
 #include "ring_format.h"
 
 struct gen {
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
 	hdr->create_realtime_ns = (uint64_t)(o.t0_unix_ns + o.rt_error_ns);
 	hdr->create_monotonic_ns = (uint64_t)o.mono_base_ns;
 	hdr->creator_pid = o.pid;
+	snprintf(hdr->writer_version, sizeof hdr->writer_version, "%s", ANCHOR_VERSION);
 	snprintf(hdr->hostname, sizeof hdr->hostname, "%s", o.host);
 
 	now = o.t0_unix_ns;

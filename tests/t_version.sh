@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One version, from the file VERSION: anchorpost --version and -V,
+# anchor_version.h (included by anchor.h), anchor.__version__, the
+# distribution version setuptools reads (pyproject: dynamic, file VERSION),
+# and the writer version in the header of a ring each writer creates
+# (libanchor.so, the Python module's own writer), as `info` shows it.
+set -euo pipefail
+T=$ANCHOR_TEST_TMP
+cd "$ANCHOR_ROOT"
+fail() { echo "FAIL: $*"; exit 1; }
+V=$(cat VERSION)
+[[ $V =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "VERSION is not MAJOR.MINOR.PATCH: $V"
+IFS=. read -r MA MI PA <<<"$V"
+
+for opt in --version -V; do
+	out=$("$BUILD/anchorpost" $opt) || fail "anchorpost $opt exited $?"
+	[[ $out == "anchorpost $V (ring format "* ]] || fail "anchorpost $opt: $out"
+done
+for m in "VERSION \"$V\"" "VERSION_MAJOR $MA" "VERSION_MINOR $MI" "VERSION_PATCH $PA"; do
+	grep -q "^#define ANCHOR_$m\$" preload/anchor_version.h || fail "anchor_version.h lacks ANCHOR_$m"
+done
+grep -q '#include "anchor_version.h"' preload/anchor.h || fail "anchor.h does not include anchor_version.h"
+grep -q 'version = { file = "VERSION" }' pyproject.toml || fail "pyproject does not read VERSION"
+
+py=$("$PYTHON" -c 'import anchor; print(anchor.__version__)')
+[ "$py" = "$V" ] || fail "anchor.__version__ $py != $V"
+
+# The writer's version in the header of rings made by each writer.
+ANCHOR_FILE=$T/c.ring LD_PRELOAD=$BUILD/libanchor.so /bin/true
+(cd "$T" && env -u ANCHOR_FILE -u LD_PRELOAD "$PYTHON" -c 'import anchor; anchor.mark("x"); print(anchor.ring_path())' >"$T/py.path")
+for ring in "$T/c.ring" "$(cat "$T/py.path")"; do
+	"$BUILD/anchorpost" info "$ring" | grep -qx "writer     anchor $V" || fail "$ring: info shows no writer $V"
+done
+echo "ok: version $V everywhere (anchorpost --version/-V, anchor_version.h, anchor.__version__, pyproject, ring headers)"
