@@ -133,13 +133,14 @@ D := $(DESTDIR)$(PREFIX)
 PY_SITE := $(shell $(PYTHON) -c 'import sysconfig;print(sysconfig.get_path("platlib",vars={"base":"$(PREFIX)","platbase":"$(PREFIX)"}))' 2>/dev/null)
 install: all
 	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include $(D)/share/man/man1 $(D)/share/man/man3 \
-	  $(D)/lib/anchor/python $(D)/share/anchor
+	  $(D)/lib/anchor/python $(D)/share/anchor $(D)/share/bash-completion/completions
 	install -m 0755 $(B)/libanchor.so $(D)/lib/libanchor.so.$(VERSION)
 	ln -sf libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR)
 	ln -sf libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so
 	install -m 0644 preload/anchor.h preload/anchor_version.h $(D)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' preload/anchor.pc.in >$(D)/lib/pkgconfig/anchor.pc
 	install -m 0755 $(B)/anchorpost $(D)/bin/anchorpost
+	install -m 0644 $(B)/anchorpost.bash $(D)/share/bash-completion/completions/anchorpost
 	sed 's|@VERSION@|$(VERSION)|' docs/man/anchorpost.1 >$(D)/share/man/man1/anchorpost.1
 	sed 's|@VERSION@|$(VERSION)|' docs/man/libanchor.3 >$(D)/share/man/man3/libanchor.3
 	cp -r $(B)/python/. $(D)/lib/anchor/python/
@@ -151,13 +152,15 @@ install: all
 uninstall:
 	rm -f $(D)/lib/libanchor.so.$(VERSION) $(D)/lib/libanchor.so.$(SOMAJOR) $(D)/lib/libanchor.so \
 	  $(D)/include/anchor.h $(D)/include/anchor_version.h $(D)/lib/pkgconfig/anchor.pc $(D)/bin/anchorpost \
-	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3
+	  $(D)/share/man/man1/anchorpost.1 $(D)/share/man/man3/libanchor.3 \
+	  $(D)/share/bash-completion/completions/anchorpost
 	if [ -n "$(PY_SITE)" ]; then rm -f $(DESTDIR)$(PY_SITE)/anchor.pth; fi
 	rm -rf $(D)/lib/anchor $(D)/share/anchor
 	@# A staging tree (DESTDIR) also loses the directories install made and
 	@# left empty; a live prefix keeps its standard directories.
 	if [ -n "$(DESTDIR)" ]; then for d in $(D)/bin $(D)/include $(D)/lib/pkgconfig $(D)/share/man/man1 \
-	  $(D)/share/man/man3 $(D)/share/man $(DESTDIR)$(PY_SITE) $(D)/share $(D)/lib; do \
+	  $(D)/share/man/man3 $(D)/share/man $(D)/share/bash-completion/completions \
+	  $(D)/share/bash-completion $(DESTDIR)$(PY_SITE) $(D)/share $(D)/lib; do \
 	  [ -d "$$d" ] && find "$$d" -depth -type d -empty -delete; done; \
 	  d=$(D); while [ "$$d" != "$(DESTDIR)" ] && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; fi; true
 

@@ -111,6 +111,13 @@ for m in share/man/man1/anchorpost.1 share/man/man3/libanchor.3; do
 done
 echo "ok: man -l renders anchorpost(1) and libanchor(3)"
 
+# Bash completion from the option tables, installed where bash-completion looks.
+c=$P/share/bash-completion/completions/anchorpost
+[ -s "$c" ] || fail "no bash completion at $c"
+bash -n "$c" || fail "completion script: syntax"
+grep -q -- '--profile' "$c" || fail "completion lacks --profile"
+echo "ok: bash completion installed"
+
 # Python through the prefix's site-packages: anchor.pth adds the package.
 site=$("$PYREAL" -c 'import sysconfig,sys;print(sysconfig.get_path("platlib",vars={"base":sys.argv[1],"platbase":sys.argv[1]}))' "$P")
 [ -f "$site/anchor.pth" ] || fail "no anchor.pth in $site"

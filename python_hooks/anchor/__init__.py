@@ -40,6 +40,7 @@ libanchor.so puts on PYTHONPATH).  perun's sample stamps are recorded
 whenever perun runs in a process that imported anchor (anchor._perun_hook).
 """
 import functools as _functools
+import os as _os
 
 from . import _anchor
 from ._anchor import NAME_MAX, begin, enabled, end, mark, phase, preloaded, ring_path, sync
