@@ -14,6 +14,7 @@
 /* Slack on process lifetimes when bounding the offset: py-spy's ts is
  * taken when it processes a sample, a little after reading the stack. */
 #define LIFETIME_SLACK_S 0.05
+#define STAMP_LAG_S 1.0 /* chrometrace stamping lag allowed at the end (see the bounds) */
 #define COARSE_STEP_S 1e-3
 #define MAX_DRIFT 0.5
 #define PULSE_GAP_X_S 0.3
@@ -991,7 +992,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		/* speedscope's nominal time drifts: allow it to run up to
 		 * twice as fast as real time before calling it no overlap */
 		double x1 = chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
-		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S;
+		/* chrometrace stamps a sample when py-spy's main thread takes it
+		 * off the sampler's queue (chrometrace.rs: Instant elapsed in
+		 * increment()), never before the stack was read: late by up to
+		 * STAMP_LAG_S on a loaded machine.  So the first sample bounds
+		 * the offset from below as is; the last one bounds it from
+		 * above only with that lag allowed. */
+		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S,
+		       h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S + (chrome ? STAMP_LAG_S : 0);
 		if (l0 > lo)
 			lo = l0;
 		if (h0 < hi)
