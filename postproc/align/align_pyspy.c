@@ -14,7 +14,7 @@
 /* Slack on process lifetimes when bounding the offset: py-spy's ts is
  * taken when it processes a sample, a little after reading the stack. */
 #define LIFETIME_SLACK_S 0.05
-#define STAMP_LAG_S 1.0 /* chrometrace stamping lag allowed at the end (see the bounds) */
+#define STAMP_LAG_S 1.0 /* chrometrace stamping lag the pulse fit allows at the end */
 #define COARSE_STEP_S 1e-3
 #define MAX_DRIFT 0.5
 #define PULSE_GAP_X_S 0.3
@@ -992,14 +992,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		/* speedscope's nominal time drifts: allow it to run up to
 		 * twice as fast as real time before calling it no overlap */
 		double x1 = chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
-		/* chrometrace stamps a sample when py-spy's main thread takes it
-		 * off the sampler's queue (chrometrace.rs: Instant elapsed in
-		 * increment()), never before the stack was read: late by up to
-		 * STAMP_LAG_S on a loaded machine.  So the first sample bounds
-		 * the offset from below as is; the last one bounds it from
-		 * above only with that lag allowed. */
-		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S,
-		       h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S + (chrome ? STAMP_LAG_S : 0);
+		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S;
 		if (l0 > lo)
 			lo = l0;
 		if (h0 < hi)
@@ -1125,7 +1118,13 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				f = f0;
 			}
 		} else {
-			f = fit_offset(pts, npts, 1.0, lo, hi, a->prior_offset_s);
+			/* chrometrace stamps a sample when py-spy's main thread
+			 * takes it off the sampler's queue (chrometrace.rs:
+			 * Instant elapsed in increment()), never before the stack
+			 * was read and tens of ms later on a loaded machine: the
+			 * last sample bounds the offset from above only with that
+			 * lag allowed (the pulses decide within it). */
+			f = fit_offset(pts, npts, 1.0, lo, hi + (chrome ? STAMP_LAG_S : 0), a->prior_offset_s);
 		}
 		if (!f.ok) {
 			seterr(err, errlen, "out of memory");
