@@ -6,7 +6,8 @@ set -euo pipefail
 
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
-      libcairo2-dev fonts-dejavu-core)
+      libcairo2-dev fonts-dejavu-core
+      stress-ng)  # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)
 
 missing=()
 for d in "${DEBS[@]}"; do

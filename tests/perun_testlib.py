@@ -15,8 +15,12 @@ import numpy as np
 
 BUILD = os.environ.get("BUILD", os.path.join(os.path.dirname(__file__), "..", "build"))
 ANCHORPOST = os.path.join(BUILD, "anchorpost")
-SHARED = os.environ.get("SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-FIXTURES = os.path.join(SHARED, "fixtures", "perun")
+# In the repository: real perun 1.0.0 files and how they were made
+# (tests/data/perun/README.md).  ../shared/fixtures/perun (perun 0.9.1), when
+# present, adds cases; no test requires it.
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "perun")
+SHARED = os.environ.get("SHARED") or os.path.join(os.path.dirname(__file__), "..", "..", "shared")
+SHARED_FIXTURES = os.path.join(SHARED, "fixtures", "perun")
 TMP = os.environ.get("ANCHOR_TEST_TMP") or "/tmp"
 PYTHON = os.environ.get("PYTHON", sys.executable)
 
@@ -109,9 +113,31 @@ def compare_with_export(h5, label, run_id=None):
     return len(ours)
 
 
-def copy_fixture(name, dest_dir=None):
+def fixture_sets():
+    """[(label, folder)]: the repository's fixtures, then ../shared's if present."""
+    sets = [("repo", FIXTURES)]
+    if os.path.isdir(SHARED_FIXTURES):
+        sets.append(("shared", SHARED_FIXTURES))
+    else:
+        print(f"note: {SHARED_FIXTURES} not present; the repository's fixtures only")
+    return sets
+
+
+def copy_fixture(name, dest_dir=None, src_dir=FIXTURES):
+    """A writable copy (perun export writes beside its input; tests mutate)."""
     dest_dir = dest_dir or TMP
+    os.makedirs(dest_dir, exist_ok=True)
     dst = os.path.join(dest_dir, name)
-    shutil.copy(os.path.join(FIXTURES, name), dst)
+    shutil.copy(os.path.join(src_dir, name), dst)
     os.chmod(dst, 0o644)
     return dst
+
+
+def layout(h5):
+    """(app, multirun id, host name) of a one-multirun, one-host perun file."""
+    import h5py
+    with h5py.File(h5, "r") as f:
+        (app,) = f.keys()
+        mr_id = next(iter(f[app]["nodes"]))
+        (host,) = f[app]["nodes"][mr_id]["nodes"]["0"]["nodes"].keys()
+    return app, mr_id, host

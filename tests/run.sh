@@ -4,7 +4,11 @@
 # Each test is one program: exit 0 passed, 77 skipped, anything else
 # failed.  QUICK=1 runs only tests without "slow" in their name.
 # ONLY=pattern runs the tests whose name contains pattern.
-# Ends with the line "N passed, N failed, N skipped".
+# TEST_TIMEOUT=S (default 900): a test still running after S seconds gets
+# SIGTERM (its whole process group, GNU timeout), SIGKILL 30 s later, and
+# counts as failed; stdin is /dev/null, so nothing waits for a terminal.
+# Always ends with the line "N passed, N failed, N skipped", also when
+# interrupted (then "(interrupted)" follows and the exit status is 130).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,9 +22,19 @@ PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 TMPROOT=$(mktemp -d /tmp/anchor-tests.XXXXXX)
-trap 'rm -rf "$TMPROOT"' EXIT
+TEST_TIMEOUT=${TEST_TIMEOUT:-900}
 
 pass=0 fail=0 skip=0 failed=()
+summary() {
+	[ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
+	echo "$pass passed, $fail failed, $skip skipped$1"
+}
+trap 'rm -rf "$TMPROOT"' EXIT
+child=
+# The test runs in the background so that `wait` returns at once on a
+# signal (bash runs traps only between foreground commands).
+trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child"
+	summary " (interrupted)"; exit 130' INT TERM HUP
 for t in tests/t_*.sh tests/t_*.py; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t")
@@ -28,13 +42,19 @@ for t in tests/t_*.sh tests/t_*.py; do
 	if [ -n "${ONLY:-}" ] && [[ $name != *$ONLY* ]]; then continue; fi
 	dir="$TMPROOT/${name%.*}"
 	mkdir -p "$dir"
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	case $t in
-	*.sh) ANCHOR_TEST_TMP=$dir timeout 900 bash "$t" >"$dir.log" 2>&1 ;;
-	*.py) ANCHOR_TEST_TMP=$dir timeout 900 "$PYTHON" "$t" >"$dir.log" 2>&1 ;;
+	*.sh) run=(bash "$t") ;;
+	*.py) run=("$PYTHON" "$t") ;;
 	esac
+	ANCHOR_TEST_TMP=$dir timeout -k 30 "$TEST_TIMEOUT" "${run[@]}" </dev/null >"$dir.log" 2>&1 &
+	child=$!
+	wait "$child"
 	rc=$?
-	secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	child=
+	ms=$((($(date +%s%N) - start) / 1000000))
+	secs=$((ms / 1000)).$((ms % 1000 / 100))
+	[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "(timed out after ${TEST_TIMEOUT}s)" >>"$dir.log"
 	if [ $rc -eq 0 ]; then
 		pass=$((pass + 1)); echo "PASS $name (${secs}s)"
 	elif [ $rc -eq 77 ]; then
@@ -45,6 +65,5 @@ for t in tests/t_*.sh tests/t_*.py; do
 		tail -n 25 "$dir.log" | sed 's/^/    /'
 	fi
 done
-[ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
-echo "$pass passed, $fail failed, $skip skipped"
+summary ""
 [ $fail -eq 0 ]

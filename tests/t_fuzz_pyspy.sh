@@ -10,6 +10,9 @@ mkdir -p "$tmp/tests/fuzz"
 cp -r postproc anchors preload "$tmp/"
 cp tests/fuzz/fuzz_speedscope.c tests/fuzz/fuzz_chrometrace.c tests/fuzz/fuzz_raw.c tests/fuzz/fuzz_pyspy.h tests/fuzz/run.sh "$tmp/tests/fuzz/"
 cp -r tests/fuzz/seeds "$tmp/tests/fuzz/"
+cp tests/data/pyspy/*.speedscope.json "$tmp/tests/fuzz/seeds/speedscope/"
+cp tests/data/pyspy/*.chrometrace.json "$tmp/tests/fuzz/seeds/chrometrace/"
+cp tests/data/pyspy/*.raw.txt "$tmp/tests/fuzz/seeds/raw/"
 [ -n "${SHARED:-}" ] && cp "$SHARED"/fixtures/pyspy/*.json "$tmp/tests/fuzz/seeds/speedscope/" 2>/dev/null
 BUILD=$tmp/build bash "$tmp/tests/fuzz/run.sh" 21
 rc=$?

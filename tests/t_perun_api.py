@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from perun_testlib import FIXTURES, TMP, anchorpost, check, close, copy_fixture, read_csv
+from perun_testlib import TMP, anchorpost, check, close, copy_fixture, fixture_sets, layout, read_csv
 
 ROOT = os.environ.get("ANCHOR_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 EXE = os.path.join(TMP, "perun_api_check")
@@ -110,30 +110,41 @@ def compare(path, want_clock):
     return n
 
 
-for name in ("psutil_only_regions.hdf5", "emulated_rapl_nvml.hdf5", "mpi_2ranks.hdf5"):
-    n = compare(os.path.join(FIXTURES, name), "realtime")
-    print(f"ok: {name}: model equals h5py for {n} sensors, hosts/ranks, regions; clock realtime (0.9.1)")
+for label, folder in fixture_sets():
+    for name in ("psutil_only_regions.hdf5", "emulated_rapl_nvml.hdf5", "mpi_2ranks.hdf5"):
+        path = os.path.join(folder, name)
+        with h5py.File(path, "r") as f:
+            (app,) = f.values()
+            version = next(iter(app["nodes"].values())).attrs["perun_version"]
+        # perun 0.9.1 stamps with time.time_ns(), 1.x with perf_counter_ns()
+        clock = "realtime" if version.startswith("0.") else "monotonic"
+        n = compare(path, clock)
+        print(f"ok: {label} {name}: model equals h5py for {n} sensors, hosts/ranks, regions; "
+              f"clock {clock} (perun {version})")
 
-# perun >= 1.0 stamps with perf_counter_ns: clock must say monotonic
-v1 = copy_fixture("emulated_rapl_nvml.hdf5")
-with h5py.File(v1, "r+") as f:
-    for mr in f["toy_app"]["nodes"].values():
-        mr.attrs["perun_version"] = "1.0.0"
-compare(v1, "monotonic")
-print("ok: @perun_version 1.0.0 gives clock monotonic")
+# the clock follows @perun_version, not the file's age: flip it both ways
+for version, clock in (("0.9.1", "realtime"), ("1.0.0", "monotonic")):
+    v = copy_fixture("emulated_rapl_nvml.hdf5", os.path.join(TMP, version))
+    app, _, _ = layout(v)
+    with h5py.File(v, "r+") as f:
+        for mr in f[app]["nodes"].values():
+            mr.attrs["perun_version"] = version
+    compare(v, clock)
+    print(f"ok: @perun_version {version} gives clock {clock}")
 
 # a DeviceType.NODE sensor directly under the host
 node = copy_fixture("psutil_only_regions.hdf5")
+app, mr_id, hname = layout(node)
 with h5py.File(node, "r+") as f:
-    (mr,) = f["toy_app"]["nodes"].values()
-    host = mr["nodes"]["0"]["nodes"]["vm"]["nodes"]
+    host = f[app]["nodes"][mr_id]["nodes"]["0"]["nodes"][hname]["nodes"]
     f.copy(host["cpu"]["nodes"]["CPU_USAGE_0"], host, name="NODE_SENSOR")
     host["NODE_SENSOR"].attrs["device_type"] = "node"
-compare(node, "realtime")
+    nsamples = len(host["NODE_SENSOR"]["raw_data"]["values"])
+compare(node, "monotonic")
 out = os.path.join(TMP, "node.csv")
 anchorpost("perun", node, "-o", out)
 _, rows = read_csv(out)
 got = [r for r in rows if r[3] == "node" and r[4] == "NODE_SENSOR"]
-check(len(got) == 12 and got[0][5] == "utilization", f"NODE sensor rows: {got[:2]}")
-print("ok: a sensor placed directly under the host is kept (group 'node'), 12 rows")
+check(len(got) == nsamples and got[0][5] == "utilization", f"NODE sensor rows: {got[:2]}")
+print(f"ok: a sensor placed directly under the host is kept (group 'node'), {nsamples} rows")
 print("PASS")

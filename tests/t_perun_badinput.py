@@ -15,15 +15,17 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from perun_testlib import TMP, anchorpost, check, copy_fixture
+from perun_testlib import TMP, anchorpost, check, copy_fixture, layout
 
 BAD = os.path.join(TMP, "bad")
 os.makedirs(BAD, exist_ok=True)
 OUTDIR = os.path.join(TMP, "out")
 os.makedirs(OUTDIR, exist_ok=True)
 
-MR = "toy_app/nodes/2026-11-29T21:13:22.442935"
-HOST = MR + "/nodes/0/nodes/vm"
+# HDF5 paths inside the fixture (tests/data/perun/emulated_rapl_nvml.hdf5)
+_app, _mr, _host = layout(copy_fixture("emulated_rapl_nvml.hdf5", os.path.join(TMP, "layout")))
+MR = f"{_app}/nodes/{_mr}"
+HOST = MR + "/nodes/0/nodes/" + _host
 PKG = HOST + "/nodes/cpu/nodes/cpu_0_package-0"
 GPU = HOST + "/nodes/gpu/nodes/CUDA:0_POWER"
 
@@ -154,7 +156,9 @@ def short_values(f):
     ds.attrs["mag"] = 1.0
 
 
-expect_error(mutated("short_values", short_values), "timesteps has 12 elements but values 5",
+with h5py.File(copy_fixture("emulated_rapl_nvml.hdf5", os.path.join(TMP, "layout")), "r") as _f:
+    NT = len(_f[PKG + "/raw_data/timesteps"])
+expect_error(mutated("short_values", short_values), f"timesteps has {NT} elements but values 5",
              "/" + PKG + "/raw_data", label="values shorter than timesteps")
 
 

@@ -23,14 +23,15 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from perun_testlib import BUILD, FIXTURES, TMP, check, die
+from perun_testlib import BUILD, TMP, check, die, fixture_sets
 
 SEED = 20261129
 N = int(os.environ.get("PERUN_CORRUPT_N", "200"))
-# Cases of this seed that hit libhdf5 1.10.8 bugs in a 1000-case run: SEGV,
-# heap overflow or memcpy overlap in H5HG_read/H5Aexists, and two endless
-# loops in H5HG_read -> H5C_protect (375, 550).  Always run them too.
-KNOWN = [0, 19, 231, 375, 462, 527, 550, 745]
+# Cases of this seed that hit libhdf5 1.10.8 bugs in a 1000-case run over the
+# perun 0.9.1 files of ../shared/fixtures/perun: SEGV, heap overflow or memcpy
+# overlap in H5HG_read/H5Aexists, and two endless loops in H5HG_read ->
+# H5C_protect (375, 550).  Run them too when those files are present.
+KNOWN_SHARED = [0, 19, 231, 375, 462, 527, 550, 745]
 LIMIT_S = 8  # perun_guard.c time limit for libhdf5 (fixtures read in < 0.1 s)
 ROOT = os.environ.get("ANCHOR_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 B = os.path.join(BUILD, "asan")
@@ -49,12 +50,16 @@ env = dict(os.environ,
            UBSAN_OPTIONS="halt_on_error=1:exitcode=87:print_stacktrace=1",
            ANCHORPOST_PERUN_TIMEOUT_S=str(LIMIT_S))
 
-seeds = []
-for name in sorted(os.listdir(FIXTURES)):
-    if name.endswith(".hdf5"):
-        with open(os.path.join(FIXTURES, name), "rb") as f:
-            seeds.append((name, f.read()))
-check(seeds, "no perun fixtures")
+
+def load_seeds(folder):
+    seeds = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".hdf5"):
+            with open(os.path.join(folder, name), "rb") as f:
+                seeds.append((name, f.read()))
+    check(seeds, f"no perun fixtures in {folder}")
+    return seeds
+
 
 rng = random.Random(SEED)
 
@@ -121,74 +126,89 @@ hdf5_bugs = []
 work = os.path.join(TMP, "corrupt")
 os.makedirs(work, exist_ok=True)
 ran = 0
-for i in range(max(N, max(KNOWN) + 1)):
-    name, data = seeds[i % len(seeds)]
-    kind, bad = mutate(data)
-    if i >= N and i not in KNOWN:
-        continue
-    ran += 1
-    kinds[kind] = kinds.get(kind, 0) + 1
-    path = os.path.join(work, f"case{i:03d}_{name}")
-    out = os.path.join(work, f"case{i:03d}.csv")
-    with open(path, "wb") as f:
-        f.write(bad)
-    args = [AP, "perun", path, "-o", out] + (["--regions"] if i % 5 == 4 else [])
-    try:
-        r = subprocess.run(args, capture_output=True, text=True, errors="replace", env=env,
-                           timeout=LIMIT_S + 60)
-    except subprocess.TimeoutExpired:
-        problems.append(f"case {i} ({kind} of {name}): hung for {LIMIT_S + 60} s")
-        continue
-    # allocator_may_return_null=1 makes ASan note libhdf5's huge mallocs
-    # from corrupt size fields; that note is ASan's, not anchorpost's output.
-    lines = [ln for ln in r.stderr.strip().splitlines()
-             if not re.match(r"==\d+==WARNING: AddressSanitizer failed to allocate", ln)]
-    report = re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", r.stderr)
-    if report:
-        # The sanitizer report may come from the forked child that walks
-        # the file first (perun_guard.c); the parent then exits 1.
-        ok = False
-    elif r.returncode == 0:
-        ok = all(ln.startswith("anchorpost: warning: ") for ln in lines) and len(lines) <= 1 \
-            and os.path.exists(out)
-        counts["exit0"] += ok
-    elif r.returncode == 1:
-        if "did not finish reading this file" in r.stderr:
-            hdf5_bugs.append(f"case {i} ({kind} of {name}): libhdf5 looped, stopped after "
-                             f"{LIMIT_S} s: {lines[-1:]}")
-        ok = len(lines) == 1 and lines[0].startswith(f"anchorpost: {path}: ") \
-            and not os.path.exists(out)
-        counts["exit1"] += ok
-    else:
-        ok = False
-    if not ok:
-        if not report:
-            problems.append(f"case {i} ({kind} of {name}): exit {r.returncode} without a sanitizer "
-                            f"report broke the one-line rule: {lines[:3]}")
-        else:
-            where, what = classify(r.stderr)
-            line = f"case {i} ({kind} of {name}): exit {r.returncode}: {what}"
-            if where == "libhdf5":
-                # The normal build must still end with one line and exit 1
-                # (or convert): the guard turns libhdf5's crash into an error.
-                q = subprocess.run([PLAIN, "perun", path, "-o", out], capture_output=True,
-                                   text=True, errors="replace", timeout=LIMIT_S + 60,
-                                   env=dict(os.environ, ANCHORPOST_PERUN_TIMEOUT_S=str(LIMIT_S)))
-                ql = q.stderr.strip().splitlines()
-                plain_ok = (q.returncode == 1 and len(ql) == 1) or \
-                    (q.returncode == 0 and len(ql) <= 1)
-                line += f"; {h5dump_crashes(path)}; normal build: exit {q.returncode} {ql[-1:]}"
-                if plain_ok:
-                    hdf5_bugs.append(line)
-                else:
-                    problems.append(line + " (normal build broke the one-line rule)")
-            else:
-                problems.append(line)
-    for p_ in (path, out, out + ".energy.csv"):
-        if os.path.exists(p_) and ok:
-            os.unlink(p_)
 
-print(f"ran {ran} corrupted copies (the first {N} and known cases {KNOWN} ; seed {SEED}; mutations {kinds}): "
+
+def run_cases(label, seeds, n, known):
+    """Cases 0..n-1 and `known` of the seeded mutation sequence over `seeds`."""
+    global ran, rng
+    rng = random.Random(SEED)
+    for i in range(max([n] + [k + 1 for k in known])):
+        name, data = seeds[i % len(seeds)]
+        kind, bad = mutate(data)
+        if i >= n and i not in known:
+            continue
+        ran += 1
+        kinds[kind] = kinds.get(kind, 0) + 1
+        path = os.path.join(work, f"{label}_case{i:03d}_{name}")
+        out = os.path.join(work, f"{label}_case{i:03d}.csv")
+        with open(path, "wb") as f:
+            f.write(bad)
+        args = [AP, "perun", path, "-o", out] + (["--regions"] if i % 5 == 4 else [])
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, errors="replace", env=env,
+                               timeout=LIMIT_S + 60)
+        except subprocess.TimeoutExpired:
+            problems.append(f"{label} case {i} ({kind} of {name}): hung for {LIMIT_S + 60} s")
+            continue
+        # allocator_may_return_null=1 makes ASan note libhdf5's huge mallocs
+        # from corrupt size fields; that note is ASan's, not anchorpost's output.
+        lines = [ln for ln in r.stderr.strip().splitlines()
+                 if not re.match(r"==\d+==WARNING: AddressSanitizer failed to allocate", ln)]
+        report = re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", r.stderr)
+        if report:
+            # The sanitizer report may come from the forked child that walks
+            # the file first (perun_guard.c); the parent then exits 1.
+            ok = False
+        elif r.returncode == 0:
+            ok = all(ln.startswith("anchorpost: warning: ") for ln in lines) and len(lines) <= 1 \
+                and os.path.exists(out)
+            counts["exit0"] += ok
+        elif r.returncode == 1:
+            if "did not finish reading this file" in r.stderr:
+                hdf5_bugs.append(f"{label} case {i} ({kind} of {name}): libhdf5 looped, stopped after "
+                                 f"{LIMIT_S} s: {lines[-1:]}")
+            ok = len(lines) == 1 and lines[0].startswith(f"anchorpost: {path}: ") \
+                and not os.path.exists(out)
+            counts["exit1"] += ok
+        else:
+            ok = False
+        if not ok:
+            if not report:
+                problems.append(f"{label} case {i} ({kind} of {name}): exit {r.returncode} without a sanitizer "
+                                f"report broke the one-line rule: {lines[:3]}")
+            else:
+                where, what = classify(r.stderr)
+                line = f"{label} case {i} ({kind} of {name}): exit {r.returncode}: {what}"
+                if where == "libhdf5":
+                    # The normal build must still end with one line and exit 1
+                    # (or convert): the guard turns libhdf5's crash into an error.
+                    q = subprocess.run([PLAIN, "perun", path, "-o", out], capture_output=True,
+                                       text=True, errors="replace", timeout=LIMIT_S + 60,
+                                       env=dict(os.environ, ANCHORPOST_PERUN_TIMEOUT_S=str(LIMIT_S)))
+                    ql = q.stderr.strip().splitlines()
+                    plain_ok = (q.returncode == 1 and len(ql) == 1) or \
+                        (q.returncode == 0 and len(ql) <= 1)
+                    line += f"; {h5dump_crashes(path)}; normal build: exit {q.returncode} {ql[-1:]}"
+                    if plain_ok:
+                        hdf5_bugs.append(line)
+                    else:
+                        problems.append(line + " (normal build broke the one-line rule)")
+                else:
+                    problems.append(line)
+        for p_ in (path, out, out + ".energy.csv"):
+            if os.path.exists(p_) and ok:
+                os.unlink(p_)
+
+
+KNOWN = []
+for label, folder in fixture_sets():
+    if label == "repo":
+        run_cases(label, load_seeds(folder), N, [])
+    else:  # the cases known to reach libhdf5 bugs, on the files they were found with
+        run_cases(label, load_seeds(folder), 0, KNOWN_SHARED)
+        KNOWN = KNOWN_SHARED
+
+print(f"ran {ran} corrupted copies (the first {N} of the repository's files; known cases {KNOWN} of ../shared's; seed {SEED}; mutations {kinds}): "
       f"{counts['exit0']} converted (exit 0), {counts['exit1']} refused with one line (exit 1)")
 for b in hdf5_bugs:
     print("LIBHDF5: " + b)

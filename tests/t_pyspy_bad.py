@@ -1,7 +1,6 @@
 """Bad py-spy inputs: each makes `anchorpost samples` (CSV and --by-frame)
 exit 1 with one line naming the file and the location, and leave no
 output file behind (not even a temp file)."""
-import glob
 import json
 import os
 import sys
@@ -10,8 +9,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyspy_common import check, run  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
-shared = os.environ.get("SHARED", "")
-fixtures = sorted(glob.glob(os.path.join(shared, "fixtures", "pyspy", "*.json")))
+# a real py-spy file to truncate (tests/data/pyspy, made by its make.sh)
+fixtures = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "pyspy", "victim.speedscope.json")]
 
 
 def ss(profiles, frames=None, **top):
@@ -30,7 +29,7 @@ def prof(samples, weights, **kw):
 
 good_ct = [{"args": {"filename": "a.py", "line": 1}, "cat": "py-spy", "name": "f", "ph": "B", "pid": 1, "tid": 2, "ts": 0},
            {"args": {"filename": "a.py", "line": 1}, "cat": "py-spy", "name": "f", "ph": "E", "pid": 1, "tid": 2, "ts": 10}]
-fixture = open(fixtures[0], "rb").read() if fixtures else ss([prof([[0]] * 50, [0.01] * 50)])
+fixture = open(fixtures[0], "rb").read()
 
 cases = [
     ("empty", b"", [], "empty file"),

@@ -22,7 +22,9 @@ r = subprocess.run(["cc", "-std=c11", "-O1", "-g", "-D_GNU_SOURCE", "-Wall", "-W
                     "-o", drv, "tests/pyspy_energy_main.c"] + srcs + flags + ["-lm"], cwd=ROOT, capture_output=True, text=True)
 check(r.returncode == 0, "building the driver: %s" % r.stderr)
 
-inputs = sorted(glob.glob(os.path.join(shared, "fixtures", "pyspy", "*.json")))
+inputs = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "pyspy", "*.json")))
+inputs += [os.path.join(ROOT, "tests", "data", "pyspy", "victim.raw.txt")]
+inputs += sorted(glob.glob(os.path.join(shared, "fixtures", "pyspy", "*.json")))
 inputs += [os.path.join(ROOT, "tests/fuzz/seeds/chrometrace/victim.json"), os.path.join(ROOT, "tests/fuzz/seeds/raw/victim.txt"),
            os.path.join(ROOT, "tests/fuzz/seeds/speedscope/evented.json")]
 POWER = 7.0

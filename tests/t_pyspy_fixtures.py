@@ -1,4 +1,5 @@
-"""Every real py-spy speedscope fixture round-trips through `anchorpost
+"""Every real py-spy speedscope fixture (tests/data/pyspy, and ../shared's
+when present) round-trips through `anchorpost
 samples`: per-thread sample counts, total weight, leaf self counts, every
 stack string and time, and the --by-frame aggregate equal what Python's
 json module computes from the same file."""
@@ -14,10 +15,12 @@ from pyspy_common import by_frame_truth, check, read_csv, run, speedscope_truth 
 
 shared = os.environ.get("SHARED")
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
-files = sorted(glob.glob(os.path.join(shared or "", "fixtures", "pyspy", "*.json")))
-if not files:
-    print("no fixtures under $SHARED/fixtures/pyspy")
-    sys.exit(77)
+# tests/data/pyspy: real py-spy 0.4.3 output (tests/data/pyspy/make.sh);
+# ../shared/fixtures/pyspy (authors' py-spy 0.4.1/0.4.2 files), when present, adds cases.
+here = os.path.dirname(os.path.abspath(__file__))
+files = sorted(glob.glob(os.path.join(here, "data", "pyspy", "*.speedscope.json")))
+check(files, "no speedscope files in tests/data/pyspy")
+files += sorted(glob.glob(os.path.join(shared or "", "fixtures", "pyspy", "*.json")))
 
 for path in files:
     name = os.path.basename(path)

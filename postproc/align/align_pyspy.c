@@ -15,6 +15,7 @@
 #define PULSE_FRAME "_anchor_sync_pulse_busy"
 /* Tunables (tunables.h) under their short local names. */
 #define LIFETIME_SLACK_S ALIGN_PYSPY_LIFETIME_SLACK_S
+#define STAMP_LAG_S ALIGN_PYSPY_STAMP_LAG_S
 #define COARSE_STEP_S ALIGN_PYSPY_COARSE_STEP_S
 #define MAX_DRIFT ALIGN_PYSPY_MAX_DRIFT
 #define PULSE_GAP_X_S ALIGN_PYSPY_PULSE_GAP_X_S
@@ -1120,7 +1121,13 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				f = f0;
 			}
 		} else {
-			f = fit_offset(pts, npts, 1.0, lo, hi, a->prior_offset_s);
+			/* chrometrace stamps a sample when py-spy's main thread
+			 * takes it off the sampler's queue (chrometrace.rs:
+			 * Instant elapsed in increment()), never before the stack
+			 * was read and tens of ms later on a loaded machine: the
+			 * last sample bounds the offset from above only with that
+			 * lag allowed (the pulses decide within it). */
+			f = fit_offset(pts, npts, 1.0, lo, hi + (chrome ? STAMP_LAG_S : 0), a->prior_offset_s);
 		}
 		if (!f.ok) {
 			seterr(err, errlen, "out of memory");

@@ -45,6 +45,11 @@
 /* Slack on process lifetimes when bounding the offset: py-spy's ts is
  * taken when it processes a sample, a little after reading the stack. */
 #define ALIGN_PYSPY_LIFETIME_SLACK_S 0.05
+/* py-spy's chrometrace stamps a sample when its main thread dequeues it,
+ * which under load runs late by up to ~1 s: the last sample bounds the
+ * pulse fit's offset from above only with this much room (a tight bound
+ * pinned the fit 83 ms early in a loaded t_e2e_demo_slow run). */
+#define ALIGN_PYSPY_STAMP_LAG_S 1.0
 /* Coarse grid of the offset scan: 1 ms is below py-spy's 10 ms period,
  * so the best cell is never skipped. */
 #define ALIGN_PYSPY_COARSE_STEP_S 1e-3
