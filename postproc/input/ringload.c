@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "diag.h"
+#include "input_file.h"
 
 void ringload_open(struct ringload *rl, const char *path)
 {
 	char err[512];
 	memset(rl, 0, sizeof *rl);
-	if (ring_reader_load(path, &rl->rf, err, sizeof err) != 0)
+	if (input_file_check(path, INPUT_FILE_REMEMBER, err, sizeof err) != 0 ||
+	    ring_reader_load(path, &rl->rf, err, sizeof err) != 0)
 		diag_fatal(path, "%s", err);
 	if (ring_clock_build(rl->rf.ev, rl->rf.nev, &rl->clock) != 0 ||
 	    ring_procs_build(rl->rf.ev, rl->rf.nev, rl->rf.hdr.hostname, &rl->procs) != 0)
