@@ -501,7 +501,7 @@ int cmd_functions(int argc, char **argv)
 		outfile_commit(&so);
 		free(w);
 	}
-	if (out) {
+	if (out && !outfile_is_stream(out)) {
 		struct outfile af;
 		char *apath;
 		if (asprintf(&apath, "%s.alignment.txt", out) < 0)

@@ -299,7 +299,7 @@ int cmd_timeline(int argc, char **argv)
 		FILE *afp = stderr;
 		struct outfile af;
 		char *apath = NULL;
-		if (out) {
+		if (out && !outfile_is_stream(out)) {
 			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
 				diag_fatal(NULL, "out of memory");
 			outfile_open(&af, apath);
@@ -314,7 +314,7 @@ int cmd_timeline(int argc, char **argv)
 		}
 		if (m.emulated)
 			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(&m));
-		if (out) {
+		if (apath) {
 			outfile_commit(&af);
 			free(apath);
 		}

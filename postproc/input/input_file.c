@@ -133,7 +133,7 @@ static int admit(const char *path, const struct stat *st, int flags, char *err, 
 	pthread_mutex_unlock(&g_lock);
 	if (out)
 		return set_err(err, errlen, -EEXIST,
-			       "is also an output of this command: refusing to read a file it is replacing");
+			       "is also the output of this command: refusing to overwrite an input; choose another output");
 	return 0;
 }
 

@@ -105,10 +105,13 @@ static char *dir_of(const char *path)
 
 /* Does path reach its file through /proc (a /proc/PID/fd/N link such as
  * /dev/stdout, /dev/fd/1)?  Such a file is the caller's open stream; it is
- * written to, never replaced.  Unknown counts as yes: never replace. */
-static int via_proc(const char *path)
+ * written to, never replaced.  Unknown counts as yes: never replace.
+ * *own_fd: N when the link is one of our own fds, else -1. */
+static int via_proc_fd(const char *path, int *own_fd)
 {
-	char cur[PATH_MAX], link[PATH_MAX];
+	char cur[PATH_MAX], link[PATH_MAX], self[64];
+	*own_fd = -1;
+	snprintf(self, sizeof self, "/proc/%ld/fd", (long)getpid());
 	if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
 		return 1;
 	for (int hop = 0; hop < 40; hop++) {
@@ -116,6 +119,13 @@ static int via_proc(const char *path)
 		char *dir = dir_of(cur), *real = dir ? realpath(dir, NULL) : NULL;
 		ssize_t n;
 		int proc = real && strncmp(real, "/proc/", 6) == 0;
+		if (real && strcmp(real, self) == 0) {
+			const char *base = strrchr(cur, '/');
+			char *end;
+			long fd = strtol(base ? base + 1 : cur, &end, 10);
+			if (!*end && fd >= 0 && fd < INT_MAX)
+				*own_fd = (int)fd;
+		}
 		free(real);
 		if (proc || lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
 			free(dir);
@@ -136,6 +146,12 @@ static int via_proc(const char *path)
 			return 1;
 	}
 	return 1;
+}
+
+static int via_proc(const char *path)
+{
+	int fd;
+	return via_proc_fd(path, &fd);
 }
 
 /* A symlink planted by someone else in a sticky, world-writable directory
@@ -219,21 +235,40 @@ static void refuse_if_input(const char *shown, const char *path, const struct st
 				  "output", in);
 }
 
-/* Non-regular target: open it and write straight into it. */
-static void open_stream(struct outfile *o, const char *path, int append)
+/* Non-regular target: write straight into it.  One of our own fds
+ * (/dev/stdout) is dup()ed, so the output shares its offset as `>&1` would
+ * (a reopen would start at 0 and overwrite what stdout wrote). */
+static void open_stream(struct outfile *o, const char *path)
 {
 	struct stat st;
-	int fd;
+	int fd, own;
 	fflush(stdout); /* our own stdout may be the same stream */
-	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (append ? O_APPEND : 0));
+	if (via_proc_fd(path, &own) && own >= 0)
+		fd = fcntl(own, F_DUPFD_CLOEXEC, 3);
+	else
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		diag_fatal(path, "cannot write: %s", strerror(errno));
 	if (fstat(fd, &st) == 0)
 		refuse_if_input(path, path, &st);
-	o->fp = fdopen(fd, append ? "a" : "w");
+	o->fp = fdopen(fd, "w");
 	if (!o->fp)
 		diag_fatal(path, "cannot write: %s", strerror(errno));
 	o->stream = 1;
+}
+
+int outfile_is_stream(const char *path)
+{
+	struct stat lst, st;
+	if (!path || strcmp(path, "-") == 0)
+		return 1;
+	if (lstat(path, &lst) != 0 || S_ISREG(lst.st_mode) || S_ISDIR(lst.st_mode))
+		return 0;
+	if (!S_ISLNK(lst.st_mode))
+		return 1;
+	if (stat(path, &st) != 0)
+		return 0;
+	return !S_ISREG(st.st_mode) || via_proc(path);
 }
 
 void outfile_open(struct outfile *o, const char *path)
@@ -262,7 +297,7 @@ void outfile_open(struct outfile *o, const char *path)
 	} else if (S_ISDIR(lst.st_mode)) {
 		diag_fatal(path, "is a directory");
 	} else if (!S_ISLNK(lst.st_mode)) {
-		open_stream(o, path, 0); /* device, FIFO, socket: never replaced */
+		open_stream(o, path); /* device, FIFO, socket: never replaced */
 		return;
 	} else {
 		if (foreign_sticky_link(path, &lst))
@@ -272,7 +307,7 @@ void outfile_open(struct outfile *o, const char *path)
 		if (S_ISDIR(st.st_mode))
 			diag_fatal(path, "is a directory");
 		if (!S_ISREG(st.st_mode) || via_proc(path)) {
-			open_stream(o, path, S_ISREG(st.st_mode));
+			open_stream(o, path);
 			return;
 		}
 		target = realpath(path, NULL); /* replace the file, keep the link */

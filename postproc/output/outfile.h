@@ -40,6 +40,11 @@ void outfile_commit(struct outfile *o);
 /* Remove the temp file (if any) and forget it. */
 void outfile_abort(struct outfile *o);
 
+/* 1 when path is written to directly ("-", a device, a FIFO, a path
+ * through /proc): side files named after it (PATH.alignment.txt) must not
+ * be created beside it (/dev/null.alignment.txt). */
+int outfile_is_stream(const char *path);
+
 /* Abort every open outfile (called by diag_fatal). */
 void outfile_abort_all(void);
 
