@@ -201,7 +201,7 @@ int cmd_timeline(int argc, char **argv)
 		if (!p.nsamples)
 			diag_fatal(profile, "the profile holds no samples");
 		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-			diag_fatal(profile, "%s", err);
+			ringload_fatal_mismatch(&m.rl, profile, err);
 		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
 			diag_fatal(NULL, "out of memory");
 		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
