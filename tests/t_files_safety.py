@@ -7,7 +7,7 @@
     timeline, phases --rings);
   * -o onto a FIFO with a reader: the reader gets the whole CSV, the FIFO
     stays a FIFO;
-  * -o onto a symlink to /proc/self/fd/1, and -o /dev/stdout with stdout
+  * -o onto a private symlink to /proc/self/fd/1 (what /dev/stdout is), stdout
     a pipe and a regular file: the CSV arrives there, the link stays;
   * a sticky world-writable directory where uid 65534 (setpriv) plants
     symlinks to a root-owned victim at every FILE.tmp.PID name for the next
@@ -186,16 +186,18 @@ for label, args in WRITERS:
     check(os.path.islink(link) and os.readlink(link) == "/proc/self/fd/1", "%s: the link was replaced" % label)
     check(entries(S) == ["so"], "%s -o LINK left %s" % (label, entries(S)))
     # stdout a regular file: still written through, the file is not replaced
-    # behind the shell's back (same inode afterwards)
+    # behind the shell's back (same inode afterwards).  The private link, not
+    # /dev/stdout: a build with the old bug renamed a file over /dev/stdout.
     red = os.path.join(TMP, "redirect.out")
     with open(red, "wb") as f:
         ino = os.fstat(f.fileno()).st_ino
-        p = subprocess.run([POST, *args, "-o", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE, timeout=HANG_S)
-    check(p.returncode == 0, "%s -o /dev/stdout > FILE: exit %d" % (label, p.returncode))
-    check(REF[label] in read(red), "%s -o /dev/stdout > FILE: CSV missing" % label)
-    check(os.stat(red).st_ino == ino, "%s -o /dev/stdout > FILE: the file was replaced" % label)
+        p = subprocess.run([POST, *args, "-o", link], stdout=f, stderr=subprocess.PIPE, timeout=HANG_S)
+    check(p.returncode == 0, "%s -o LINK > FILE: exit %d" % (label, p.returncode))
+    check(REF[label] in read(red), "%s -o LINK > FILE: CSV missing" % label)
+    check(os.stat(red).st_ino == ino, "%s -o LINK > FILE: the file was replaced" % label)
+    check(os.path.islink(link), "%s -o LINK > FILE: the link was replaced" % label)
     os.unlink(red)
-print("ok: -o onto a symlink to /proc/self/fd/1 and /dev/stdout (pipe and regular file): written through")
+print("ok: -o onto a symlink to /proc/self/fd/1 with stdout a pipe and a regular file: written through")
 
 # Regular outputs: replaced atomically, mode from the umask.
 R = os.path.join(TMP, "reg")

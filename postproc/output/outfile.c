@@ -390,7 +390,8 @@ void outfile_abort(struct outfile *o)
 		fclose(o->fp);
 	o->fp = NULL;
 	block_sigs(&old);
-	if (o->tmp_path)
+	/* a forked child that exits or fails leaves its parent's temps alone */
+	if (o->tmp_path && getpid() == g_owner)
 		unlink(o->tmp_path);
 	list_remove(o);
 	restore_sigs(&old);
