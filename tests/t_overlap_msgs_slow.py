@@ -16,6 +16,7 @@
 import csv
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -75,7 +76,31 @@ p = post("phases", "--ring", ring, "--perun", h5, "-o", out)
 check(p.returncode == 0, "phases refused a genuine 1 s recording: %s" % p.stderr.strip())
 rows = [r for r in csv.DictReader(open(out)) if r["phase"] == "train"]
 check(rows and all(float(r["energy_j"]) > 0 for r in rows), "train phase without energy: %s" % rows)
-print("ok: a 1 s recording with a 0.3 s phase is accepted (%s)" % p.stdout.splitlines()[0][:120])
+print("ok: a 1 s recording with a 0.3 s phase is accepted, train %.3f J" % sum(float(r["energy_j"]) for r in rows))
+
+# 1b. Issue 15 point 10 for the commands that need a real recording:
+#     functions onto a device node, onto its own inputs; record's own file.
+if os.geteuid() == 0:
+    nd = os.path.join(TMP, "node")
+    os.makedirs(nd)
+    dev = os.path.join(nd, "nul")
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    p = post("functions", "--ring", ring, "--perun", h5, "--profile", prof, "-o", dev)
+    check(p.returncode == 0, "functions -o CHARDEV: %s" % p.stderr.strip()[-300:])
+    check(stat.S_ISCHR(os.lstat(dev).st_mode) and os.listdir(nd) == ["nul"],
+          "functions -o CHARDEV: node replaced or side files made: %s" % os.listdir(nd))
+    print("ok: functions -o onto a private char device: written to, no side files")
+before = {f: open(f, "rb").read() for f in (ring, prof)}
+for extra in (["-o", prof], ["-o", os.path.join(TMP, "f.csv"), "--speedscope-out", ring]):
+    p = post("functions", "--ring", ring, "--perun", h5, "--profile", prof, *extra)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and "refusing to overwrite" in lines[0],
+          "functions %s: want one refusal line, got %d %r" % (" ".join(extra), p.returncode, p.stderr[-300:]))
+check(all(open(f, "rb").read() == d for f, d in before.items()), "functions overwrote an input")
+left = [f for f in os.listdir(TMP) + os.listdir(rec) if ".tmp." in f]
+check(not left, "temp files left: %s" % left)
+check(stat.S_IMODE(os.stat(os.path.join(rec, "record.json")).st_mode) == 0o644, "record.json mode")
+print("ok: functions -o/--speedscope-out onto an input refused; record.json 0644, no temp left")
 
 # 2. A damaged ring: the later half of its committed records marked BUSY
 #    (claimed, never committed), as after a writer died: torn.
