@@ -255,6 +255,7 @@ if is_root:
     check(read(victim) == b"root's file\n" and os.path.islink(final), "sticky final-name link followed")
     print("ok: sticky dir, uid 65534 planted %d links at FILE.tmp.PID and one at the output name: victim untouched"
           % nplanted)
+    shutil.rmtree(ST, True)  # now, not only at exit: the test may be killed later
 
 # Output equal to an input: refused, input unchanged, nothing left.
 E = os.path.join(TMP, "eq")
