@@ -327,12 +327,19 @@ static int load(const char *path, struct ring_file *rf, char *err, size_t errlen
 	rf->path = strdup(path);
 	if (!rf->path)
 		return set_err(err, errlen, -ENOMEM, "out of memory");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO without a writer would block open() for good
+	 * (and a ring is mmap()ed: only a regular file will do). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return set_err(err, errlen, -errno, "cannot open: %s", strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int isdir = S_ISDIR(st.st_mode);
+		const char *what = S_ISFIFO(st.st_mode) ? "a FIFO (pipe)" : S_ISCHR(st.st_mode) ? "a character device"
+				   : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+				   : isdir ? "a directory" : "not a regular file";
 		close(fd);
-		return set_err(err, errlen, -EINVAL, "not a regular file");
+		return set_err(err, errlen, isdir ? -EISDIR : -EINVAL,
+			       "is %s, not a regular file (a ring is a file that libanchor wrote)", what);
 	}
 	if (st.st_size > 0) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

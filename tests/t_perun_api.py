@@ -25,7 +25,8 @@ p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
                     "-I" + os.path.join(ROOT, "postproc", "input"), "-I" + os.path.join(ROOT, "postproc", "util"), *cflags,
                     os.path.join(ROOT, "tests", "perun_api_check.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_load.c"),
-                    os.path.join(ROOT, "postproc", "input", "perun_guard.c"), "-o", EXE, *libs, "-lm"],
+                    os.path.join(ROOT, "postproc", "input", "perun_guard.c"),
+                    os.path.join(ROOT, "postproc", "input", "input_file.c"), "-o", EXE, *libs, "-lm", "-pthread"],
                    capture_output=True, text=True)
 check(p.returncode == 0, f"building perun_api_check failed: {p.stderr}")
 

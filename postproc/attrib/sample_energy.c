@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "input_file.h"
 
 /* Leaf source lines that wait rather than run.  Without --native py-spy
  * shows the Python line that called the blocking C function. */
@@ -22,8 +25,12 @@ struct src_file {
 
 static int load_src(struct src_file *f, const char *path)
 {
-	FILE *fp = fopen(path, "rb");
+	/* The profile names the file: a FIFO or device there must not hang us. */
+	int fd = input_file_open(path, 0, NULL, 0);
+	FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	size_t cap = 0, len = 0;
+	if (fd >= 0 && !fp)
+		close(fd);
 	f->path = strdup(path);
 	f->text = NULL;
 	f->line_off = NULL;
@@ -311,11 +318,8 @@ const char *sample_energy_perun_script(const struct ringload *rl, char *buf, siz
 			if (len > 3 && !memcmp(t + len - 3, ".py", 3) && len < cap) {
 				memcpy(buf, t, len);
 				buf[len] = '\0';
-				FILE *fp = fopen(buf, "r");
-				if (fp) {
-					fclose(fp);
+				if (input_file_check(buf, 0, NULL, 0) == 0)
 					return buf;
-				}
 				break;
 			}
 			if (!end)

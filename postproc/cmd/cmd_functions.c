@@ -437,7 +437,7 @@ int cmd_functions(int argc, char **argv)
 	if (!p.nsamples)
 		diag_fatal(profile, "the profile holds no samples");
 	if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-		diag_fatal(profile, "%s", err);
+		ringload_fatal_mismatch(&m.rl, profile, err);
 	char script[1024];
 	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
 	if (sample_energy_build(&m, &p, &a, string_src, &se))
@@ -485,7 +485,7 @@ int cmd_functions(int argc, char **argv)
 		outfile_commit(&so);
 		free(w);
 	}
-	if (out) {
+	if (out && !outfile_is_stream(out)) {
 		struct outfile af;
 		char *apath;
 		if (asprintf(&apath, "%s.alignment.txt", out) < 0)

@@ -207,7 +207,7 @@ int cmd_perun(int argc, char **argv)
 		struct csv ec;
 		char *epath = NULL;
 		size_t nenergy = 0;
-		if (!to_stdout) {
+		if (!outfile_is_stream(out)) {
 			size_t len = strlen(out) + sizeof ".energy.csv";
 			epath = malloc(len);
 			if (!epath)
@@ -222,7 +222,7 @@ int cmd_perun(int argc, char **argv)
 			"sensor", "energy_j");
 		for (size_t i = 0; i < pf.nruns; i++)
 			if (!only || &pf.runs[i] == only)
-				nenergy += write_energy(tfp, to_stdout ? NULL : &ec, &pf.runs[i]);
+				nenergy += write_energy(tfp, epath ? &ec : NULL, &pf.runs[i]);
 		if (!nenergy)
 			fprintf(tfp, "  (none)\n");
 		if (!count_power(&pf, only))

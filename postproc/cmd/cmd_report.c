@@ -303,7 +303,7 @@ int cmd_report(int argc, char **argv)
 			if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &err))
 				diag_fatal(profile, "%s", err.msg);
 			if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &al, aerr, sizeof aerr))
-				diag_fatal(profile, "%s", aerr);
+				ringload_fatal_mismatch(&m.rl, profile, aerr);
 			align_pyspy_describe(&al, &p, pyspy_line, sizeof pyspy_line);
 			if (strcmp(stacks, "none")) {
 				tp.p = &p;

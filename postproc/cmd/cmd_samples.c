@@ -645,7 +645,7 @@ int cmd_samples(int argc, char **argv)
 		if (!o.anchor_unix_ns)
 			diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
 		o.with_time = 1;
-		if (strcmp(out, "-")) {
+		if (!outfile_is_stream(out)) {
 			struct outfile af;
 			char *apath;
 			if (asprintf(&apath, "%s.alignment.txt", out) < 0)

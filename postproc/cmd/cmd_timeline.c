@@ -186,7 +186,7 @@ int cmd_timeline(int argc, char **argv)
 		if (!p.nsamples)
 			diag_fatal(profile, "the profile holds no samples");
 		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-			diag_fatal(profile, "%s", err);
+			ringload_fatal_mismatch(&m.rl, profile, err);
 		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
 			diag_fatal(NULL, "out of memory");
 		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
@@ -284,7 +284,7 @@ int cmd_timeline(int argc, char **argv)
 		FILE *afp = stderr;
 		struct outfile af;
 		char *apath = NULL;
-		if (out) {
+		if (out && !outfile_is_stream(out)) {
 			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
 				diag_fatal(NULL, "out of memory");
 			outfile_open(&af, apath);
@@ -299,7 +299,7 @@ int cmd_timeline(int argc, char **argv)
 		}
 		if (m.emulated)
 			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(&m));
-		if (out) {
+		if (apath) {
 			outfile_commit(&af);
 			free(apath);
 		}

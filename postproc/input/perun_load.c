@@ -9,6 +9,7 @@
  * structure libhdf5 reports becomes one message naming the HDF5 path.
  */
 #include "perun.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -983,6 +984,9 @@ int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen
 	/* libhdf5 prints a multi-line error stack by default; we report one
 	 * line with the HDF5 path instead. */
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	/* never blocks on a FIFO; no output of this run may replace it */
+	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)))
+		return rc;
 	if (stat(path, &st) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "%s", strerror(e));

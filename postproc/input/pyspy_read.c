@@ -10,7 +10,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "input_file.h"
 #include "pyspy.h"
 #include "pyspy_input.h"
 
@@ -202,12 +204,19 @@ out:
 int pyspy_read(const char *path, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 	       struct pyspy_error *err)
 {
-	FILE *fp = fopen(path, "rb");
-	int rc;
-	if (!fp) {
-		rc = -errno;
-		pyspy_set_err(err, "cannot open: %s", strerror(errno));
+	char why[256];
+	int rc = input_file_open(path, INPUT_FILE_REMEMBER, why, sizeof why);
+	FILE *fp;
+	if (rc < 0) {
+		pyspy_set_err(err, "%s", why);
 		return rc;
+	}
+	fp = fdopen(rc, "rb");
+	if (!fp) {
+		int e = errno;
+		close(rc);
+		pyspy_set_err(err, "cannot open: %s", strerror(e));
+		return -e;
 	}
 	rc = pyspy_read_fp(fp, fmt, p, fn, ctx, err);
 	fclose(fp);

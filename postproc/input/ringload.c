@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "diag.h"
+#include "input_file.h"
 
 void ringload_open(struct ringload *rl, const char *path)
 {
 	char err[512];
 	memset(rl, 0, sizeof *rl);
-	if (ring_reader_load(path, &rl->rf, err, sizeof err) != 0)
+	if (input_file_check(path, INPUT_FILE_REMEMBER, err, sizeof err) != 0 ||
+	    ring_reader_load(path, &rl->rf, err, sizeof err) != 0)
 		diag_fatal(path, "%s", err);
 	if (ring_clock_build(rl->rf.ev, rl->rf.nev, &rl->clock) != 0 ||
 	    ring_procs_build(rl->rf.ev, rl->rf.nev, rl->rf.hdr.hostname, &rl->procs) != 0)
@@ -46,4 +48,38 @@ void ringload_event_name(const struct ring_event *e, char *buf, size_t cap)
 		snprintf(buf, cap, "%.*s", (int)e->text_len, e->text);
 		return;
 	}
+}
+
+int ringload_damage(const struct ring_file *rf, char *buf, size_t cap)
+{
+	const struct ring_stats *st = &rf->stats;
+	const struct {
+		unsigned long long n;
+		const char *what;
+	} parts[] = {
+		{st->torn, "torn record(s)"},
+		{st->orphan_slots, "orphan continuation(s)"},
+		{st->bad_check, "record(s) failing their check"},
+		{st->truncated_slots, "slot(s) missing (file truncated)"},
+	};
+	size_t len = 0;
+	if (cap)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		int k;
+		if (!parts[i].n || len >= cap)
+			continue;
+		k = snprintf(buf + len, cap - len, "%s%llu %s", len ? ", " : "", parts[i].n, parts[i].what);
+		if (k > 0)
+			len += (size_t)k;
+	}
+	return len > 0;
+}
+
+void ringload_fatal_mismatch(const struct ringload *rl, const char *other, const char *msg)
+{
+	char dmg[192];
+	if (ringload_damage(&rl->rf, dmg, sizeof dmg))
+		diag_fatal(rl->rf.path, "damaged ring (%s), which is the likelier cause: %s: %s", dmg, other, msg);
+	diag_fatal(other, "%s", msg);
 }

@@ -19,6 +19,7 @@
 
 #include "align.h"
 #include "diag.h"
+#include "input_file.h"
 #include "phase_set.h"
 #include "ring_clock.h"
 #include "ring_procs.h"
@@ -143,9 +144,10 @@ static int64_t read_origin(const struct mring *m)
 	int64_t t0 = 0;
 	for (size_t i = 0; i < m->nrings; i++) {
 		struct anchor_ring_hdr h;
-		int fd = open(m->rings[i].path, O_RDONLY | O_CLOEXEC);
+		char err[256];
+		int fd = input_file_open(m->rings[i].path, INPUT_FILE_REMEMBER, err, sizeof err);
 		if (fd < 0)
-			diag_fatal(m->rings[i].path, "%s", strerror(errno));
+			diag_fatal(m->rings[i].path, "%s", err);
 		if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, ANCHOR_RING_MAGIC, 8))
 			diag_fatal(m->rings[i].path, "not an anchor ring (bad magic or shorter than a header)");
 		close(fd);
@@ -207,7 +209,8 @@ static void load_ring(const char *path, struct loaded *l)
 {
 	char err[512];
 	memset(l, 0, sizeof *l);
-	if (ring_reader_load(path, &l->rf, err, sizeof err))
+	if (input_file_check(path, INPUT_FILE_REMEMBER, err, sizeof err) ||
+	    ring_reader_load(path, &l->rf, err, sizeof err))
 		worker_fatal(path, "%s", err);
 	if (ring_clock_build(l->rf.ev, l->rf.nev, &l->clk) || ring_procs_build(l->rf.ev, l->rf.nev, l->rf.hdr.hostname, &l->procs))
 		worker_fatal(path, "out of memory");

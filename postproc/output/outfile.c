@@ -1,76 +1,401 @@
-/* outfile.c - temp file + rename (see outfile.h). */
+/* outfile.c - temp file + rename, or direct writes to streams (see outfile.h). */
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
+#include "input_file.h"
 
+/* Outfiles with a temp on disk.  Changed only with g_sigs blocked, so the
+ * signal handler always walks a consistent list. */
 static struct outfile *g_open;
+static pid_t g_owner; /* a forked child must not unlink its parent's temps */
+static int g_atexit;
 
-static void unlink_open(struct outfile *o)
+static const int g_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+static void block_sigs(sigset_t *old)
 {
-	struct outfile **p;
-	for (p = &g_open; *p; p = &(*p)->next_open) {
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof g_sigs / sizeof g_sigs[0]; i++)
+		sigaddset(&set, g_sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+static void restore_sigs(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Async-signal-safe: unlink, signal, sigprocmask, raise only. */
+static void on_fatal_signal(int sig)
+{
+	sigset_t set;
+	if (getpid() == g_owner)
+		for (struct outfile *o = g_open; o; o = o->next_open)
+			if (o->tmp_path)
+				unlink(o->tmp_path);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig); /* die of the signal, as without us */
+}
+
+static void exit_cleanup(void)
+{
+	outfile_abort_all();
+}
+
+/* Take over the signals that would kill us as they stand; a signal with
+ * its own handler or ignored keeps it (that code decides what happens). */
+static void install_cleanup(void)
+{
+	g_owner = getpid();
+	if (!g_atexit) {
+		atexit(exit_cleanup);
+		g_atexit = 1;
+	}
+	for (size_t i = 0; i < sizeof g_sigs / sizeof g_sigs[0]; i++) {
+		struct sigaction cur, sa;
+		if (sigaction(g_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_fatal_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t k = 0; k < sizeof g_sigs / sizeof g_sigs[0]; k++)
+			sigaddset(&sa.sa_mask, g_sigs[k]);
+		sigaction(g_sigs[i], &sa, NULL);
+	}
+}
+
+static void list_remove(struct outfile *o)
+{
+	for (struct outfile **p = &g_open; *p; p = &(*p)->next_open) {
 		if (*p == o) {
 			*p = o->next_open;
 			break;
 		}
 	}
+	o->next_open = NULL;
+}
+
+/* Directory part of path ("." when none); malloc'd. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/* Does path reach its file through /proc (a /proc/PID/fd/N link such as
+ * /dev/stdout, /dev/fd/1)?  Such a file is the caller's open stream; it is
+ * written to, never replaced.  Unknown counts as yes: never replace.
+ * *own_fd: N when the link is one of our own fds, else -1. */
+static int via_proc_fd(const char *path, int *own_fd)
+{
+	char cur[PATH_MAX], link[PATH_MAX], self[64];
+	*own_fd = -1;
+	snprintf(self, sizeof self, "/proc/%ld/fd", (long)getpid());
+	if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+		return 1;
+	for (int hop = 0; hop < 40; hop++) {
+		struct stat st;
+		char *dir = dir_of(cur), *real = dir ? realpath(dir, NULL) : NULL;
+		ssize_t n;
+		int proc = real && strncmp(real, "/proc/", 6) == 0;
+		if (real && strcmp(real, self) == 0) {
+			const char *base = strrchr(cur, '/');
+			char *end;
+			long fd = strtol(base ? base + 1 : cur, &end, 10);
+			if (!*end && fd >= 0 && fd < INT_MAX)
+				*own_fd = (int)fd;
+		}
+		free(real);
+		if (proc || lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+			free(dir);
+			return proc;
+		}
+		n = readlink(cur, link, sizeof link - 1);
+		if (n < 0) {
+			free(dir);
+			return 1;
+		}
+		link[n] = '\0';
+		if (link[0] == '/')
+			n = snprintf(cur, sizeof cur, "%s", link);
+		else
+			n = snprintf(cur, sizeof cur, "%s/%s", dir ? dir : ".", link);
+		free(dir);
+		if (n >= (ssize_t)sizeof cur)
+			return 1;
+	}
+	return 1;
+}
+
+static int via_proc(const char *path)
+{
+	int fd;
+	return via_proc_fd(path, &fd);
+}
+
+/* A symlink planted by someone else in a sticky, world-writable directory
+ * (/tmp) is not followed: what fs.protected_symlinks does, which not every
+ * system turns on. */
+static int foreign_sticky_link(const char *path, const struct stat *lst)
+{
+	struct stat ds;
+	char *dir = dir_of(path);
+	int bad = 0;
+	if (dir && stat(dir, &ds) == 0 && (ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH))
+		bad = lst->st_uid != geteuid() && lst->st_uid != ds.st_uid;
+	free(dir);
+	return bad;
+}
+
+static mode_t file_mode(void)
+{
+	mode_t um = umask(0);
+	umask(um);
+	return (mode_t)(0666 & ~um);
+}
+
+static void random_tag(char *buf, size_t n)
+{
+	static const char al[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char r[32];
+	size_t i;
+	if (n > sizeof r)
+		n = sizeof r;
+	if (getrandom(r, n, GRND_NONBLOCK) != (ssize_t)n) {
+		/* no entropy yet: the name need not be secret, O_EXCL is the guard */
+		uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)buf;
+		for (i = 0; i < n; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			r[i] = (unsigned char)(x >> 56);
+		}
+	}
+	for (i = 0; i < n; i++)
+		buf[i] = al[r[i] % (sizeof al - 1)];
+	buf[n] = '\0';
+}
+
+/* Create the temp beside target: a random name, O_EXCL|O_NOFOLLOW, 0600. */
+static int create_temp(const char *target, char **tmp_out)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		char tag[13], *tmp, *dir;
+		int fd, n;
+		random_tag(tag, 12);
+		n = asprintf(&tmp, "%s.tmp.%s", target, tag);
+		if (n < 0)
+			return -ENOMEM;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0 && errno == ENAMETOOLONG) {
+			free(tmp);
+			dir = dir_of(target);
+			n = dir ? asprintf(&tmp, "%s/.anchorpost.tmp.%s", dir, tag) : -1;
+			free(dir);
+			if (n < 0)
+				return -ENOMEM;
+			fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		}
+		if (fd >= 0) {
+			*tmp_out = tmp;
+			return fd;
+		}
+		n = errno;
+		free(tmp);
+		if (n != EEXIST)
+			return -n;
+	}
+	return -EEXIST;
+}
+
+static void refuse_if_input(const char *shown, const char *path, const struct stat *st)
+{
+	const char *in = input_file_same_input(path, st);
+	if (in)
+		diag_fatal(shown, "is also an input of this command (%s): refusing to overwrite it; choose another "
+				  "output", in);
+}
+
+/* Non-regular target: write straight into it.  One of our own fds
+ * (/dev/stdout) is dup()ed, so the output shares its offset as `>&1` would
+ * (a reopen would start at 0 and overwrite what stdout wrote). */
+static void open_stream(struct outfile *o, const char *path)
+{
+	struct stat st;
+	int fd, own;
+	fflush(stdout); /* our own stdout may be the same stream */
+	if (via_proc_fd(path, &own) && own >= 0)
+		fd = fcntl(own, F_DUPFD_CLOEXEC, 3);
+	else
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		diag_fatal(path, "cannot write: %s", strerror(errno));
+	if (fstat(fd, &st) == 0)
+		refuse_if_input(path, path, &st);
+	o->fp = fdopen(fd, "w");
+	if (!o->fp)
+		diag_fatal(path, "cannot write: %s", strerror(errno));
+	o->stream = 1;
+}
+
+int outfile_is_stream(const char *path)
+{
+	struct stat lst, st;
+	if (!path || strcmp(path, "-") == 0)
+		return 1;
+	if (lstat(path, &lst) != 0 || S_ISREG(lst.st_mode) || S_ISDIR(lst.st_mode))
+		return 0;
+	if (!S_ISLNK(lst.st_mode))
+		return 1;
+	if (stat(path, &st) != 0)
+		return 0;
+	return !S_ISREG(st.st_mode) || via_proc(path);
 }
 
 void outfile_open(struct outfile *o, const char *path)
 {
+	struct stat lst, st;
+	const struct stat *have = NULL;
+	char *target = NULL;
+	sigset_t old;
+	int fd;
+
 	memset(o, 0, sizeof *o);
 	if (!path || strcmp(path, "-") == 0) {
 		o->fp = stdout;
 		return;
 	}
-	o->path = strdup(path);
-	if (asprintf(&o->tmp_path, "%s.tmp.%ld", path, (long)getpid()) < 0 || !o->path)
+	o->shown = strdup(path);
+	if (!o->shown)
 		diag_fatal(path, "out of memory");
-	o->fp = fopen(o->tmp_path, "w");
-	if (!o->fp)
-		diag_fatal(path, "cannot write: %s", strerror(errno));
-	setvbuf(o->fp, NULL, _IOFBF, 1 << 20);
+	if (lstat(path, &lst) != 0) {
+		if (errno != ENOENT)
+			diag_fatal(path, "cannot write: %s", strerror(errno));
+		target = strdup(path); /* a new file */
+	} else if (S_ISREG(lst.st_mode)) {
+		target = strdup(path);
+		have = &lst;
+	} else if (S_ISDIR(lst.st_mode)) {
+		diag_fatal(path, "is a directory");
+	} else if (!S_ISLNK(lst.st_mode)) {
+		open_stream(o, path); /* device, FIFO, socket: never replaced */
+		return;
+	} else {
+		if (foreign_sticky_link(path, &lst))
+			diag_fatal(path, "is a symlink owned by another user in a sticky directory: not followed");
+		if (stat(path, &st) != 0)
+			diag_fatal(path, "cannot write through the symlink: %s", strerror(errno));
+		if (S_ISDIR(st.st_mode))
+			diag_fatal(path, "is a directory");
+		if (!S_ISREG(st.st_mode) || via_proc(path)) {
+			open_stream(o, path);
+			return;
+		}
+		target = realpath(path, NULL); /* replace the file, keep the link */
+		if (!target)
+			diag_fatal(path, "cannot resolve the symlink: %s", strerror(errno));
+		have = &st;
+	}
+	if (!target)
+		diag_fatal(path, "out of memory");
+	refuse_if_input(path, target, have);
+
+	block_sigs(&old);
+	install_cleanup();
+	fd = create_temp(target, &o->tmp_path);
+	if (fd < 0) {
+		restore_sigs(&old);
+		free(target);
+		diag_fatal(path, "cannot write: %s", strerror(-fd));
+	}
+	o->path = target;
 	o->next_open = g_open;
 	g_open = o;
+	restore_sigs(&old);
+
+	input_file_note_output(o->shown, have);
+	if (fchmod(fd, file_mode()) != 0 || !(o->fp = fdopen(fd, "w"))) {
+		int e = errno;
+		if (!o->fp)
+			close(fd);
+		diag_fatal(path, "cannot write: %s", strerror(e));
+	}
+	setvbuf(o->fp, NULL, _IOFBF, 1 << 20);
+}
+
+static void forget(struct outfile *o)
+{
+	if (o->shown)
+		input_file_forget_output(o->shown);
+	free(o->tmp_path);
+	free(o->path);
+	free(o->shown);
+	o->tmp_path = o->path = o->shown = NULL;
 }
 
 void outfile_commit(struct outfile *o)
 {
-	if (!o->path) {
+	sigset_t old;
+	if (o->fp == stdout) {
 		if (fflush(stdout) != 0)
 			diag_fatal("(stdout)", "write failed: %s", strerror(errno));
 		return;
 	}
-	if (ferror(o->fp) || fclose(o->fp) != 0) {
+	if (!o->fp)
+		return;
+	if (ferror(o->fp) | fclose(o->fp)) {
 		int e = errno;
 		o->fp = NULL;
-		diag_fatal(o->path, "write failed: %s", strerror(e));
+		diag_fatal(o->shown, "write failed: %s", strerror(e ? e : EIO));
 	}
 	o->fp = NULL;
-	if (rename(o->tmp_path, o->path) != 0)
-		diag_fatal(o->path, "cannot rename temp file into place: %s", strerror(errno));
-	unlink_open(o);
-	free(o->tmp_path);
-	free(o->path);
-	o->tmp_path = o->path = NULL;
+	if (o->stream) {
+		forget(o);
+		return;
+	}
+	block_sigs(&old);
+	if (rename(o->tmp_path, o->path) != 0) {
+		int e = errno;
+		restore_sigs(&old);
+		diag_fatal(o->shown, "cannot rename temp file into place: %s", strerror(e));
+	}
+	list_remove(o);
+	restore_sigs(&old);
+	forget(o);
 }
 
 void outfile_abort(struct outfile *o)
 {
+	sigset_t old;
 	if (o->fp && o->fp != stdout)
 		fclose(o->fp);
 	o->fp = NULL;
-	if (o->tmp_path)
+	block_sigs(&old);
+	/* a forked child that exits or fails leaves its parent's temps alone */
+	if (o->tmp_path && getpid() == g_owner)
 		unlink(o->tmp_path);
-	unlink_open(o);
-	free(o->tmp_path);
-	free(o->path);
-	o->tmp_path = o->path = NULL;
+	list_remove(o);
+	restore_sigs(&old);
+	forget(o);
 }
 
 void outfile_abort_all(void)
