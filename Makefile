@@ -57,7 +57,7 @@ $(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 # Unit tests of the option parser (options.c, with diag.c and outfile.c for
 # its messages).
-OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o
+OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o
 $(B)/test_options: tests/unit/test_options.c $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
