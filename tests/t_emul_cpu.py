@@ -31,7 +31,12 @@ def spin(s):
 marks = {}
 time.sleep(1.0)
 cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-marks["spin1"] = time.monotonic_ns(); c0 = cpu(); spin(1.5); c1 = cpu(); marks["spin1_end"] = time.monotonic_ns()
+# Spin 1.5 s, longer on a loaded machine until 0.4 CPU s were had (at most
+# 15 s): the power step must stand clear of the polling noise.
+marks["spin1"] = time.monotonic_ns(); c0 = cpu(); t0 = time.monotonic()
+while time.monotonic() - t0 < 1.5 or (cpu() - c0 < 0.4 and time.monotonic() - t0 < 15):
+	spin(0.05)
+c1 = cpu(); marks["spin1_end"] = time.monotonic_ns()
 marks["spin1_busy"] = (c1 - c0) / ((marks["spin1_end"] - marks["spin1"]) / 1e9)
 time.sleep(0.5)
 pid = os.fork()
@@ -93,7 +98,10 @@ check(abs(p_sleep - IDLE) < 0.1 * PER_CORE, f"sleeping: {p_sleep:.1f} W (idle {I
 # the share it really got (its own getrusage over the spin).
 busy = marks["spin1_busy"]
 want = IDLE + PER_CORE * busy
-check(busy > 0.2 and abs(p_spin - want) < 0.15 * PER_CORE,
+# Tolerance: 15 % of a core's watts, tighter when the spinner got only a
+# small share of a core (so the step above idle is never inside it).
+tol = min(0.15 * PER_CORE, 0.25 * PER_CORE * busy + 0.3)
+check(busy > 0.02 and abs(p_spin - want) < tol,
       f"spinning ({busy:.2f} cores by getrusage): {p_spin:.1f} W (expect {want:.1f} W)")
 print(f"updater ticks {truth['ticks']}, tick p50 {truth['tick_ms']['p50']:.1f} ms p99 {truth['tick_ms']['p99']:.1f} ms")
 for m in fails:
