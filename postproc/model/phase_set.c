@@ -240,6 +240,11 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		if (!t || (ph = intern(&b, e->text)) < 0)
 			goto out;
 		if (e->kind == ANCHOR_KIND_BEGIN) {
+			/* A mark segment between ranges ends where the next range starts. */
+			if (t->mark_open >= 0) {
+				ps->occ[t->mark_open].t1_ns = e->ts_ns;
+				t->mark_open = -1;
+			}
 			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
 				goto out;
 		} else if (e->kind == ANCHOR_KIND_END) {
@@ -252,7 +257,11 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 					found = close_on(ps, &b.ts[k], ph, e->ts_ns);
 			if (!found)
 				ps->unmatched_end++;
-		} else if (!t->has_ranges) {
+		} else if (t->has_ranges && t->nstack) {
+			/* Inside an open range a mark is an instant: cutting the range
+			 * would take time from a phase the user delimited exactly. */
+			ps->marks_in_range++;
+		} else {
 			if (t->mark_open >= 0)
 				ps->occ[t->mark_open].t1_ns = e->ts_ns;
 			if ((o = new_occ(&b, e, ph, 0, 1)) < 0)

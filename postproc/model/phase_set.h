@@ -11,10 +11,13 @@
  * Names starting with "perun." are anchor's record of perun's sample clock
  * (align.h), not phases.
  *
- * Marks: on a thread with no ranges at all, `anchor.mark("x")` means "x
- * starts now": the thread's timeline is cut into segments, each running
- * from one mark to the next (the last to the thread's last record).
- * Threads that use ranges keep their marks as instants.
+ * Marks: `anchor.mark("x")` means "x starts now".  On a thread with no
+ * ranges the timeline is cut into segments, each running from one mark to
+ * the next (the last to the thread's last record).  On a thread that also
+ * uses ranges, a mark outside every open range starts a segment that ends
+ * at the thread's next mark or range begin (so `mark("data")` before
+ * `with phase("forward")` gives data its row); a mark inside an open range
+ * stays an instant (no row) and is counted in marks_in_range.
  *
  * Exclusive timeline: on each thread, every instant belongs to the
  * innermost open range there.  The primary thread (most phase time) gives
@@ -66,6 +69,7 @@ struct phase_set {
 	size_t nthr;
 	size_t primary;         /* index into thr of the primary thread */
 	uint64_t unmatched_end, unclosed_begin;
+	uint64_t marks_in_range;  /* marks kept as instants (inside a range) */
 };
 
 /* Build from sorted ring events.  0 or -ENOMEM. */

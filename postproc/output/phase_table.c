@@ -371,4 +371,8 @@ void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 		diag_warn(o->ring, "%llu end(s) without a begin ignored, %llu range(s) still open at process "
 				   "end closed there",
 			  (unsigned long long)m->ph.unmatched_end, (unsigned long long)m->ph.unclosed_begin);
+	if (m->ph.marks_in_range)
+		diag_warn(o->ring, "%llu mark(s) made inside an open range kept as instants, not phases (a mark "
+				   "starts a phase only outside ranges: it lasts until the next mark or range begin)",
+			  (unsigned long long)m->ph.marks_in_range);
 }
