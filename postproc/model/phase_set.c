@@ -206,6 +206,70 @@ static int cmp_occ_thread(const void *a, const void *b)
 	return cmp_occ_t0(a, b);
 }
 
+/* Is phase k the tools' own activity rather than the user's?  anchor's
+ * sync aids ("anchor.*") always; an MPI call ("MPI_*") when every
+ * occurrence was made by a perun process (perun imports mpi4py: its
+ * MPI_Init_thread, MPI_Allgather, MPI_Barrier, MPI_Finalize) outside the
+ * time its user phases span there, i.e. in perun's set-up or tear-down. */
+static int classify_tool(struct phase_set *ps, const struct ring_procs *procs)
+{
+	struct hull {
+		uint32_t pid;
+		int perun;
+		uint64_t u0, u1;
+	} *h = NULL;
+	size_t nh = 0;
+	ps->tool = calloc(ps->nnames ? ps->nnames : 1, 1);
+	if (!ps->tool)
+		return -1;
+	/* Per process: is it perun, and the span of its user phases. */
+	for (size_t i = 0; i < ps->nocc; i++) {
+		const struct phase_occ *o = &ps->occ[i];
+		const char *nm = ps->names[o->phase];
+		size_t j;
+		for (j = nh; j-- > 0;)
+			if (h[j].pid == o->pid)
+				break;
+		if (j == (size_t)-1) {
+			const struct ring_proc *p = procs ? ring_procs_find(procs, o->pid) : NULL;
+			struct hull *nhl = realloc(h, (nh + 1) * sizeof *h);
+			if (!nhl) {
+				free(h);
+				return -1;
+			}
+			h = nhl;
+			j = nh++;
+			h[j].pid = o->pid;
+			h[j].perun = p && strstr(p->argv, "perun");
+			h[j].u0 = UINT64_MAX;
+			h[j].u1 = 0;
+		}
+		if (strncmp(nm, "MPI_", 4) && strncmp(nm, "anchor.", 7)) {
+			h[j].u0 = o->t0_ns < h[j].u0 ? o->t0_ns : h[j].u0;
+			h[j].u1 = o->t1_ns > h[j].u1 ? o->t1_ns : h[j].u1;
+		}
+	}
+	for (size_t k = 0; k < ps->nnames; k++)
+		ps->tool[k] = !strncmp(ps->names[k], "anchor.", 7) || !strncmp(ps->names[k], "MPI_", 4);
+	for (size_t i = 0; i < ps->nocc; i++) {
+		const struct phase_occ *o = &ps->occ[i];
+		size_t j;
+		if (!ps->tool[o->phase] || !strncmp(ps->names[o->phase], "anchor.", 7))
+			continue;
+		for (j = 0; j < nh && h[j].pid != o->pid; j++)
+			;
+		if (j == nh || !h[j].perun || (h[j].u0 <= h[j].u1 && o->t1_ns > h[j].u0 && o->t0_ns < h[j].u1))
+			ps->tool[o->phase] = 0; /* the user's own MPI */
+	}
+	free(h);
+	return 0;
+}
+
+int phase_set_is_tool(const struct phase_set *ps, int phase)
+{
+	return ps->tool && phase >= 0 && (size_t)phase < ps->nnames && ps->tool[phase];
+}
+
 int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
 		    struct phase_set *ps)
 {
@@ -304,6 +368,8 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			ps->primary = ps->nthr - 1;
 		lo = hi;
 	}
+	if (classify_tool(ps, procs))
+		goto out;
 	rc = 0;
 out:
 	for (size_t k = 0; k < b.nts; k++)
@@ -319,6 +385,7 @@ void phase_set_free(struct phase_set *ps)
 	for (size_t i = 0; i < ps->nnames; i++)
 		free(ps->names[i]);
 	free(ps->names);
+	free(ps->tool);
 	free(ps->occ);
 	for (size_t i = 0; i < ps->nthr; i++)
 		free(ps->thr[i].seg);

@@ -70,6 +70,7 @@ struct phase_set {
 	size_t primary;         /* index into thr of the primary thread */
 	uint64_t unmatched_end, unclosed_begin;
 	uint64_t marks_in_range;  /* marks kept as instants (inside a range) */
+	uint8_t *tool;            /* per name: the tools' own activity (phase_set_is_tool) */
 };
 
 /* Build from sorted ring events.  0 or -ENOMEM. */
@@ -77,6 +78,12 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		    struct phase_set *ps);
 
 void phase_set_free(struct phase_set *ps);
+
+/* 1 when phase is the tools' own activity, not the user's: anchor's sync
+ * aids ("anchor.*") and perun's MPI calls (MPI_* made by a perun process
+ * only outside its user phases).  Hidden from the terminal table and the
+ * pictures, kept in phases.csv with the flag "tool". */
+int phase_set_is_tool(const struct phase_set *ps, int phase);
 
 /* Index of a name, or -1. */
 int phase_set_find(const struct phase_set *ps, const char *name);

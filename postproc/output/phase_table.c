@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "phase_flags.h"
 
 struct phase_stats {
 	size_t count;
@@ -85,21 +86,27 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 		size_t g = energy_model_group_of(m, es);
 		struct attrib_result r;
 		int rc;
-		/* Sensor time = timeline - offset. */
+		size_t niv = 0;
+		/* Sensor time = timeline - offset.  The tools' own activity
+		 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
+		 * phase to fit a power to: its time stays unattributed. */
 		for (size_t i = 0; i < th->nseg; i++) {
-			iv[i].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
-			iv[i].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
-			iv[i].phase = th->seg[i].phase;
+			if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+				continue;
+			iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
+			iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
+			iv[niv].phase = th->seg[i].phase;
+			niv++;
 		}
 		memset(&r, 0, sizeof r);
 		if (method == ATTRIB_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
+			rc = attrib_integrate(&es->ser, iv, niv, np, &r);
 		else if (method == ATTRIB_REGRESS)
-			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_regress(&es->ser, iv, niv, np, ao, &r);
 		else if (method == ATTRIB_SPLIT || method == 0)
-			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_split(&es->ser, iv, niv, np, ao, &r);
 		else
-			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
 		if (rc == -ENODATA)
 			diag_fatal(m->rl.rf.path, "no perun sample window overlaps a phase of thread %u "
 						  "(files from different runs?)", th->tid);
@@ -211,6 +218,41 @@ static void flags_text(unsigned f, char *buf, size_t cap)
 		buf[strlen(buf) - 1] = '\0';
 }
 
+/* Under the table: what was hidden, and why each flagged row is suspect. */
+static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np, size_t ng, const unsigned *pf,
+			      const double *maxw, size_t nflagged, size_t nhidden)
+{
+	if (nhidden) {
+		fprintf(tty, "hidden: %zu phase(s) of the tools' own activity (perun's MPI calls, anchor's sync pulses); "
+			     "their time is in (unattributed), their rows in phases.csv with flag 'tool'\n",
+			nhidden);
+	}
+	if (!nflagged)
+		return;
+	fprintf(tty, "(!) %zu value(s) flagged as physically implausible (flags column of phases.csv):\n", nflagged);
+	for (size_t k = 0; k <= np; k++)
+		for (size_t g = 0; g < ng; g++) {
+			unsigned f = pf[k * ng + g] & ~PHASE_FLAG_TOOL;
+			const char *name = k == np ? "(unattributed)" : m->ph.names[k];
+			if (!f || (k < np && phase_set_is_tool(&m->ph, (int)k)))
+				continue;
+			if (f & PHASE_FLAG_ABOVE_MAX)
+				fprintf(tty, "  %s %s: even its interval's low end is more power than the highest perun window "
+					     "around it (%.2f W): the phase edges or the alignment are wrong\n",
+					name, m->groups[g], maxw[k * ng + g]);
+			if (f & PHASE_FLAG_POINT_ABOVE_MAX)
+				fprintf(tty, "  %s %s: its power is above the highest perun window around it (%.2f W); "
+					     "possible only for bursts shorter than a window, the interval reaches below\n",
+					name, m->groups[g], maxw[k * ng + g]);
+			if (f & PHASE_FLAG_ZERO_UNDER_LOAD)
+				fprintf(tty, "  %s %s: no energy while every window around it shows power\n", name,
+					m->groups[g]);
+			if (f & PHASE_FLAG_WIDE)
+				fprintf(tty, "  %s %s: the 95%% interval is wider than the total: this row says nothing\n",
+					name, m->groups[g]);
+		}
+}
+
 void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
 			     FILE *tty)
 {
@@ -232,9 +274,18 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
 		fprintf(tty, " method\n");
 	}
+	unsigned *pf = calloc((np + 2) * ng, sizeof *pf);
+	double *maxw = calloc((np + 2) * ng, sizeof *maxw);
+	size_t nhidden = 0, nflagged = 0;
+	FILE *all_tty = tty;
+	if (!pf || !maxw)
+		diag_fatal(NULL, "out of memory");
 	for (size_t k = 0; k <= np + 1; k++) {
 		int unattr = k == np, total = k == np + 1;
+		/* The tools' own activity: CSV only (flag "tool"). */
+		int hide = k < np && phase_set_is_tool(&m->ph, (int)k);
 		struct phase_stats st;
+		tty = hide ? NULL : all_tty;
 		const char *name = total ? "(total)" : unattr ? "(unattributed)" : m->ph.names[k];
 		int on_primary = 0;
 		double self_s = 0;
@@ -257,7 +308,7 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		}
 		for (size_t g = 0; g < ng; g++) {
 			const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
-			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary ? r->energy_j : NAN);
+			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
 			double gt = m->nsen ? sr->total_j[g] : NAN;
 			double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
 			csv_str(c, scope);
@@ -277,11 +328,21 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			csv_f64(c, e, 9);
 			csv_f64(c, ts > 0 ? e / ts : NAN, 6);
 			csv_f64(c, gt > 0 ? e / gt : NAN, 6);
-			csv_f64(c, r && on_primary && !total ? r->lo_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !total ? r->hi_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !unattr && !total ? r->incl_j : (total || unattr ? e : NAN), 9);
-			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : on_primary ? method_name(r) : "off-primary");
+			csv_f64(c, r && on_primary && !total && !hide ? r->lo_j : (total ? e : NAN), 9);
+			csv_f64(c, r && on_primary && !total && !hide ? r->hi_j : (total ? e : NAN), 9);
+			csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
+			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
+				   : on_primary ? method_name(r) : "off-primary");
 			flags_text(r ? r->flags : 0, fl, sizeof fl);
+			if (r && !total && !hide) {
+				unsigned f = phase_flags_check(m, sr, k, g, ts, &maxw[k * ng + g]);
+				pf[k * ng + g] = f;
+				phase_flags_text(f, fl, sizeof fl);
+				if (f & ~PHASE_FLAG_TOOL)
+					nflagged++;
+			} else if (hide) {
+				phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
+			}
 			csv_str(c, fl);
 			csv_str(c, m->align.method);
 			csv_f64(c, m->align.uncert_ms, 6);
@@ -300,9 +361,19 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		}
 		if (tty) {
 			const struct phase_group_row *r0 = m->nsen && !total ? &sr->row[k * ng] : NULL;
-			fprintf(tty, " %s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary");
+			int any = 0;
+			for (size_t g = 0; g < ng; g++)
+				any |= (pf[k * ng + g] & ~PHASE_FLAG_TOOL) != 0;
+			fprintf(tty, " %s%s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary",
+				any ? " (!)" : "");
 		}
+		nhidden += hide && st.count;
 	}
+	tty = all_tty;
+	if (tty)
+		phase_table_notes(tty, m, np, ng, pf, maxw, nflagged, nhidden);
+	free(pf);
+	free(maxw);
 }
 
 void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
