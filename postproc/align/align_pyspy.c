@@ -1198,6 +1198,19 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				memcpy(px, a->knot_x, pn * sizeof *px);
 				memcpy(py, a->knot_y, pn * sizeof *py);
 			}
+			/* Where the line (or pulse knots) put every sample of the
+			 * reference thread: the warp's corrections are measured
+			 * against it. */
+			double *y_line = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *y_line);
+			double line_uncert_ms = a->uncert_ms;
+			if (!y_line) {
+				free(px);
+				free(py);
+				seterr(err, errlen, "out of memory");
+				goto out;
+			}
+			for (size_t j = 0; j < tr[ref].n; j++)
+				y_line[j] = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[j]].t_rel_s);
 			double ss_line = 0;
 			for (size_t i = 0; i < npts; i++) {
 				double l = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
@@ -1208,6 +1221,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			for (int pass = 0; pass < WARP_PASSES; pass++)
 				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
 					     bursts + b_off[ref], b_n[ref])) {
+					free(y_line);
 					seterr(err, errlen, "out of memory");
 					goto out;
 				}
@@ -1227,8 +1241,25 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
 				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
-				/* plus half a sample period: where in it a sample fell */
-				a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
+				if (npts) {
+					/* plus half a sample period: where in it a sample fell */
+					a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
+				} else {
+					/* No pulse checks the warp: it placed samples by the
+					 * very frames it is judged on, so its own agreement
+					 * says nothing.  What is known: the line's
+					 * uncertainty, how far the warp moved samples off
+					 * it (RMS), and half a sample period. */
+					double ss = 0;
+					for (size_t j = 0; j < tr[ref].n; j++) {
+						double d = align_pyspy_time(a, (uint32_t)ref,
+									    p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j];
+						ss += d * d;
+					}
+					double rms_ms = tr[ref].n ? sqrt(ss / (double)tr[ref].n) * 1e3 : 0;
+					a->uncert_ms = sqrt(line_uncert_ms * line_uncert_ms + rms_ms * rms_ms +
+							    half * half * 1e6);
+				}
 				free(px);
 				free(py);
 			} else {
@@ -1240,7 +1271,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				a->knot_y = py;
 				a->nknots = pn;
 			}
+			free(y_line);
 		}
+	}
+	/* Never a NaN: with nothing better, the prior's bound (or, with no
+	 * bound either, the profile's whole length) is what is known. */
+	if (!isfinite(a->uncert_ms)) {
+		double w = isfinite(hi - lo) ? (hi - lo) / 2 : p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s;
+		a->uncert_ms = w * 1e3;
 	}
 	/* The pulses' misses under the final mapping, for the report. */
 	if (npts && a->pulse_samples) {
