@@ -99,6 +99,7 @@ int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_cl
 	out->offset_s = ((double)first - (double)base_ns) / 1e9;
 	/* Left: float32 rounding of perun's relative timesteps (2^-24). */
 	out->uncert_ms = 0.001;
+	out->ci95_ms = 0.002;
 	out->hook_samples = count;
 	snprintf(out->method, sizeof out->method, "perun-hook");
 	return 1;
@@ -116,6 +117,7 @@ int align_perun_prior(const struct perun_multirun *run, const struct ring_clock 
 	out->offset_s = ((double)ring_clock_mono_ns(clk, unix_ns) - (double)base_ns) / 1e9;
 	out->prior_offset_s = out->offset_s;
 	out->uncert_ms = EXEC_DT_UNCERT_MS;
+	out->ci95_ms = EXEC_DT_UNCERT_MS;
 	snprintf(out->method, sizeof out->method, "execution_dt%s%s", tz ? " tz " : " local tz",
 		 tz ? tz : "");
 	return 1;
@@ -148,4 +150,107 @@ int align_perun_fit(const struct attrib_series *s, const struct attrib_interval 
 		snprintf(out->method + l, sizeof out->method - l, "+fit");
 	}
 	return 1;
+}
+
+int align_perun_bounds(const struct ring_procs *procs, const struct phase_set *ph, uint64_t base_ns,
+		       const double *ts_s, size_t nts, double *lo, double *hi, char *why, size_t cap)
+{
+	const struct phase_thread *th;
+	const struct ring_proc *pr, *sampler = NULL;
+	uint64_t u0 = UINT64_MAX, u1 = 0;
+	*lo = -INFINITY;
+	*hi = INFINITY;
+	why[0] = '\0';
+	if (!ph->nthr || !nts || !ts_s)
+		return 0;
+	th = &ph->thr[ph->primary];
+	pr = ring_procs_find(procs, th->pid);
+	if (!pr || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor "))
+		return 0;
+	/* The user's script ran between u0 and u1 at least: closed ranges
+	 * end inside it, and a mark is an instant inside it (a mark segment
+	 * or an unclosed range runs on to the thread's or process's end). */
+	for (size_t i = 0; i < ph->nocc; i++) {
+		const struct phase_occ *o = &ph->occ[i];
+		uint64_t e;
+		if (o->pid != th->pid || o->tid != th->tid || phase_set_is_tool(ph, o->phase))
+			continue;
+		e = o->from_mark || o->unclosed ? o->t0_ns : o->t1_ns;
+		if (o->t0_ns < u0)
+			u0 = o->t0_ns;
+		if (e > u1)
+			u1 = e;
+	}
+	if (u1 && u1 >= u0) {
+		*lo = ((double)u1 - (double)base_ns) / 1e9 - ts_s[nts - 1];
+		snprintf(why, cap, "last sample after the script's last anchor");
+	}
+	for (size_t i = 0; i < procs->n; i++) {
+		const struct ring_proc *c = &procs->p[i];
+		if (c->ppid != pr->pid || !c->forked || !c->start_ns || !c->exit_ns || c->start_ns > u0 || c->exit_ns < u1)
+			continue;
+		if (!sampler || c->exit_ns > sampler->exit_ns)
+			sampler = c;
+	}
+	if (sampler) {
+		double f = ((double)sampler->start_ns - (double)base_ns) / 1e9 - ts_s[0];
+		*hi = ((double)sampler->exit_ns - (double)base_ns) / 1e9 - ts_s[nts - 1];
+		if (f > *lo) {
+			*lo = f;
+			snprintf(why, cap, "first sample after the sampler's fork (pid %u)", sampler->pid);
+		}
+		size_t l = strlen(why);
+		snprintf(why + l, cap - l, "%sno sample after the sampler's exit (pid %u)", l ? "; " : "", sampler->pid);
+	} else if (pr->exit_ns) {
+		*hi = ((double)pr->exit_ns - (double)base_ns) / 1e9 - ts_s[nts - 1];
+		size_t l = strlen(why);
+		snprintf(why + l, cap - l, "%sno sample after perun's exit (pid %u)", l ? "; " : "", pr->pid);
+	}
+	return 1;
+}
+
+void align_perun_settle(struct align_perun *out, double lo, double hi, int fitted, double fit_offset_s,
+			double fit_sigma_ms)
+{
+	double half = (hi - lo) / 2, f95 = 1.96 * fit_sigma_ms / 1e3;
+	size_t l;
+	out->bound_lo_s = lo;
+	out->bound_hi_s = hi;
+	if (fitted && isfinite(fit_offset_s) && isfinite(f95) && fit_offset_s >= lo && fit_offset_s <= hi &&
+	    (!isfinite(half) || f95 < half)) {
+		out->offset_s = fit_offset_s;
+		out->uncert_ms = fit_sigma_ms;
+		/* the fit's interval, cut by the hard bounds */
+		out->ci95_ms = f95 * 1e3;
+		l = strlen(out->method);
+		snprintf(out->method + l, sizeof out->method - l, "+fit");
+		return;
+	}
+	if (isfinite(lo) && isfinite(hi)) {
+		if (fitted) {
+			l = strlen(out->bound_why);
+			snprintf(out->bound_why + l, sizeof out->bound_why - l,
+				 "%sfit refused (%s)", l ? "; " : "",
+				 !(fit_offset_s >= lo && fit_offset_s <= hi) ? "outside the bounds" : "no narrower than the bounds");
+		}
+		out->offset_s = (lo + hi) / 2;
+		out->uncert_ms = half * 1e3;
+		out->ci95_ms = half * 1e3;
+		l = strlen(out->method);
+		snprintf(out->method + l, sizeof out->method - l, "+bounds");
+		return;
+	}
+	/* One-sided or no bounds: the prior, moved inside what is known. */
+	if (out->offset_s < lo)
+		out->offset_s = lo;
+	if (out->offset_s > hi)
+		out->offset_s = hi;
+	if (fitted && isfinite(fit_offset_s) && isfinite(f95) && fit_offset_s >= lo && fit_offset_s <= hi) {
+		/* no two-sided bound to judge by: the fit within the prior */
+		out->offset_s = fit_offset_s;
+		out->uncert_ms = fit_sigma_ms;
+		out->ci95_ms = f95 * 1e3;
+		l = strlen(out->method);
+		snprintf(out->method + l, sizeof out->method - l, "+fit");
+	}
 }

@@ -456,6 +456,7 @@ int cmd_functions(int argc, char **argv)
 		diag_fatal(profile, "%s", err);
 	char script[1024];
 	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
+	sample_energy_name_script(&m.rl, &p, script, sizeof script);
 	if (sample_energy_build(&m, &p, &a, string_src, &se))
 		diag_fatal(NULL, "out of memory");
 	/* Waiting threads sampled at all means --idle; pyspy.h's guess is

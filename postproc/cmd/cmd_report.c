@@ -31,6 +31,7 @@
 #include "phase_table.h"
 #include "plot.h"
 #include "pyspy.h"
+#include "sample_energy.h"
 #include "trace_json.h"
 
 struct report {
@@ -293,6 +294,7 @@ int cmd_report(int argc, char **argv)
 		struct align_pyspy al;
 		struct trace_pyspy tp = {0};
 		struct trace_stats ts;
+		static char script_buf[1024];
 		pyspy_profile_init(&p);
 		memset(&al, 0, sizeof al);
 		if (profile) {
@@ -303,6 +305,7 @@ int cmd_report(int argc, char **argv)
 				diag_fatal(profile, "%s", err.msg);
 			if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &al, aerr, sizeof aerr))
 				diag_fatal(profile, "%s", aerr);
+			sample_energy_name_script(&m.rl, &p, script_buf, sizeof script_buf);
 			align_pyspy_describe(&al, &p, pyspy_line, sizeof pyspy_line);
 			if (strcmp(stacks, "none")) {
 				tp.p = &p;

@@ -35,6 +35,7 @@ struct em_opts {
 	const char *tz;      /* execution_dt zone, NULL: local */
 	double fit_range_s;  /* offset search half-width around the prior */
 	int no_fit;
+	int no_hook;         /* --no-hook: ignore perun.sample stamps */
 };
 
 struct energy_model {
@@ -56,7 +57,7 @@ struct energy_model {
 
 /* Take one of the options every command on energy_model shares: --ring,
  * --perun, --run, --round, --host, --tz, --fit-range (each with a value)
- * and --no-fit.  Returns how many argv entries it used, 0: not one of them
+ * and --no-fit, --no-hook.  Returns how many argv entries it used, 0: not one of them
  * (or its value is missing). */
 int em_opts_take(struct em_opts *o, const char *opt, const char *val);
 

@@ -81,6 +81,13 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
 	if (!iv)
 		diag_fatal(NULL, "out of memory");
+	/* An alignment known only to within its 95 % interval (the fallback
+	 * without perun's stamps) moves every phase by up to that much: the
+	 * intervals are widened by the change such a shift makes. */
+	struct attrib_opts ao_al = ao ? *ao : (struct attrib_opts){0};
+	if (m->align.ci95_ms / 1e3 > ao_al.offset_sigma_s && m->align.ci95_ms > 3.0)
+		ao_al.offset_sigma_s = m->align.ci95_ms / 1e3;
+	ao = &ao_al;
 	for (size_t s = 0; s < m->nsen; s++) {
 		const struct em_sensor *es = &m->sen[s];
 		size_t g = energy_model_group_of(m, es);
@@ -265,10 +272,14 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	else
 		snprintf(scope, sizeof scope, "all");
 	if (tty) {
-		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms)%s%s\n",
+		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms, "
+			     "offset %.6f s)%s%s\n",
 			scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
-			m->align.method, m->align.uncert_ms, m->emulated ? "; " : "",
+			m->align.method, m->align.uncert_ms, m->align.offset_s, m->emulated ? "; " : "",
 			energy_model_sensor_note(m));
+		if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
+			fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
+				m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);
 		fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
 		for (size_t g = 0; g < m->ngroups; g++)
 			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
@@ -442,6 +453,9 @@ void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 		diag_warn(o->ring, "%llu end(s) without a begin ignored, %llu range(s) still open at process "
 				   "end closed there",
 			  (unsigned long long)m->ph.unmatched_end, (unsigned long long)m->ph.unclosed_begin);
+	if (m->pf.app && !strncmp(m->pf.app, "failed_", 7))
+		diag_warn(o->perun, "perun saved this run as failed (the script raised or called exit): "
+				    "analysing the samples it kept up to the failure");
 	if (m->ph.marks_in_range)
 		diag_warn(o->ring, "%llu mark(s) made inside an open range kept as instants, not phases (a mark "
 				   "starts a phase only outside ranges: it lasts until the next mark or range begin)",
