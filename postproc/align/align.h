@@ -35,6 +35,8 @@ struct align_perun {
 	char bound_why[192];   /* where they came from, or why a fit was refused */
 	char method[64];
 	size_t hook_samples;   /* perun.sample marks used (perun-hook) */
+	uint32_t hook_pid;     /* the sampler process whose stamps matched */
+	size_t hook_runs;      /* perun runs (sampler pids) with stamps in the ring */
 	double prior_offset_s; /* execution_dt estimate, NAN if none */
 };
 
@@ -44,7 +46,8 @@ struct align_perun {
 int align_parse_execution_dt(const char *s, const char *tz, int64_t *unix_ns);
 
 /* Offset from perun.sample marks for round `round_idx` (the round-th
- * "perun.round" mark).  ts_s/nts: the file's timesteps, which the stamps
+ * "perun.round" mark of one sampler process; every perun run in the ring
+ * is tried, its pid goes to out->hook_pid).  ts_s/nts: the file's timesteps, which the stamps
  * must reproduce (count, and each stamp to perun's float32 rounding), else they belong to another
  * perun run.  1 found, 0 none, -1 stamps of another run. */
 int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_clock *clk,
@@ -76,11 +79,12 @@ int align_perun_bounds(const struct ring_procs *procs, const struct phase_set *p
 		       const double *ts_s, size_t nts, double *lo, double *hi, char *why, size_t cap);
 
 /* Settle the fallback (no perun stamps): out holds the prior; fit, when
- * fitted != 0, the fitted offset and its 1-sigma.  The fit is kept only
- * when its offset lies within [lo, hi] and its 95 % interval is narrower
+ * fitted != 0, the fitted offset, its 1-sigma and 95 % half width (every
+ * offset the residual cannot tell from the best: align_perun_fit).  The
+ * fit is kept only when its offset lies within [lo, hi] and that is narrower
  * than the bounds, i.e. when the data decide it; else the middle of the
  * bounds with their half width ("+bounds").  Fills ci95_ms. */
 void align_perun_settle(struct align_perun *out, double lo, double hi, int fitted, double fit_offset_s,
-			double fit_sigma_ms);
+			double fit_sigma_ms, double fit_ci95_ms);
 
 #endif

@@ -161,7 +161,7 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
  * outside that stretch of the ring is another run's, or was written in
  * another zone.  The proof goes into the message. */
 static void execution_dt_check(const struct energy_model *m, const struct em_opts *o,
-			       const struct perun_sensor *ref)
+			       const struct perun_sensor *ref, double bound_hi_s)
 {
 	const struct phase_thread *th;
 	const struct ring_proc *pr;
@@ -176,7 +176,7 @@ static void execution_dt_check(const struct energy_model *m, const struct em_opt
 		return;
 	double e = ((double)ring_clock_mono_ns(&m->rl.clock, unix_ns) - (double)m->base_ns) / 1e9;
 	double start = energy_model_tl(m, pr->start_ns);
-	double first_max = m->align.bound_hi_s + ref->timesteps_s[0];
+	double first_max = bound_hi_s + ref->timesteps_s[0];
 	/* execution_dt has microseconds; 1 s covers SYNC interpolation and a
 	 * zone offset of less than that cannot be one anyway */
 	if (e >= start - 1.0 && (!isfinite(first_max) || e <= first_max + 1.0))
@@ -188,11 +188,11 @@ static void execution_dt_check(const struct energy_model *m, const struct em_opt
 			       sizeof c);
 	else
 		snprintf(c, sizeof c, "its end");
-	diag_fatal(o->perun, "not the perun run recorded in %s: its execution_dt %s read in %s is %s perun's process "
-			     "(pid %u) started at %s and took its first sample by %s (ring); another run's file, or pass "
-			     "--tz with the zone it was written in",
-		   o->ring, a, o->tz ? o->tz : "this machine's zone", e < start ? "before" : "after", pr->pid, b,
-		   c);
+	diag_fatal(o->perun, "not the perun run recorded in %s: its execution_dt %s (read in %s) must lie between the "
+			     "start of perun's process %u at %s and its first sample, by %s, but is %s: another run's "
+			     "file, or pass --tz with the zone it was written in",
+		   o->ring, a, o->tz ? o->tz : "this machine's zone", pr->pid, b, c,
+		   e < start ? "earlier" : "later");
 }
 
 int em_opts_take(struct em_opts *o, const char *opt, const char *val)
@@ -272,10 +272,23 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	int hook = o->no_hook ? 0 : align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_fatal(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
+		diag_fatal(o->perun, "does not match %s perun run recorded in %s (%s%zu perun.sample stamps vs "
 				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
 				     "--run/--round)",
-			   o->ring, m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
+			   m->align.hook_runs > 1 ? "any" : "the", o->ring, m->align.hook_runs > 1 ? "the first has " : "its ",
+			   m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
+	if (hook > 0) {
+		/* Several runs in one ring: attribute on the run whose sampler
+		 * stamped this file (its parent is the perun process). */
+		const struct ring_proc *sp = ring_procs_find(&m->rl.procs, m->align.hook_pid);
+		long thr = sp ? phase_set_primary_of(&m->ph, sp->ppid) : -1;
+		if (thr >= 0 && (size_t)thr != m->ph.primary)
+			m->ph.primary = (size_t)thr;
+		if (thr >= 0 && m->align.hook_runs > 1)
+			diag_warn(o->ring, "%zu perun runs in this ring: using the one this file belongs to (pid %u, "
+					   "sampler %u, by its stamps)",
+				  m->align.hook_runs, sp->ppid, sp->pid);
+	}
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
@@ -294,7 +307,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 			diag_fatal(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
 					     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
 		}
-		execution_dt_check(m, o, ref);
+		execution_dt_check(m, o, ref, hi);
 		struct align_perun fit = m->align;
 		int fitted = 0;
 		if (m->nsen && !o->no_fit) {
@@ -304,7 +317,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 				fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
 			free(iv);
 		}
-		align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms);
+		align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
 	}
 	for (size_t i = 0; i < m->nsen; i++)
 		for (size_t k = 0; k < m->sen[i].ser.n; k++)
@@ -328,6 +341,8 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 		if (m->ph.nthr) {
 			const struct phase_thread *th = &m->ph.thr[m->ph.primary];
 			for (size_t i = 0; i < th->nseg; i++) {
+				if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+					continue; /* sync pulses at start and exit lie outside perun's span */
 				double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
 				double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
 				all += b - a;

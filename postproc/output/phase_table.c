@@ -115,8 +115,9 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 		else
 			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
 		if (rc == -ENODATA)
-			diag_fatal(m->rl.rf.path, "no perun sample window overlaps a phase of thread %u "
-						  "(files from different runs?)", th->tid);
+			diag_fatal(m->rl.rf.path, "too few perun sample windows over the phases of thread %u to "
+						  "attribute %zu phases (a run of a few sampling periods, or files from "
+						  "different runs?)", th->tid, np);
 		if (rc)
 			diag_fatal(m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id, strerror(-rc));
 		sr->total_j[g] += r.total_j;
@@ -391,6 +392,10 @@ void phase_table_write(struct csv *c, const struct energy_model *m, int method, 
 		       int by_process, FILE *tty)
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	/* Several perun runs in one ring: counts and times of this file's run
+	 * only, as its energy is. */
+	if (m->align.hook_runs > 1 && m->ph.nthr)
+		all.pid = m->ph.thr[m->ph.primary].pid;
 	phase_scope_attribute(m, method, ao, &all);
 	phase_table_write_scope(c, m, &all, tty);
 	phase_scope_free(&all);
