@@ -1274,6 +1274,30 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			free(y_line);
 		}
 	}
+	if (!chrome) {
+		/* speedscope times are nominal (i/rate): between pulses nothing
+		 * checks them, and the warp's largest correction shows how far
+		 * they strayed from the line; the truth is no nearer than that
+		 * can be proven. */
+		if (a->nknots && a->warp_max_ms > a->uncert_ms)
+			a->uncert_ms = a->warp_max_ms;
+		/* Without --idle, py-spy drops idle samples with no gap: the
+		 * process lived this much longer than the profile's nominal
+		 * length, and any sample may be off by up to that much. */
+		double life = rt[ref].end_s - rt[ref].start_s;
+		double nominal = (p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s - p->samples[tr[ref].idx[0]].t_rel_s) *
+				 a->scale;
+		if (isfinite(life) && life > nominal)
+			a->unsampled_s = life - nominal;
+		/* No pulse pins the profile and its nominal length falls short
+		 * of the process's life: which stretch has no sample cannot be
+		 * known (no --idle, or py-spy fell behind), so neither can any
+		 * sample's time to better than the missing length. */
+		if (!a->pulse_samples && a->unsampled_s > 0.05 * life)
+			a->time_unknown = 1;
+		if ((a->idle_dropped || a->time_unknown) && a->unsampled_s * 1e3 > a->uncert_ms)
+			a->uncert_ms = a->unsampled_s * 1e3;
+	}
 	/* Never a NaN: with nothing better, the prior's bound (or, with no
 	 * bound either, the profile's whole length) is what is known. */
 	if (!isfinite(a->uncert_ms)) {
@@ -1375,11 +1399,17 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	else if (a->warp_rejected)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
-	char per[64] = "";
+	char per[64] = "", unsampled[400];
+	snprintf(unsampled, sizeof unsampled,
+		 "; %s: %.3g s of the process's life have no sample and nothing says where, so any sample may be "
+		 "off by that much; re-record with py-spy --idle (and anchor.sync_pulse())",
+		 a->idle_dropped ? "RECORDED WITHOUT --idle (idle samples dropped with no gap)"
+				 : "SAMPLE TIMES UNKNOWN (no --idle, or py-spy fell behind)",
+		 a->unsampled_s);
 	if (!isnan(a->sample_period_s))
 		snprintf(per, sizeof per, " (sample period %.3g ms)", a->sample_period_s * 1e3);
 	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
 		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
-		 a->idle_dropped ? "; profile looks recorded without --idle: sample times unreliable" : "");
+		 a->idle_dropped || a->time_unknown ? unsampled : "");
 }

@@ -50,7 +50,8 @@ static void usage(FILE *fp)
 		"  --speedscope-out F  the profile with weights in joules (speedscope, unit none)\n"
 		"  --stacks-out F      per distinct stack: stack,samples,self_s,energy_j(+groups)\n"
 		"  --samples-out F     per sample: pid,tid,t0_s,t1_s (timeline: s since the ring's first\n"
-		"                      record),idle,energy_j,phase,leaf_function,leaf_line\n"
+		"                      record),idle,energy_j,phase (at the slice's middle),leaf_function,\n"
+		"                      leaf_line,t_s,phase_at_t (at the sample's own instant)\n"
 		"  --run ID --round N --host NAME --tz +HH:MM --fit-range S --no-fit  as for phases\n");
 }
 
@@ -339,7 +340,7 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			  const struct align_pyspy *a, const struct sample_energy *se)
 {
 	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "idle", "energy_j", "phase",
-					   "leaf_function", "leaf_line", NULL};
+					   "leaf_function", "leaf_line", "t_s", "phase_at_t", NULL};
 	struct outfile of;
 	struct csv c;
 	outfile_open(&of, path);
@@ -372,6 +373,12 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			csv_empty(&c);
 			csv_empty(&c);
 		}
+		/* The instant the stack was read (the slice around it can span
+		 * dropped idle samples): where a placement check looks. */
+		double ts = align_pyspy_time(a, s->thread, s->t_rel_s);
+		int pt = sample_energy_phase_at(m, a, s->thread, ts);
+		csv_fixed(&c, ts, 9);
+		csv_str(&c, pt >= 0 ? m->ph.names[pt] : "");
 		csv_row_end(&c);
 	}
 	outfile_commit(&of);

@@ -156,7 +156,7 @@ int cmd_report(int argc, char **argv)
 	struct phase_scope all;
 	struct outfile of;
 	struct csv c;
-	char *table = NULL, *path, title_buf[256], pyspy_line[640] = "";
+	char *table = NULL, *path, title_buf[256], pyspy_line[1024] = "";
 	size_t table_len = 0;
 	FILE *tty;
 
