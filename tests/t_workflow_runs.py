@@ -41,7 +41,7 @@ def main():
     data = [r for r in ph if r["phase"] == "data"]
     check(data and int(data[0]["count"]) == STEPS, "data row: %r" % data[:1])
     check(float(data[0]["energy_j"]) > 0, "data got no energy: %r" % data[0])
-    check("%d mark(s) made inside an open range" % STEPS in p.stderr, "no warning with the count: " + p.stderr)
+    check("%d mark(s) kept as instants" % STEPS in p.stderr, "no warning with the count: " + p.stderr)
     check(not [r for r in ph if r["phase"] == "inside"], "a mark inside a range became a row")
     print("ok 6: 'data' row with %d occurrences, %.2f J; %d marks inside ranges warned"
           % (STEPS, float(data[0]["energy_j"]), STEPS))

@@ -928,6 +928,12 @@ static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_
 	return 0;
 }
 
+static int cmp_double_asc(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
 		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
 {
@@ -1273,6 +1279,29 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			}
 			free(y_line);
 		}
+	}
+	if (chrome) {
+		/* the typical sample interval: the median of the reference
+		 * thread's durations (py-spy's --rate period when idle is kept) */
+		double per = a->sample_period_s;
+		if (!isfinite(per) && tr[ref].n) {
+			double *dd = malloc(tr[ref].n * sizeof *dd);
+			if (dd) {
+				for (size_t j = 0; j < tr[ref].n; j++)
+					dd[j] = p->samples[tr[ref].idx[j]].duration_s;
+				qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
+				per = dd[tr[ref].n / 2];
+				free(dd);
+			}
+		}
+		if (!isfinite(per) || per <= 0)
+			per = 0;
+		double h = per / 2 * 1e3;
+		/* A chrometrace sample's stamp is when py-spy processed it, and the
+		 * stack held somewhere in the period before: measured misses of a
+		 * phase-only function up to 2.6 ms (p95) where the pulses alone
+		 * claimed 0.18 ms. */
+		a->uncert_ms = sqrt(a->uncert_ms * a->uncert_ms + h * h);
 	}
 	if (!chrome) {
 		/* speedscope times are nominal (i/rate): between pulses nothing

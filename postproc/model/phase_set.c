@@ -304,8 +304,10 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		if (!t || (ph = intern(&b, e->text)) < 0)
 			goto out;
 		if (e->kind == ANCHOR_KIND_BEGIN) {
-			/* A mark segment between ranges ends where the next range starts. */
-			if (t->mark_open >= 0) {
+			/* A mark segment between ranges ends where the next range
+			 * starts; anchor's sync pulses and MPI calls (perun's own,
+			 * or a collective inside the marked step) nest in it. */
+			if (t->mark_open >= 0 && strncmp(e->text, "anchor.", 7) && strncmp(e->text, "MPI_", 4)) {
 				ps->occ[t->mark_open].t1_ns = e->ts_ns;
 				t->mark_open = -1;
 			}
@@ -345,8 +347,22 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			ps->occ[t->stack[i]].unclosed = 1;
 			ps->unclosed_begin++;
 		}
-		if (t->mark_open >= 0)
+		if (t->mark_open >= 0 && t->has_ranges) {
+			/* After the thread's last range nothing ends it but the
+			 * process: an instant ("done", "groundtruth_end"), not a
+			 * phase running through the tools' tear-down. */
+			ps->occ[t->mark_open].phase = -1;
+			ps->marks_in_range++;
+		} else if (t->mark_open >= 0) {
 			ps->occ[t->mark_open].t1_ns = end;
+		}
+	}
+	{
+		size_t k = 0;
+		for (size_t i = 0; i < ps->nocc; i++)
+			if (ps->occ[i].phase >= 0)
+				ps->occ[k++] = ps->occ[i];
+		ps->nocc = k;
 	}
 	/* Per thread: exclusive timeline and self times. */
 	if (ps->nocc)

@@ -16,8 +16,9 @@
  * the next (the last to the thread's last record).  On a thread that also
  * uses ranges, a mark outside every open range starts a segment that ends
  * at the thread's next mark or range begin (so `mark("data")` before
- * `with phase("forward")` gives data its row); a mark inside an open range
- * stays an instant (no row) and is counted in marks_in_range.
+ * `with phase("forward")` gives data its row); a mark inside an open range,
+ * or after the thread's last range with no mark or range following, stays
+ * an instant (no row) and is counted in marks_in_range.
  *
  * Exclusive timeline: on each thread, every instant belongs to the
  * innermost open range there.  The primary thread (most phase time) gives
@@ -69,7 +70,7 @@ struct phase_set {
 	size_t nthr;
 	size_t primary;         /* index into thr of the primary thread */
 	uint64_t unmatched_end, unclosed_begin;
-	uint64_t marks_in_range;  /* marks kept as instants (inside a range) */
+	uint64_t marks_in_range;  /* marks kept as instants (in a range, or trailing) */
 	uint8_t *tool;            /* per name: the tools' own activity (phase_set_is_tool) */
 };
 

@@ -249,8 +249,8 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 					     "around it (%.2f W): the phase edges or the alignment are wrong\n",
 					name, m->groups[g], maxw[k * ng + g]);
 			if (f & PHASE_FLAG_POINT_ABOVE_MAX)
-				fprintf(tty, "  %s %s: its power is above the highest perun window around it (%.2f W); "
-					     "possible only for bursts shorter than a window, the interval reaches below\n",
+				fprintf(tty, "  %s %s: its power is above the highest perun window around it (%.2f W) "
+					     "although it lasts a window or more; the interval reaches below\n",
 					name, m->groups[g], maxw[k * ng + g]);
 			if (f & PHASE_FLAG_ZERO_UNDER_LOAD)
 				fprintf(tty, "  %s %s: no energy while every window around it shows power\n", name,
@@ -347,7 +347,8 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 				   : on_primary ? method_name(r) : "off-primary");
 			flags_text(r ? r->flags : 0, fl, sizeof fl);
 			if (r && !total && !hide) {
-				unsigned f = phase_flags_check(m, sr, k, g, ts, &maxw[k * ng + g]);
+				unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3,
+							       &maxw[k * ng + g]);
 				pf[k * ng + g] = f;
 				phase_flags_text(f, fl, sizeof fl);
 				if (f & ~PHASE_FLAG_TOOL)
@@ -462,7 +463,8 @@ void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 		diag_warn(o->perun, "perun saved this run as failed (the script raised or called exit): "
 				    "analysing the samples it kept up to the failure");
 	if (m->ph.marks_in_range)
-		diag_warn(o->ring, "%llu mark(s) made inside an open range kept as instants, not phases (a mark "
-				   "starts a phase only outside ranges: it lasts until the next mark or range begin)",
+		diag_warn(o->ring, "%llu mark(s) kept as instants, not phases: made inside an open range, or after a "
+				   "thread's last range (a mark starts a phase only outside ranges and lasts until the "
+				   "thread's next mark or range begin)",
 			  (unsigned long long)m->ph.marks_in_range);
 }
