@@ -170,9 +170,11 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		rt[k].pid = pid;
 		rt[k].tid = tid;
 		rt[k].start_s = tl(base_ns, start);
+		/* With no exit in the ring (killed by a signal libanchor does not
+		 * catch, e.g. a second Ctrl-C during perun's saving) the process
+		 * may have lived on long after its last record: no bound. */
 		rt[k].end_s = proc_end_s(rl, base_ns, pid);
-		if (!isfinite(rt[k].end_s))
-			rt[k].end_s = tl(base_ns, last);
+		(void)last;
 		a->thr[k].ring_end_s = proc_end_s(rl, base_ns, pid);
 		a->nmapped++;
 	}
