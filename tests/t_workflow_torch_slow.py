@@ -56,6 +56,10 @@ def main():
     check(not [r for r in fn if r["file"] == "<string>" and r["function"] in ("fwd_only_work", "get_batch")],
           "script frames still named <string>")
     print("ok: script frames show %s" % TRAIN)
+    smp = rows(os.path.join(rep, "samples.csv"))
+    check(smp and all(r["pid"] for r in smp), "samples.csv rows without pid: %d of %d"
+          % (sum(not r["pid"] for r in smp), len(smp)))
+    print("ok: pid filled in all %d rows of the speedscope samples.csv" % len(smp))
     # placement of fwd_only_work's samples against the ring's fwd ranges
     s_out = os.path.join(d, "s.csv")
     anchorpost("functions", "--ring", ring, "--perun", h5, "--profile", prof, "-o", os.path.join(d, "fn.csv"),
