@@ -1310,7 +1310,8 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		 * checks them, and the warp's largest correction shows how far
 		 * they strayed from the line; the truth is no nearer than that
 		 * can be proven. */
-		if (a->nknots && a->warp_max_ms > a->uncert_ms)
+		/* (With pulses in between, 3 groups or more, they check it.) */
+		if (a->nknots && a->pulse_groups < 3 && a->warp_max_ms > a->uncert_ms)
 			a->uncert_ms = a->warp_max_ms;
 		/* Without --idle, py-spy drops idle samples with no gap: the
 		 * process lived this much longer than the profile's nominal
