@@ -13,10 +13,12 @@ cd "$ANCHOR_ROOT"
 
 cat >"$T/long.py" <<'PY'
 import os, sys, time
+import anchor
 open(sys.argv[1], "w").write(str(os.getpid()))
 t = time.time()
 while time.time() - t < 120:
-	sum(range(10000))
+	with anchor.phase("work"):
+		sum(range(10000))
 print("not interrupted")
 PY
 "$BUILD/anchorpost" record -o "$T/rec" --sensor emulated --rate 20 -- "$PYTHON" "$T/long.py" "$T/started" \
@@ -52,3 +54,9 @@ assert e and e["cpu_0_package-0"] > 0, e
 json.load(open(f"{d}/profile.chrometrace.json"))
 print(f"ok   after Ctrl-C: status 130, perun package {e['cpu_0_package-0']:.1f} J (emulated), profile and truth written")
 PY
+# The interrupted run is analysed like any other, profile included.
+"$BUILD/anchorpost" report --ring "$T/rec/run.ring" --perun "$T/rec/perun/long.hdf5" \
+	--profile "$T/rec/profile.chrometrace.json" -d "$T/rec/report" >"$T/report.out" 2>&1 ||
+	{ echo "FAIL: report after Ctrl-C:"; tail -5 "$T/report.out"; exit 1; }
+grep -q "^work " "$T/report.out" || { echo "FAIL: no 'work' row after Ctrl-C"; head -20 "$T/report.out"; exit 1; }
+echo "ok   report with the profile after Ctrl-C"

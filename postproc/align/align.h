@@ -23,14 +23,20 @@
 
 #include "attrib.h"
 #include "perun.h"
+#include "phase_set.h"
 #include "ring_clock.h"
 #include "ring_reader.h"
 
 struct align_perun {
 	double offset_s;       /* timeline = perun t + offset_s */
 	double uncert_ms;      /* 1-sigma (fit) or bound (prior) */
+	double ci95_ms;        /* half width of offset_s's 95 % interval */
+	double bound_lo_s, bound_hi_s; /* hard bounds on offset_s (+-INFINITY: none) */
+	char bound_why[192];   /* where they came from, or why a fit was refused */
 	char method[64];
 	size_t hook_samples;   /* perun.sample marks used (perun-hook) */
+	uint32_t hook_pid;     /* the sampler process whose stamps matched */
+	size_t hook_runs;      /* perun runs (sampler pids) with stamps in the ring */
 	double prior_offset_s; /* execution_dt estimate, NAN if none */
 };
 
@@ -40,7 +46,8 @@ struct align_perun {
 int align_parse_execution_dt(const char *s, const char *tz, int64_t *unix_ns);
 
 /* Offset from perun.sample marks for round `round_idx` (the round-th
- * "perun.round" mark).  ts_s/nts: the file's timesteps, which the stamps
+ * "perun.round" mark of one sampler process; every perun run in the ring
+ * is tried, its pid goes to out->hook_pid).  ts_s/nts: the file's timesteps, which the stamps
  * must reproduce (count, and each stamp to perun's float32 rounding), else they belong to another
  * perun run.  1 found, 0 none, -1 stamps of another run. */
 int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_clock *clk,
@@ -55,5 +62,29 @@ int align_perun_prior(const struct perun_multirun *run, const struct ring_clock 
  * phase intervals (given on the timeline).  1 refined, 0 kept the prior. */
 int align_perun_fit(const struct attrib_series *s, const struct attrib_interval *iv_timeline, size_t n_iv,
 		    size_t n_phase, double range_s, struct align_perun *out);
+
+/* Hard bounds on the offset of a `perun monitor` run whose process
+ * (argv naming perun and "monitor") is the primary thread's, from the ring
+ * alone:
+ *   perun takes a last sample after the script returned, so the last
+ *   timestep ts[n-1] is after the end of the last closed range (or the
+ *   last mark) of the user's on that thread:  offset >= p1 - ts[n-1];
+ *   every sample is taken by the sampler, a forked child of that process,
+ *   while it lives: offset + ts[0] >= its fork and offset + ts[n-1] <= its
+ *   exit (the child with the latest exit among those alive over the whole
+ *   script, else the process's own exit).
+ * *lo and *hi are -INFINITY/INFINITY where nothing bounds them.  1 when the
+ * process was found, 0 else. */
+int align_perun_bounds(const struct ring_procs *procs, const struct phase_set *ph, uint64_t base_ns,
+		       const double *ts_s, size_t nts, double *lo, double *hi, char *why, size_t cap);
+
+/* Settle the fallback (no perun stamps): out holds the prior; fit, when
+ * fitted != 0, the fitted offset, its 1-sigma and 95 % half width (every
+ * offset the residual cannot tell from the best: align_perun_fit).  The
+ * fit is kept only when its offset lies within [lo, hi] and that is narrower
+ * than the bounds, i.e. when the data decide it; else the middle of the
+ * bounds with their half width ("+bounds").  Fills ci95_ms. */
+void align_perun_settle(struct align_perun *out, double lo, double hi, int fitted, double fit_offset_s,
+			double fit_sigma_ms, double fit_ci95_ms);
 
 #endif

@@ -172,9 +172,11 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		rt[k].pid = pid;
 		rt[k].tid = tid;
 		rt[k].start_s = tl(base_ns, start);
+		/* With no exit in the ring (killed by a signal libanchor does not
+		 * catch, e.g. a second Ctrl-C during perun's saving) the process
+		 * may have lived on long after its last record: no bound. */
 		rt[k].end_s = proc_end_s(rl, base_ns, pid);
-		if (!isfinite(rt[k].end_s))
-			rt[k].end_s = tl(base_ns, last);
+		(void)last;
 		a->thr[k].ring_end_s = proc_end_s(rl, base_ns, pid);
 		a->nmapped++;
 	}
@@ -930,6 +932,12 @@ static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_
 	return 0;
 }
 
+static int cmp_double_asc(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
 		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
 {
@@ -1208,6 +1216,19 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				memcpy(px, a->knot_x, pn * sizeof *px);
 				memcpy(py, a->knot_y, pn * sizeof *py);
 			}
+			/* Where the line (or pulse knots) put every sample of the
+			 * reference thread: the warp's corrections are measured
+			 * against it. */
+			double *y_line = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *y_line);
+			double line_uncert_ms = a->uncert_ms;
+			if (!y_line) {
+				free(px);
+				free(py);
+				seterr(err, errlen, "out of memory");
+				goto out;
+			}
+			for (size_t j = 0; j < tr[ref].n; j++)
+				y_line[j] = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[j]].t_rel_s);
 			double ss_line = 0;
 			for (size_t i = 0; i < npts; i++) {
 				double l = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
@@ -1218,6 +1239,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			for (int pass = 0; pass < WARP_PASSES; pass++)
 				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
 					     bursts + b_off[ref], b_n[ref])) {
+					free(y_line);
 					seterr(err, errlen, "out of memory");
 					goto out;
 				}
@@ -1237,8 +1259,25 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
 				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
-				/* plus half a sample period: where in it a sample fell */
-				a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
+				if (npts) {
+					/* plus half a sample period: where in it a sample fell */
+					a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
+				} else {
+					/* No pulse checks the warp: it placed samples by the
+					 * very frames it is judged on, so its own agreement
+					 * says nothing.  What is known: the line's
+					 * uncertainty, how far the warp moved samples off
+					 * it (RMS), and half a sample period. */
+					double ss = 0;
+					for (size_t j = 0; j < tr[ref].n; j++) {
+						double d = align_pyspy_time(a, (uint32_t)ref,
+									    p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j];
+						ss += d * d;
+					}
+					double rms_ms = tr[ref].n ? sqrt(ss / (double)tr[ref].n) * 1e3 : 0;
+					a->uncert_ms = sqrt(line_uncert_ms * line_uncert_ms + rms_ms * rms_ms +
+							    half * half * 1e6);
+				}
 				free(px);
 				free(py);
 			} else {
@@ -1250,7 +1289,62 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				a->knot_y = py;
 				a->nknots = pn;
 			}
+			free(y_line);
 		}
+	}
+	if (chrome) {
+		/* the typical sample interval: the median of the reference
+		 * thread's durations (py-spy's --rate period when idle is kept) */
+		double per = a->sample_period_s;
+		if (!isfinite(per) && tr[ref].n) {
+			double *dd = malloc(tr[ref].n * sizeof *dd);
+			if (dd) {
+				for (size_t j = 0; j < tr[ref].n; j++)
+					dd[j] = p->samples[tr[ref].idx[j]].duration_s;
+				qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
+				per = dd[tr[ref].n / 2];
+				free(dd);
+			}
+		}
+		if (!isfinite(per) || per <= 0)
+			per = 0;
+		double h = per / 2 * 1e3;
+		/* A chrometrace sample's stamp is when py-spy processed it, and the
+		 * stack held somewhere in the period before: measured misses of a
+		 * phase-only function up to 2.6 ms (p95) where the pulses alone
+		 * claimed 0.18 ms. */
+		a->uncert_ms = sqrt(a->uncert_ms * a->uncert_ms + h * h);
+	}
+	if (!chrome) {
+		/* speedscope times are nominal (i/rate): between pulses nothing
+		 * checks them, and the warp's largest correction shows how far
+		 * they strayed from the line; the truth is no nearer than that
+		 * can be proven. */
+		/* (With pulses in between, 3 groups or more, they check it.) */
+		if (a->nknots && a->pulse_groups < 3 && a->warp_max_ms > a->uncert_ms)
+			a->uncert_ms = a->warp_max_ms;
+		/* Without --idle, py-spy drops idle samples with no gap: the
+		 * process lived this much longer than the profile's nominal
+		 * length, and any sample may be off by up to that much. */
+		double life = rt[ref].end_s - rt[ref].start_s;
+		double nominal = (p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s - p->samples[tr[ref].idx[0]].t_rel_s) *
+				 a->scale;
+		if (isfinite(life) && life > nominal)
+			a->unsampled_s = life - nominal;
+		/* No pulse pins the profile and its nominal length falls short
+		 * of the process's life: which stretch has no sample cannot be
+		 * known (no --idle, or py-spy fell behind), so neither can any
+		 * sample's time to better than the missing length. */
+		if (!a->pulse_samples && a->unsampled_s > 0.05 * life)
+			a->time_unknown = 1;
+		if ((a->idle_dropped || a->time_unknown) && a->unsampled_s * 1e3 > a->uncert_ms)
+			a->uncert_ms = a->unsampled_s * 1e3;
+	}
+	/* Never a NaN: with nothing better, the prior's bound (or, with no
+	 * bound either, the profile's whole length) is what is known. */
+	if (!isfinite(a->uncert_ms)) {
+		double w = isfinite(hi - lo) ? (hi - lo) / 2 : p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s;
+		a->uncert_ms = w * 1e3;
 	}
 	/* The pulses' misses under the final mapping, for the report. */
 	if (npts && a->pulse_samples) {
@@ -1347,11 +1441,17 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	else if (a->warp_rejected)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
-	char per[64] = "";
+	char per[64] = "", unsampled[400];
+	snprintf(unsampled, sizeof unsampled,
+		 "; %s: %.3g s of the process's life have no sample and nothing says where, so any sample may be "
+		 "off by that much; re-record with py-spy --idle (and anchor.sync_pulse())",
+		 a->idle_dropped ? "RECORDED WITHOUT --idle (idle samples dropped with no gap)"
+				 : "SAMPLE TIMES UNKNOWN (no --idle, or py-spy fell behind)",
+		 a->unsampled_s);
 	if (!isnan(a->sample_period_s))
 		snprintf(per, sizeof per, " (sample period %.3g ms)", a->sample_period_s * 1e3);
 	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
 		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
-		 a->idle_dropped ? "; profile looks recorded without --idle: sample times unreliable" : "");
+		 a->idle_dropped || a->time_unknown ? unsampled : "");
 }

@@ -74,6 +74,8 @@ struct align_pyspy {
 	double phase_score;    /* phase-frames: share of samples agreeing */
 	double sample_period_s;/* typical interval between samples */
 	int idle_dropped;      /* speedscope seemingly without --idle */
+	double unsampled_s;    /* speedscope: process life beyond the profile's nominal length */
+	int time_unknown;      /* speedscope, no pulse, unsampled_s > 5 % of the life */
 	struct align_pyspy_thread *thr; /* one per profile thread */
 	size_t nthr, nmapped;
 	/* speedscope warp: reference-thread profile time -> timeline,

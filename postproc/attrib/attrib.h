@@ -183,6 +183,14 @@ void attrib_result_free(struct attrib_result *r);
 int attrib_fit_offset(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		      size_t n_phase, double range_s, double *delta_s, double *sigma_s);
 
+/* The offsets the data cannot tell apart: a grid over [-range_s, range_s]
+ * (half attrib_fit_offset's step); *best_s the lowest residual, and
+ * [*set_lo_s, *set_hi_s] the extent of every offset whose residual is
+ * within level (3.84: 95 %) per degree of freedom of it. */
+int attrib_fit_offset_set(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
+			  size_t n_phase, double range_s, double level, double *best_s, double *set_lo_s,
+			  double *set_hi_s);
+
 /* Cheaper offset fit: maximise the correlation between the window power and
  * the predicted activity sum_k weight[k] * share_k (weight NULL: 1 for every
  * phase, 0 for unattributed) on a grid of step_s, refined by a parabola

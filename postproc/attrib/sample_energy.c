@@ -329,3 +329,39 @@ const char *sample_energy_perun_script(const struct ringload *rl, char *buf, siz
 	}
 	return NULL;
 }
+
+/* Is `name` defined in the script (a "def name(" line), or its module body? */
+static int script_defines(const char *script, const char *name, int32_t line)
+{
+	char buf[4096], pat[300];
+	int n = 0, found = !strcmp(name, "<module>");
+	FILE *fp = fopen(script, "r");
+	if (!fp)
+		return 0;
+	snprintf(pat, sizeof pat, "def %s(", name);
+	while (fgets(buf, sizeof buf, fp)) {
+		if (strchr(buf, '\n'))
+			n++;
+		if (!found && strstr(buf, pat))
+			found = 1;
+	}
+	fclose(fp);
+	/* the frame's line must exist in the script */
+	return found && line <= n + 1;
+}
+
+size_t sample_energy_name_script(const struct ringload *rl, struct pyspy_profile *p, char *buf, size_t cap)
+{
+	const char *script = sample_energy_perun_script(rl, buf, cap);
+	size_t renamed = 0;
+	if (!script)
+		return 0;
+	for (uint32_t f = 0; f < p->frames.n; f++) {
+		struct pyspy_frame *fr = &p->frames.v[f];
+		if (fr->file && !strcmp(fr->file, "<string>") && script_defines(script, fr->name, fr->line)) {
+			fr->file = script;
+			renamed++;
+		}
+	}
+	return renamed;
+}

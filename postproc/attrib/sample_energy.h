@@ -43,6 +43,12 @@ int sample_energy_build(const struct energy_model *m, const struct pyspy_profile
  * a PROC_START argv of the ring), if that file is readable; else NULL. */
 const char *sample_energy_perun_script(const struct ringload *rl, char *buf, size_t cap);
 
+/* `perun monitor` exec's the script from a string, so py-spy names its
+ * frames' file "<string>": give those frames (a function the script
+ * defines, or its module body) the script's path, kept in buf.  Returns
+ * how many frames were renamed. */
+size_t sample_energy_name_script(const struct ringload *rl, struct pyspy_profile *p, char *buf, size_t cap);
+
 void sample_energy_free(struct sample_energy *se);
 
 /* Exclusive-timeline phase at timeline time t for a profile thread:

@@ -332,7 +332,7 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			  const struct align_pyspy *a, const struct sample_energy *se)
 {
 	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "idle", "energy_j", "phase",
-					   "leaf_function", "leaf_line", NULL};
+					   "leaf_function", "leaf_line", "t_s", "phase_at_t", NULL};
 	struct outfile of;
 	struct csv c;
 	outfile_open(&of, path);
@@ -365,6 +365,12 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			csv_empty(&c);
 			csv_empty(&c);
 		}
+		/* The instant the stack was read (the slice around it can span
+		 * dropped idle samples): where a placement check looks. */
+		double ts = align_pyspy_time(a, s->thread, s->t_rel_s);
+		int pt = sample_energy_phase_at(m, a, s->thread, ts);
+		csv_fixed(&c, ts, 9);
+		csv_str(&c, pt >= 0 ? m->ph.names[pt] : "");
 		csv_row_end(&c);
 	}
 	outfile_commit(&of);
@@ -415,9 +421,11 @@ int cmd_functions(int argc, char **argv)
 		OPT_STRING(0, "stacks-out", &stacks_out, "FILE",
 			   "per distinct stack: stack,samples,self_s,energy_j(+groups)"),
 		OPT_STRING(0, "samples-out", &samples_out, "FILE",
-			   "per sample: pid,tid,t0_s,t1_s,idle,energy_j,phase,leaf_function,leaf_line"),
+			   "per sample: pid,tid,t0_s,t1_s,idle,energy_j,phase (at the slice's middle),leaf_function,"
+			   "leaf_line,t_s,phase_at_t (at the sample's own instant)"),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
+		OPT_NO_HOOK(&o),
 		OPT_END(),
 	};
 
@@ -440,6 +448,7 @@ int cmd_functions(int argc, char **argv)
 		ringload_fatal_mismatch(&m.rl, profile, err);
 	char script[1024];
 	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
+	sample_energy_name_script(&m.rl, &p, script, sizeof script);
 	if (sample_energy_build(&m, &p, &a, string_src, &se))
 		diag_fatal(NULL, "out of memory");
 	/* Waiting threads sampled at all means --idle; pyspy.h's guess is

@@ -63,6 +63,7 @@ int cmd_phases(int argc, char **argv)
 		OPTS_ATTRIB(&method, &ao),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
+		OPT_NO_HOOK(&o),
 		/* Listed for --help and completion; phases_wants_mpi hands them
 		 * to cmd_mpi.c before this table is parsed. */
 		OPT_STRING(0, "rings", &unused, "DIR", "several rings: a directory, glob or ring (repeatable)"),

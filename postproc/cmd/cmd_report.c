@@ -32,6 +32,7 @@
 #include "phase_table.h"
 #include "plot.h"
 #include "pyspy.h"
+#include "sample_energy.h"
 #include "trace_json.h"
 
 struct report {
@@ -76,6 +77,8 @@ static void forward_options(struct report *r, const struct em_opts *o)
 		}
 	if (o->no_fit)
 		r->fwd[r->nfwd++] = "--no-fit";
+	if (o->no_hook)
+		r->fwd[r->nfwd++] = "--no-hook";
 }
 
 static double elapsed_s(const struct report *r)
@@ -175,7 +178,7 @@ int cmd_report(int argc, char **argv)
 	struct phase_scope all;
 	struct outfile of;
 	struct csv c;
-	char *table = NULL, *path, title_buf[256], pyspy_line[640] = "";
+	char *table = NULL, *path, title_buf[256], pyspy_line[1024] = "";
 	size_t table_len = 0;
 	FILE *tty;
 
@@ -191,6 +194,7 @@ int cmd_report(int argc, char **argv)
 		OPTS_ATTRIB(&method, &ao),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
+		OPT_NO_HOOK(&o),
 		OPT_END(),
 	};
 
@@ -294,6 +298,7 @@ int cmd_report(int argc, char **argv)
 		struct align_pyspy al;
 		struct trace_pyspy tp = {0};
 		struct trace_stats ts;
+		static char script_buf[1024];
 		pyspy_profile_init(&p);
 		memset(&al, 0, sizeof al);
 		if (profile) {
@@ -304,6 +309,7 @@ int cmd_report(int argc, char **argv)
 				diag_fatal(profile, "%s", err.msg);
 			if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &al, aerr, sizeof aerr))
 				ringload_fatal_mismatch(&m.rl, profile, aerr);
+			sample_energy_name_script(&m.rl, &p, script_buf, sizeof script_buf);
 			align_pyspy_describe(&al, &p, pyspy_line, sizeof pyspy_line);
 			if (strcmp(stacks, "none")) {
 				tp.p = &p;

@@ -81,6 +81,12 @@ struct out {
 	size_t scratch_len;
 	int with_time;
 	int64_t anchor_unix_ns;
+	/* --ring: OS tid -> pid from the ring's records, for formats whose
+	 * threads name no pid (speedscope: "Thread 123") */
+	struct tidpid {
+		uint32_t tid, pid;
+	} *tidpid;
+	size_t ntidpid;
 	uint64_t rows;
 };
 
@@ -259,10 +265,19 @@ static void write_row(struct out *o, const struct pyspy_profile *p, const struct
 		o->header = NULL;
 	}
 	csv_str(c, t->profile);
-	if (t->pid >= 0)
+	if (t->pid >= 0) {
 		u64_field(c, (uint64_t)t->pid);
-	else
-		csv_empty(c);
+	} else {
+		char *end;
+		unsigned long tid = strtoul(t->tid, &end, 10);
+		size_t k = 0;
+		while (*end == '\0' && t->tid[0] && k < o->ntidpid && o->tidpid[k].tid != tid)
+			k++;
+		if (*end == '\0' && t->tid[0] && k < o->ntidpid)
+			u64_field(c, o->tidpid[k].pid);
+		else
+			csv_empty(c);
+	}
 	csv_str(c, t->tid);
 	csv_str(c, t->thread_name);
 	u64_field(c, index);
@@ -590,7 +605,8 @@ int cmd_samples(int argc, char **argv)
 		OPT_CHOICE(0, "format", &fmt, "F", format_choices, "the profile's format [auto]"),
 		OPT_STRING(0, "ring", &ring, "RING",
 			   "add unix_s,utc_iso: t_rel_s=0 is taken as the PROC_START of --pid; the method and its "
-			   "expected error go to OUT.alignment.txt (stderr when writing to stdout)"),
+			   "expected error go to OUT.alignment.txt (stderr when writing to stdout); pid is filled from the "
+			   "ring where the profile names none (speedscope)"),
 		OPT_LONG(0, "pid", &pid, "PID", 0, 4194304, -1,
 			 "the profiled process in the ring (default: the profile's pid when the file names one, "
 			 "else the first process in the ring)"),
@@ -657,6 +673,20 @@ int cmd_samples(int argc, char **argv)
 		} else {
 			write_alignment(stderr, &probe, in, ring, proc, why, o.anchor_unix_ns);
 		}
+		for (size_t i = 0; i < rl.rf.nev; i++) {
+			const struct ring_event *e = &rl.rf.ev[i];
+			size_t k;
+			for (k = o.ntidpid; k-- > 0;)
+				if (o.tidpid[k].tid == e->tid)
+					break;
+			if (k != (size_t)-1)
+				continue;
+			struct tidpid *n = realloc(o.tidpid, (o.ntidpid + 1) * sizeof *n);
+			if (!n)
+				oom();
+			o.tidpid = n;
+			o.tidpid[o.ntidpid++] = (struct tidpid){e->tid, e->pid};
+		}
 		ringload_close(&rl);
 		pyspy_profile_free(&probe);
 	}
@@ -682,6 +712,7 @@ int cmd_samples(int argc, char **argv)
 	for (uint32_t f = 0; f < o.nftext; f++)
 		free(o.ftext[f]);
 	free(o.ftext);
+	free(o.tidpid);
 	free(o.flen);
 	free(o.frames);
 	free(o.stack);

@@ -155,6 +155,7 @@ int cmd_timeline(int argc, char **argv)
 		OPT_DOUBLE(0, "bin", &bin_s, "S", 1e-4, 3600, ANCHOR_TIMELINE_BIN_S, "bin width, s"),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
+		OPT_NO_HOOK(&o),
 		OPT_END(),
 	};
 

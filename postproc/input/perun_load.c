@@ -742,9 +742,12 @@ static int load_host(struct ld *L, hid_t g, const char *path, const char *name, 
 		return oom(L, path);
 	if ((rc = check_type(L, g, path, NODE_HOST)) < 0)
 		return rc;
-	if ((rc = attr_str(L, g, path, "mpi_ranks", 1, &ranks)) < 0)
+	/* perun's record of a failed run (script raised or exited: the file
+	 * is failed_APP.hdf5, its round is named "failed") writes its host
+	 * node without mpi_ranks; any other host node must have it. */
+	if ((rc = attr_str(L, g, path, "mpi_ranks", !strstr(path, "/nodes/failed/"), &ranks)) < 0)
 		return rc;
-	rc = parse_ranks(L, path, ranks, h);
+	rc = ranks ? parse_ranks(L, path, ranks, h) : 0;
 	free(ranks);
 	if (rc < 0)
 		return rc;

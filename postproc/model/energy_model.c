@@ -145,50 +145,54 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
 	if (!iv)
 		return NULL;
 	for (size_t i = 0; i < th->nseg; i++) {
-		iv[i].t0_s = energy_model_tl(m, th->seg[i].t0_ns);
-		iv[i].t1_s = energy_model_tl(m, th->seg[i].t1_ns);
-		iv[i].phase = th->seg[i].phase;
+		/* the tools' own activity gets no power of its own (phase_table.c) */
+		if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+			continue;
+		iv[*n].t0_s = energy_model_tl(m, th->seg[i].t0_ns);
+		iv[*n].t1_s = energy_model_tl(m, th->seg[i].t1_ns);
+		iv[*n].phase = th->seg[i].phase;
+		(*n)++;
 	}
-	*n = th->nseg;
 	return iv;
 }
 
-/* `perun monitor script.py` runs the script inside its own process and
- * samples from before the script starts until after it ends, so when the
- * primary thread's process is that perun process, perun's span contains
- * every phase of it.  execution_dt is taken before perun's set-up, which
- * on a loaded machine runs for seconds (cpuinfo subprocesses: measured
- * ~2.7 s), beyond the fit's reach and with the fit preferring windows with
- * no phase in them.  So: centre the prior in the offsets that keep the
- * phases inside the span and search just those. */
-static void contain_prior(struct energy_model *m, double *range_s)
+/* perun takes execution_dt after its process started and before its
+ * first sample: a file whose execution_dt (in the zone assumed) lies
+ * outside that stretch of the ring is another run's, or was written in
+ * another zone.  The proof goes into the message. */
+static void execution_dt_check(const struct energy_model *m, const struct em_opts *o,
+			       const struct perun_sensor *ref, double bound_hi_s)
 {
 	const struct phase_thread *th;
 	const struct ring_proc *pr;
-	const struct perun_sensor *any = NULL;
-	if (!m->ph.nthr || !m->nsen)
+	int64_t unix_ns;
+	char a[48], b[48], c[48];
+	if (!m->ph.nthr || !ref || !ref->n || !m->rl.clock.n)
 		return;
 	th = &m->ph.thr[m->ph.primary];
 	pr = ring_procs_find(&m->rl.procs, th->pid);
-	if (!pr || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") || !th->nseg)
+	if (!pr || !pr->start_ns || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") ||
+	    align_parse_execution_dt(m->run->execution_dt, o->tz, &unix_ns))
 		return;
-	any = m->sen[0].ps;
-	double p0 = energy_model_tl(m, th->seg[0].t0_ns), p1 = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
-	double d0 = any->timesteps_s[0], d1 = any->timesteps_s[any->n - 1];
-	/* timeline = t + offset: need offset + d0 <= p0 and offset + d1 >= p1 */
-	double lo = p1 - d1, hi = p0 - d0;
-	if (!(lo <= hi))
+	double e = ((double)ring_clock_mono_ns(&m->rl.clock, unix_ns) - (double)m->base_ns) / 1e9;
+	double start = energy_model_tl(m, pr->start_ns);
+	double first_max = bound_hi_s + ref->timesteps_s[0];
+	/* execution_dt has microseconds; 1 s covers SYNC interpolation and a
+	 * zone offset of less than that cannot be one anyway */
+	if (e >= start - 1.0 && (!isfinite(first_max) || e <= first_max + 1.0))
 		return;
-	double c = (lo + hi) / 2, r = (hi - lo) / 2 + 0.1;
-	if (fabs(m->align.offset_s - c) <= r && *range_s >= r)
-		return; /* the prior's search already covers it */
-	m->align.offset_s = c;
-	m->align.uncert_ms = r * 1e3;
-	*range_s = r;
-	{
-		size_t l = strlen(m->align.method);
-		snprintf(m->align.method + l, sizeof m->align.method - l, "+contain");
-	}
+	ring_clock_iso(unix_ns, a, sizeof a);
+	ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, pr->start_ns), b, sizeof b);
+	if (isfinite(first_max))
+		ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, (uint64_t)((double)m->base_ns + first_max * 1e9)), c,
+			       sizeof c);
+	else
+		snprintf(c, sizeof c, "its end");
+	diag_fatal(o->perun, "not the perun run recorded in %s: its execution_dt %s (read in %s) must lie between the "
+			     "start of perun's process %u at %s and its first sample, by %s, but is %s: another run's "
+			     "file, or pass --tz with the zone it was written in",
+		   o->ring, a, o->tz ? o->tz : "this machine's zone", pr->pid, b, c,
+		   e < start ? "earlier" : "later");
 }
 
 /* UTC of timeline second t, for messages. */
@@ -233,32 +237,62 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
+	m->align.bound_lo_s = -INFINITY;
+	m->align.bound_hi_s = INFINITY;
 	const struct perun_sensor *ref = NULL;
 	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
 		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
 			if (m->host->groups[g].sensors[s].n > 1)
 				ref = &m->host->groups[g].sensors[s];
-	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
+	int hook = o->no_hook ? 0 : align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_fatal(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
+		diag_fatal(o->perun, "does not match %s perun run recorded in %s (%s%zu perun.sample stamps vs "
 				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
 				     "--run/--round)",
-			   o->ring, m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
+			   m->align.hook_runs > 1 ? "any" : "the", o->ring, m->align.hook_runs > 1 ? "the first has " : "its ",
+			   m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
+	if (hook > 0) {
+		/* Several runs in one ring: attribute on the run whose sampler
+		 * stamped this file (its parent is the perun process). */
+		const struct ring_proc *sp = ring_procs_find(&m->rl.procs, m->align.hook_pid);
+		long thr = sp ? phase_set_primary_of(&m->ph, sp->ppid) : -1;
+		if (thr >= 0 && (size_t)thr != m->ph.primary)
+			m->ph.primary = (size_t)thr;
+		if (thr >= 0 && m->align.hook_runs > 1)
+			diag_warn(o->ring, "%zu perun runs in this ring: using the one this file belongs to (pid %u, "
+					   "sampler %u, by its stamps)",
+				  m->align.hook_runs, sp->ppid, sp->pid);
+	}
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
-		double range_s = o->fit_range_s;
-		contain_prior(m, &range_s);
+		double range_s = o->fit_range_s, lo, hi;
+		/* Hard bounds from the ring (align_perun_bounds); the fit
+		 * searches them and is kept only where the data decide it. */
+		align_perun_bounds(&m->rl.procs, &m->ph, m->base_ns, ref ? ref->timesteps_s : NULL, ref ? ref->n : 0,
+				   &lo, &hi, m->align.bound_why, sizeof m->align.bound_why);
+		if (isfinite(lo) && isfinite(hi) && lo <= hi) {
+			m->align.offset_s = (lo + hi) / 2;
+			range_s = (hi - lo) / 2 + 0.05;
+		} else if (!(lo <= hi)) {
+			/* contradictory: the ring and this file are not one run */
+			diag_fatal(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
+					     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
+		}
+		execution_dt_check(m, o, ref, hi);
+		struct align_perun fit = m->align;
+		int fitted = 0;
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
 			if (iv && niv)
-				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
+				fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
 			free(iv);
 		}
+		align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
 	}
 	for (size_t i = 0; i < m->nsen; i++)
 		for (size_t k = 0; k < m->sen[i].ser.n; k++)
@@ -280,6 +314,8 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 		if (m->ph.nthr) {
 			const struct phase_thread *th = &m->ph.thr[m->ph.primary];
 			for (size_t i = 0; i < th->nseg; i++) {
+				if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+					continue; /* sync pulses at start and exit lie outside perun's span */
 				double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
 				double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
 				if (!i || a < p0)
@@ -298,7 +334,12 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 		 * short run most phase time can be the tools' own (MPI_Init of
 		 * perun's mpi4py, sync pulses) outside perun's sampling. */
 		int none = m->span_t1_s < 0 || m->span_t0_s > r1 || (all > 0 && !(inside > 0));
-		int mostly_out = !none && hook <= 0 && all > 0 && inside < 0.5 * all;
+		/* With two-sided bounds from the ring (align_perun_bounds) the span
+		 * is already known to fit this run's processes (a crashed run's
+		 * perun span can be shorter than the script: its first sample
+		 * comes late), so some overlap is enough there too. */
+		int bounded = isfinite(m->align.bound_lo_s) && isfinite(m->align.bound_hi_s);
+		int mostly_out = !none && hook <= 0 && !bounded && all > 0 && inside < 0.5 * all;
 		if (none || mostly_out) {
 			char a[48], b[48], c[48], d[48], dmg[192], share[64];
 			iso_tl(m, p0, a, sizeof a);

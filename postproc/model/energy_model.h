@@ -35,6 +35,7 @@ struct em_opts {
 	const char *tz;      /* execution_dt zone, NULL: local */
 	double fit_range_s;  /* offset search half-width around the prior */
 	int no_fit;
+	int no_hook;         /* --no-hook: ignore perun.sample stamps */
 };
 
 struct energy_model {

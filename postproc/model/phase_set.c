@@ -207,6 +207,70 @@ static int cmp_occ_thread(const void *a, const void *b)
 	return cmp_occ_t0(a, b);
 }
 
+/* Is phase k the tools' own activity rather than the user's?  anchor's
+ * sync aids ("anchor.*") always; an MPI call ("MPI_*") when every
+ * occurrence was made by a perun process (perun imports mpi4py: its
+ * MPI_Init_thread, MPI_Allgather, MPI_Barrier, MPI_Finalize) outside the
+ * time its user phases span there, i.e. in perun's set-up or tear-down. */
+static int classify_tool(struct phase_set *ps, const struct ring_procs *procs)
+{
+	struct hull {
+		uint32_t pid;
+		int perun;
+		uint64_t u0, u1;
+	} *h = NULL;
+	size_t nh = 0;
+	ps->tool = calloc(ps->nnames ? ps->nnames : 1, 1);
+	if (!ps->tool)
+		return -1;
+	/* Per process: is it perun, and the span of its user phases. */
+	for (size_t i = 0; i < ps->nocc; i++) {
+		const struct phase_occ *o = &ps->occ[i];
+		const char *nm = ps->names[o->phase];
+		size_t j;
+		for (j = nh; j-- > 0;)
+			if (h[j].pid == o->pid)
+				break;
+		if (j == (size_t)-1) {
+			const struct ring_proc *p = procs ? ring_procs_find(procs, o->pid) : NULL;
+			struct hull *nhl = realloc(h, (nh + 1) * sizeof *h);
+			if (!nhl) {
+				free(h);
+				return -1;
+			}
+			h = nhl;
+			j = nh++;
+			h[j].pid = o->pid;
+			h[j].perun = p && strstr(p->argv, "perun");
+			h[j].u0 = UINT64_MAX;
+			h[j].u1 = 0;
+		}
+		if (strncmp(nm, "MPI_", 4) && strncmp(nm, "anchor.", 7)) {
+			h[j].u0 = o->t0_ns < h[j].u0 ? o->t0_ns : h[j].u0;
+			h[j].u1 = o->t1_ns > h[j].u1 ? o->t1_ns : h[j].u1;
+		}
+	}
+	for (size_t k = 0; k < ps->nnames; k++)
+		ps->tool[k] = !strncmp(ps->names[k], "anchor.", 7) || !strncmp(ps->names[k], "MPI_", 4);
+	for (size_t i = 0; i < ps->nocc; i++) {
+		const struct phase_occ *o = &ps->occ[i];
+		size_t j;
+		if (!ps->tool[o->phase] || !strncmp(ps->names[o->phase], "anchor.", 7))
+			continue;
+		for (j = 0; j < nh && h[j].pid != o->pid; j++)
+			;
+		if (j == nh || !h[j].perun || (h[j].u0 <= h[j].u1 && o->t1_ns > h[j].u0 && o->t0_ns < h[j].u1))
+			ps->tool[o->phase] = 0; /* the user's own MPI */
+	}
+	free(h);
+	return 0;
+}
+
+int phase_set_is_tool(const struct phase_set *ps, int phase)
+{
+	return ps->tool && phase >= 0 && (size_t)phase < ps->nnames && ps->tool[phase];
+}
+
 int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
 		    struct phase_set *ps)
 {
@@ -241,6 +305,13 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		if (!t || (ph = intern(&b, e->text)) < 0)
 			goto out;
 		if (e->kind == ANCHOR_KIND_BEGIN) {
+			/* A mark segment between ranges ends where the next range
+			 * starts; anchor's sync pulses and MPI calls (perun's own,
+			 * or a collective inside the marked step) nest in it. */
+			if (t->mark_open >= 0 && strncmp(e->text, "anchor.", 7) && strncmp(e->text, "MPI_", 4)) {
+				ps->occ[t->mark_open].t1_ns = e->ts_ns;
+				t->mark_open = -1;
+			}
 			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
 				goto out;
 			if (e->flags & ANCHOR_FLAG_VALUE) {
@@ -263,7 +334,11 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			}
 			if (!found)
 				ps->unmatched_end++;
-		} else if (!t->has_ranges) {
+		} else if (t->has_ranges && t->nstack) {
+			/* Inside an open range a mark is an instant: cutting the range
+			 * would take time from a phase the user delimited exactly. */
+			ps->marks_in_range++;
+		} else {
 			if (t->mark_open >= 0)
 				ps->occ[t->mark_open].t1_ns = e->ts_ns;
 			if ((o = new_occ(&b, e, ph, 0, 1)) < 0)
@@ -283,8 +358,22 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			ps->occ[t->stack[i]].unclosed = 1;
 			ps->unclosed_begin++;
 		}
-		if (t->mark_open >= 0)
+		if (t->mark_open >= 0 && t->has_ranges) {
+			/* After the thread's last range nothing ends it but the
+			 * process: an instant ("done", "groundtruth_end"), not a
+			 * phase running through the tools' tear-down. */
+			ps->occ[t->mark_open].phase = -1;
+			ps->marks_in_range++;
+		} else if (t->mark_open >= 0) {
 			ps->occ[t->mark_open].t1_ns = end;
+		}
+	}
+	{
+		size_t k = 0;
+		for (size_t i = 0; i < ps->nocc; i++)
+			if (ps->occ[i].phase >= 0)
+				ps->occ[k++] = ps->occ[i];
+		ps->nocc = k;
 	}
 	/* Per thread: exclusive timeline and self times. */
 	if (ps->nocc)
@@ -306,6 +395,8 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			ps->primary = ps->nthr - 1;
 		lo = hi;
 	}
+	if (classify_tool(ps, procs))
+		goto out;
 	rc = 0;
 out:
 	for (size_t k = 0; k < b.nts; k++)
@@ -321,6 +412,7 @@ void phase_set_free(struct phase_set *ps)
 	for (size_t i = 0; i < ps->nnames; i++)
 		free(ps->names[i]);
 	free(ps->names);
+	free(ps->tool);
 	free(ps->occ);
 	for (size_t i = 0; i < ps->nthr; i++)
 		free(ps->thr[i].seg);

@@ -14,10 +14,14 @@
  * Names starting with "perun." are anchor's record of perun's sample clock
  * (align.h), not phases.
  *
- * Marks: on a thread with no ranges at all, `anchor.mark("x")` means "x
- * starts now": the thread's timeline is cut into segments, each running
- * from one mark to the next (the last to the thread's last record).
- * Threads that use ranges keep their marks as instants.
+ * Marks: `anchor.mark("x")` means "x starts now".  On a thread with no
+ * ranges the timeline is cut into segments, each running from one mark to
+ * the next (the last to the thread's last record).  On a thread that also
+ * uses ranges, a mark outside every open range starts a segment that ends
+ * at the thread's next mark or range begin (so `mark("data")` before
+ * `with phase("forward")` gives data its row); a mark inside an open range,
+ * or after the thread's last range with no mark or range following, stays
+ * an instant (no row) and is counted in marks_in_range.
  *
  * Exclusive timeline: on each thread, every instant belongs to the
  * innermost open range there.  The primary thread (most phase time) gives
@@ -71,6 +75,8 @@ struct phase_set {
 	size_t nthr;
 	size_t primary;         /* index into thr of the primary thread */
 	uint64_t unmatched_end, unclosed_begin;
+	uint64_t marks_in_range;  /* marks kept as instants (in a range, or trailing) */
+	uint8_t *tool;            /* per name: the tools' own activity (phase_set_is_tool) */
 };
 
 /* Build from sorted ring events.  0 or -ENOMEM. */
@@ -78,6 +84,12 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		    struct phase_set *ps);
 
 void phase_set_free(struct phase_set *ps);
+
+/* 1 when phase is the tools' own activity, not the user's: anchor's sync
+ * aids ("anchor.*") and perun's MPI calls (MPI_* made by a perun process
+ * only outside its user phases).  Hidden from the terminal table and the
+ * pictures, kept in phases.csv with the flag "tool". */
+int phase_set_is_tool(const struct phase_set *ps, int phase);
 
 /* Index of a name, or -1. */
 int phase_set_find(const struct phase_set *ps, const char *name);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "phase_flags.h"
 
 struct phase_stats {
 	size_t count;
@@ -80,29 +81,43 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
 	if (!iv)
 		diag_fatal(NULL, "out of memory");
+	/* An alignment known only to within its 95 % interval (the fallback
+	 * without perun's stamps) moves every phase by up to that much: the
+	 * intervals are widened by the change such a shift makes. */
+	struct attrib_opts ao_al = ao ? *ao : (struct attrib_opts){0};
+	if (m->align.ci95_ms / 1e3 > ao_al.offset_sigma_s && m->align.ci95_ms > 3.0)
+		ao_al.offset_sigma_s = m->align.ci95_ms / 1e3;
+	ao = &ao_al;
 	for (size_t s = 0; s < m->nsen; s++) {
 		const struct em_sensor *es = &m->sen[s];
 		size_t g = energy_model_group_of(m, es);
 		struct attrib_result r;
 		int rc;
-		/* Sensor time = timeline - offset. */
+		size_t niv = 0;
+		/* Sensor time = timeline - offset.  The tools' own activity
+		 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
+		 * phase to fit a power to: its time stays unattributed. */
 		for (size_t i = 0; i < th->nseg; i++) {
-			iv[i].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
-			iv[i].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
-			iv[i].phase = th->seg[i].phase;
+			if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+				continue;
+			iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
+			iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
+			iv[niv].phase = th->seg[i].phase;
+			niv++;
 		}
 		memset(&r, 0, sizeof r);
 		if (method == ATTRIB_CHOICE_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
+			rc = attrib_integrate(&es->ser, iv, niv, np, &r);
 		else if (method == ATTRIB_CHOICE_REGRESS)
-			rc = attrib_regress(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_regress(&es->ser, iv, niv, np, ao, &r);
 		else if (method == ATTRIB_CHOICE_SPLIT || method == ATTRIB_CHOICE_AUTO)
-			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_split(&es->ser, iv, niv, np, ao, &r);
 		else
-			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
+			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
 		if (rc == -ENODATA)
-			diag_fatal(m->rl.rf.path, "no perun sample window overlaps a phase of thread %u "
-						  "(files from different runs?)", th->tid);
+			diag_fatal(m->rl.rf.path, "too few perun sample windows over the phases of thread %u to "
+						  "attribute %zu phases (a run of a few sampling periods, or files from "
+						  "different runs?)", th->tid, np);
 		if (rc)
 			diag_fatal(m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id, strerror(-rc));
 		sr->total_j[g] += r.total_j;
@@ -211,6 +226,41 @@ static void flags_text(unsigned f, char *buf, size_t cap)
 		buf[strlen(buf) - 1] = '\0';
 }
 
+/* Under the table: what was hidden, and why each flagged row is suspect. */
+static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np, size_t ng, const unsigned *pf,
+			      const double *maxw, size_t nflagged, size_t nhidden)
+{
+	if (nhidden) {
+		fprintf(tty, "hidden: %zu phase(s) of the tools' own activity (perun's MPI calls, anchor's sync pulses); "
+			     "their time is in (unattributed), their rows in phases.csv with flag 'tool'\n",
+			nhidden);
+	}
+	if (!nflagged)
+		return;
+	fprintf(tty, "(!) %zu value(s) flagged as physically implausible (flags column of phases.csv):\n", nflagged);
+	for (size_t k = 0; k <= np; k++)
+		for (size_t g = 0; g < ng; g++) {
+			unsigned f = pf[k * ng + g] & ~PHASE_FLAG_TOOL;
+			const char *name = k == np ? "(unattributed)" : m->ph.names[k];
+			if (!f || (k < np && phase_set_is_tool(&m->ph, (int)k)))
+				continue;
+			if (f & PHASE_FLAG_ABOVE_MAX)
+				fprintf(tty, "  %s %s: even its interval's low end is more power than the highest perun window "
+					     "around it (%.2f W): the phase edges or the alignment are wrong\n",
+					name, m->groups[g], maxw[k * ng + g]);
+			if (f & PHASE_FLAG_POINT_ABOVE_MAX)
+				fprintf(tty, "  %s %s: its power is above the highest perun window around it (%.2f W) "
+					     "although it lasts a window or more; the interval reaches below\n",
+					name, m->groups[g], maxw[k * ng + g]);
+			if (f & PHASE_FLAG_ZERO_UNDER_LOAD)
+				fprintf(tty, "  %s %s: no energy while every window around it shows power\n", name,
+					m->groups[g]);
+			if (f & PHASE_FLAG_WIDE)
+				fprintf(tty, "  %s %s: the 95%% interval is wider than the total: this row says nothing\n",
+					name, m->groups[g]);
+		}
+}
+
 void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
 			     FILE *tty)
 {
@@ -223,18 +273,31 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	else
 		snprintf(scope, sizeof scope, "all");
 	if (tty) {
-		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms)%s%s\n",
+		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms, "
+			     "offset %.6f s)%s%s\n",
 			scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
-			m->align.method, m->align.uncert_ms, m->emulated ? "; " : "",
+			m->align.method, m->align.uncert_ms, m->align.offset_s, m->emulated ? "; " : "",
 			energy_model_sensor_note(m));
+		if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
+			fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
+				m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);
 		fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
 		for (size_t g = 0; g < m->ngroups; g++)
 			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
 		fprintf(tty, " method\n");
 	}
+	unsigned *pf = calloc((np + 2) * ng, sizeof *pf);
+	double *maxw = calloc((np + 2) * ng, sizeof *maxw);
+	size_t nhidden = 0, nflagged = 0;
+	FILE *all_tty = tty;
+	if (!pf || !maxw)
+		diag_fatal(NULL, "out of memory");
 	for (size_t k = 0; k <= np + 1; k++) {
 		int unattr = k == np, total = k == np + 1;
+		/* The tools' own activity: CSV only (flag "tool"). */
+		int hide = k < np && phase_set_is_tool(&m->ph, (int)k);
 		struct phase_stats st;
+		tty = hide ? NULL : all_tty;
 		const char *name = total ? "(total)" : unattr ? "(unattributed)" : m->ph.names[k];
 		int on_primary = 0;
 		double self_s = 0;
@@ -257,7 +320,7 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		}
 		for (size_t g = 0; g < ng; g++) {
 			const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
-			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary ? r->energy_j : NAN);
+			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
 			double gt = m->nsen ? sr->total_j[g] : NAN;
 			double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
 			csv_str(c, scope);
@@ -277,11 +340,22 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			csv_f64(c, e, 9);
 			csv_f64(c, ts > 0 ? e / ts : NAN, 6);
 			csv_f64(c, gt > 0 ? e / gt : NAN, 6);
-			csv_f64(c, r && on_primary && !total ? r->lo_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !total ? r->hi_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !unattr && !total ? r->incl_j : (total || unattr ? e : NAN), 9);
-			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : on_primary ? method_name(r) : "off-primary");
+			csv_f64(c, r && on_primary && !total && !hide ? r->lo_j : (total ? e : NAN), 9);
+			csv_f64(c, r && on_primary && !total && !hide ? r->hi_j : (total ? e : NAN), 9);
+			csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
+			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
+				   : on_primary ? method_name(r) : "off-primary");
 			flags_text(r ? r->flags : 0, fl, sizeof fl);
+			if (r && !total && !hide) {
+				unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3,
+							       &maxw[k * ng + g]);
+				pf[k * ng + g] = f;
+				phase_flags_text(f, fl, sizeof fl);
+				if (f & ~PHASE_FLAG_TOOL)
+					nflagged++;
+			} else if (hide) {
+				phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
+			}
 			csv_str(c, fl);
 			csv_str(c, m->align.method);
 			csv_f64(c, m->align.uncert_ms, 6);
@@ -300,15 +374,29 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		}
 		if (tty) {
 			const struct phase_group_row *r0 = m->nsen && !total ? &sr->row[k * ng] : NULL;
-			fprintf(tty, " %s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary");
+			int any = 0;
+			for (size_t g = 0; g < ng; g++)
+				any |= (pf[k * ng + g] & ~PHASE_FLAG_TOOL) != 0;
+			fprintf(tty, " %s%s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary",
+				any ? " (!)" : "");
 		}
+		nhidden += hide && st.count;
 	}
+	tty = all_tty;
+	if (tty)
+		phase_table_notes(tty, m, np, ng, pf, maxw, nflagged, nhidden);
+	free(pf);
+	free(maxw);
 }
 
 void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
 		       int by_process, FILE *tty)
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	/* Several perun runs in one ring: counts and times of this file's run
+	 * only, as its energy is. */
+	if (m->align.hook_runs > 1 && m->ph.nthr)
+		all.pid = m->ph.thr[m->ph.primary].pid;
 	phase_scope_attribute(m, method, ao, &all);
 	phase_table_write_scope(c, m, &all, tty);
 	phase_scope_free(&all);
@@ -338,4 +426,12 @@ void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 		diag_warn(o->ring, "%llu end(s) without a begin ignored, %llu range(s) still open at process "
 				   "end closed there",
 			  (unsigned long long)m->ph.unmatched_end, (unsigned long long)m->ph.unclosed_begin);
+	if (m->pf.app && !strncmp(m->pf.app, "failed_", 7))
+		diag_warn(o->perun, "perun saved this run as failed (the script raised or called exit): "
+				    "analysing the samples it kept up to the failure");
+	if (m->ph.marks_in_range)
+		diag_warn(o->ring, "%llu mark(s) kept as instants, not phases: made inside an open range, or after a "
+				   "thread's last range (a mark starts a phase only outside ranges and lasts until the "
+				   "thread's next mark or range begin)",
+			  (unsigned long long)m->ph.marks_in_range);
 }

@@ -166,12 +166,12 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	if (!c.cat)
 		diag_fatal(NULL, "out of memory");
 	/* Phases that got joules (on the primary thread), then unattributed;
-	 * anchor's own sync pulses ("anchor.*") stay in phases.csv only, the
-	 * subtitle says how much they got. */
+	 * the tools' own activity (sync pulses, perun's MPI calls:
+	 * phase_set_is_tool) stays in phases.csv only. */
 	for (size_t k = 0; k <= m->ph.nnames; k++) {
 		if (k < m->ph.nnames && !(phase_scope_self_s(m, sr, (int)k) > 0))
 			continue;
-		if (k < m->ph.nnames && !strncmp(m->ph.names[k], "anchor.", 7)) {
+		if (k < m->ph.nnames && phase_set_is_tool(&m->ph, (int)k)) {
 			for (size_t g = 0; g < ng; g++)
 				if (isfinite(sr->row[k * ng + g].energy_j))
 					c.hidden_j += sr->row[k * ng + g].energy_j;

@@ -64,10 +64,11 @@ static void build_lanes(struct tl_ctx *c)
 		int dup = 0, own = 0;
 		for (size_t k = 0; k < c->nlane; k++)
 			dup |= m->ph.thr[c->lane[k].thr].pid == pid;
-		/* A process whose only phases are anchor's own sync aids
-		 * ("anchor.sync_pulse" in every Python process) gets no lane. */
+		/* A process whose only phases are the tools' own activity
+		 * ("anchor.sync_pulse" in every Python process, perun's MPI
+		 * calls) gets no lane. */
 		for (size_t k = 0; k < m->ph.thr[i].nseg && !own; k++)
-			own = strncmp(m->ph.names[m->ph.thr[i].seg[k].phase], "anchor.", 7) != 0;
+			own = !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
 		if (dup || !own || phase_set_primary_of(&m->ph, pid) != (long)i)
 			continue;
 		c->lane[c->nlane].thr = i;
@@ -75,7 +76,7 @@ static void build_lanes(struct tl_ctx *c)
 			 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
 			 m->ph.thr[i].tid != pid ? " (thr)" : "");
 		for (size_t k = 0; k < m->ph.thr[i].nseg; k++)
-			c->shown[m->ph.thr[i].seg[k].phase] = 1;
+			c->shown[m->ph.thr[i].seg[k].phase] = !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
 		c->nlane++;
 	}
 }
@@ -179,7 +180,7 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 		cairo_clip(cr);
 		for (size_t s = 0; s < th->nseg; s++) {
 			double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
-			if (b < t0 || a > t1)
+			if (b < t0 || a > t1 || phase_set_is_tool(&m->ph, th->seg[s].phase))
 				continue;
 			plot_set_phase_colour(cr, (size_t)th->seg[s].phase, 1);
 			cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);

@@ -1,0 +1,42 @@
+/*
+ * phase_flags.h - physically implausible rows of the phase table, flagged
+ * instead of printed as silent numbers.
+ *
+ * Checks, per phase and device group, on the scope's primary thread:
+ *   power-above-window-max   a phase lasting a sensor window or more (mean
+ *                            occurrence), so holding whole windows: even its
+ *                            interval's low end, over its exclusive time, is
+ *                            more power than the highest window perun
+ *                            recorded around any of its occurrences (sum
+ *                            over the group's sensors);
+ *   point-above-window-max   the estimate is, the interval reaches below
+ *                            (shorter bursts may legitimately draw more than
+ *                            any window's mean: not flagged);
+ *   zero-power-under-load    0 J (or less) while every window around it
+ *                            shows power, and even the interval's top is
+ *                            below half the lowest of them over its time;
+ *   interval-wider-than-total  the 95 % interval is wider than the group's
+ *                            total energy: the row says nothing;
+ *   tool                     the tools' own activity (phase_set_is_tool),
+ *                            hidden from the terminal table and pictures.
+ */
+#ifndef ANCHORPOST_PHASE_FLAGS_H
+#define ANCHORPOST_PHASE_FLAGS_H
+
+#include "phase_table.h"
+
+#define PHASE_FLAG_ABOVE_MAX 0x100u
+#define PHASE_FLAG_POINT_ABOVE_MAX 0x200u
+#define PHASE_FLAG_ZERO_UNDER_LOAD 0x400u
+#define PHASE_FLAG_WIDE 0x800u
+#define PHASE_FLAG_TOOL 0x1000u
+
+/* Flags of row k (a phase, or nnames for unattributed) in group g of the
+ * scope; *maxw_out: the highest window power around it (NAN if none). */
+unsigned phase_flags_check(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g,
+			   double self_s, double mean_s, double *maxw_out);
+
+/* Append the flags' names ("a;b") to buf. */
+void phase_flags_text(unsigned f, char *buf, size_t cap);
+
+#endif
