@@ -49,6 +49,16 @@
  *               name = thread name.
  *   MARK/BEGIN/END  name = user name (longer names continue in CONT slots);
  *               value valid if flag VALUE (flag F64: IEEE double bits).
+ *   SENSOR_DESC (minor 1) what the counters of SENSOR records are: text =
+ *               NUL-separated "c<i>=<group>|<name>|<joules per count>|<max>"
+ *               for counter i (group "cpu", "ram", "gpu"; max = the raw
+ *               value the counter wraps after, 0 = never); value = number
+ *               of counters; name/cont as text.  Re-emitted about once a
+ *               second so an overwriting ring keeps one.
+ *   SENSOR      (minor 1) one sampler tick: ts_ns = midpoint of the reads;
+ *               value = number of counters n; text bytes = n raw uint64
+ *               counter values in SENSOR_DESC order (trailing zero words
+ *               may be trimmed by a reader: pad them back to n).
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the
@@ -62,7 +72,7 @@
 
 #define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
 #define ANCHOR_RING_VERSION_MAJOR 1
-#define ANCHOR_RING_VERSION_MINOR 0
+#define ANCHOR_RING_VERSION_MINOR 1 /* 1: SENSOR_DESC, SENSOR */
 #define ANCHOR_RING_ENDIAN 0x1234u
 #define ANCHOR_RING_HDR_SIZE 4096u
 #define ANCHOR_SLOT_SIZE 64u
@@ -96,7 +106,10 @@ enum anchor_kind {
 	ANCHOR_KIND_END = 8,
 	ANCHOR_KIND_THREAD = 9,
 	ANCHOR_KIND_CHILD_EXIT = 10,
-	ANCHOR_KIND_MAX_ = 11,
+	/* 11..15 left free for device-side records (issue 14 point 1). */
+	ANCHOR_KIND_SENSOR_DESC = 16,
+	ANCHOR_KIND_SENSOR = 17,
+	ANCHOR_KIND_MAX_ = 18,
 };
 
 enum anchor_flag {
@@ -174,6 +187,8 @@ struct anchor_sync_payload {
 #define ANCHOR_TEXT_MAX_CONT 8u
 /* Native stacks: at most this many return addresses (7 per cont slot). */
 #define ANCHOR_STACK_MAX 28u
+/* SENSOR records: at most this many counters (head + 8 continuations). */
+#define ANCHOR_SENSOR_MAX ((ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES) / 8u)
 /* Upper bound on slots in one record (head + text + stack). */
 #define ANCHOR_RECORD_MAX_SLOTS (1u + ANCHOR_TEXT_MAX_CONT + ANCHOR_STACK_MAX / 7u)
 

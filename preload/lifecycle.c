@@ -278,6 +278,7 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 	python_auto_path();
 	if (env_true("ANCHOR_STACKS"))
 		anchor_stacks_enable();
+	anchor_sensors_start();
 	{
 		const char *s = getenv("ANCHOR_SIGNALS");
 		if (!s || strcmp(s, "0") != 0)
