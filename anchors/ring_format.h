@@ -53,7 +53,8 @@
  *               NUL-separated "c<i>=<group>|<name>|<joules per count>|<max>"
  *               for counter i (group "cpu", "ram", "gpu"; max = the raw
  *               value the counter wraps after, 0 = never); value = number
- *               of counters; name/cont as text.  Re-emitted about once a
+ *               of counters; an item "emulated=1" marks an emulated
+ *               sensor (anchor_emul).  Re-emitted about once a
  *               second so an overwriting ring keeps one.
  *   SENSOR      (minor 1) one sampler tick: ts_ns = midpoint of the reads;
  *               value = number of counters n; text bytes = n raw uint64

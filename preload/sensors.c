@@ -66,6 +66,7 @@ static uint64_t g_period_ns;
 /* Copied in the constructor: the host may setenv() (which can move
  * environ) while the sampler thread sets up, so the thread never calls
  * getenv. */
+static int g_emulated; /* anchor_emul's tree or NVML stub: say so in the desc */
 static char g_want[64], g_powercap_root[2048], g_nvml_lib[2048];
 
 static uint64_t now_ns(void)
@@ -177,6 +178,12 @@ static void rapl_setup(void)
 	DIR *d, *d2;
 	struct dirent *e, *e2;
 
+	{
+		char marker[2100];
+		snprintf(marker, sizeof marker, "%s/EMULATED_SENSOR.txt", root);
+		if (access(marker, F_OK) == 0)
+			g_emulated = 1;
+	}
 	d = opendir(root);
 	if (!d) {
 		anchor_log("sensors: no powercap tree at ", root, "; RAPL not sampled", NULL);
@@ -225,6 +232,8 @@ static void nvml_setup(void)
 	count = (nvml_count_fn)dlsym(h, "nvmlDeviceGetCount_v2");
 	handle = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
 	g_nvml_energy = (nvml_energy_fn)dlsym(h, "nvmlDeviceGetTotalEnergyConsumption");
+	if (dlsym(h, "anchor_emulated_sensor"))
+		g_emulated = 1; /* tools/emulated_power/nvml_stub */
 	if (!init || !count || !handle || !g_nvml_energy || init() != 0 || count(&n) != 0) {
 		anchor_log("sensors: ", lib, " has no usable energy counter API; GPU energy not sampled", NULL);
 		return;
@@ -248,24 +257,33 @@ static void nvml_setup(void)
 	 * reading it at exit must not find it unmapped. */
 }
 
+/* Widest read bracket accepted: a sampler preempted between its first and
+ * last read would stamp values read far apart with one time; such a tick
+ * is read again (at most twice more), then taken as it is. */
+#define TICK_BRACKET_NS 100000ull
+
 static void tick(void)
 {
-	uint64_t v[SENSORS_MAX], t0, t1;
-	t0 = now_ns();
-	for (unsigned i = 0; i < g_nctr; i++) {
-		struct counter *c = &g_ctr[i];
-		uint64_t x;
-		if (c->fd >= 0) {
-			if (!read_fd_u64(c->fd, &x))
-				c->last = x;
-		} else {
-			unsigned long long mj;
-			if (g_nvml_energy(c->nvml_dev, &mj) == 0)
-				c->last = mj;
+	uint64_t v[SENSORS_MAX], t0 = 0, t1 = 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		t0 = now_ns();
+		for (unsigned i = 0; i < g_nctr; i++) {
+			struct counter *c = &g_ctr[i];
+			uint64_t x;
+			if (c->fd >= 0) {
+				if (!read_fd_u64(c->fd, &x))
+					c->last = x;
+			} else {
+				unsigned long long mj;
+				if (g_nvml_energy(c->nvml_dev, &mj) == 0)
+					c->last = mj;
+			}
+			v[i] = c->last;
 		}
-		v[i] = c->last;
+		t1 = now_ns();
+		if (t1 - t0 <= TICK_BRACKET_NS)
+			break;
 	}
-	t1 = now_ns();
 	ring_writer_emit_at(t0 + (t1 - t0) / 2, ANCHOR_KIND_SENSOR, ANCHOR_FLAG_VALUE, g_nctr, (const char *)v,
 			    g_nctr * sizeof v[0]);
 }
@@ -283,6 +301,10 @@ static void *sampler_main(void *arg)
 	if (!g_nctr) {
 		anchor_log("sensors: no counter to sample; sampler off", NULL);
 		return NULL;
+	}
+	if (g_emulated && g_desc_len + sizeof "emulated=1" <= sizeof g_desc) {
+		memcpy(g_desc + g_desc_len, "emulated=1", sizeof "emulated=1");
+		g_desc_len += sizeof "emulated=1";
 	}
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {

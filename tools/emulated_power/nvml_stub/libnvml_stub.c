@@ -11,7 +11,20 @@
  * nvmlDeviceGetTotalEnergyConsumption answers in mJ as NVML does (Volta
  * and later).  The same files feed the Python stub (pynvml.py) that perun
  * reads, so both see one emulated GPU.
+ *
+ * Exact mode (ANCHOR_EMUL_PHASE_FILE=phase.mmap ANCHOR_EMUL_GPU_W=w0,w1,..):
+ * GPU 0's counter is computed at the moment of each read as the integral
+ * of the phase model's power (watts per phase id, id 0 = off) over the
+ * transitions the workload published in its phase file
+ * (anchor_emul/phasefile.py), the same integral the updater's truth.json
+ * holds.  A counter the updater advances every tick lags the phase edges
+ * by up to a tick (DESIGN.md, "Ground truth"); this one does not, so a test
+ * measures the attribution, not the emulator.
  */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +41,81 @@ struct gpu {
 	int fd;
 };
 
+/* libanchor's sampler looks for this symbol and marks its records
+ * "emulated sensor". */
+const char anchor_emulated_sensor[] = "emulated sensor, not a measurement";
+
 static struct gpu g_gpu[MAX_GPUS];
 static unsigned g_n;
 static int g_init;
+
+/* Exact mode (see the opening comment). */
+#define PHASE_HDR 64u
+#define PHASE_SLOT 16u
+#define PHASE_NSLOTS 8192u
+#define MAX_PHASES 64
+static const unsigned char *g_pf;  /* the mapped phase file */
+static double g_w[MAX_PHASES];
+static uint64_t g_seen, g_t_last_ns;
+static unsigned g_phase;
+static double g_acc_j;
+
+static void exact_setup(void)
+{
+	const char *pf = getenv("ANCHOR_EMUL_PHASE_FILE"), *w = getenv("ANCHOR_EMUL_GPU_W");
+	size_t len = PHASE_HDR + PHASE_NSLOTS * PHASE_SLOT;
+	void *m;
+	int fd, i = 0;
+	if (!pf || !w)
+		return;
+	fd = open(pf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED || memcmp(m, "ANCHPHS1", 8))
+		return;
+	while (*w && i < MAX_PHASES) {
+		char *end;
+		double v = strtod(w, &end);
+		if (end == w)
+			break;
+		g_w[i++] = v;
+		w = *end == ',' ? end + 1 : end;
+	}
+	g_pf = m;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Energy (J) up to now: transitions published so far, then the current
+ * phase's power until now.  Reading the clock after the count: every
+ * transition counted was stamped before now (the publisher stamps first). */
+static double exact_energy_j(void)
+{
+	uint64_t count = __atomic_load_n((const uint64_t *)(const void *)(g_pf + 16), __ATOMIC_ACQUIRE);
+	uint64_t now = mono_ns();
+	for (; g_seen < count; g_seen++) {
+		const unsigned char *slot = g_pf + PHASE_HDR + (g_seen % PHASE_NSLOTS) * PHASE_SLOT;
+		uint64_t t;
+		uint32_t ph;
+		memcpy(&t, slot, 8);
+		memcpy(&ph, slot + 8, 4);
+		if (g_t_last_ns && t > g_t_last_ns)
+			g_acc_j += g_w[g_phase < MAX_PHASES ? g_phase : 0] * (double)(t - g_t_last_ns) / 1e9;
+		if (t > g_t_last_ns)
+			g_t_last_ns = t;
+		g_phase = ph;
+	}
+	if (!g_t_last_ns)
+		return 0;
+	return g_acc_j + (now > g_t_last_ns ? g_w[g_phase < MAX_PHASES ? g_phase : 0] * (double)(now - g_t_last_ns) / 1e9 : 0);
+}
 
 int nvmlInit_v2(void)
 {
@@ -47,6 +132,7 @@ int nvmlInit_v2(void)
 			break;
 		g_gpu[g_n++].fd = fd;
 	}
+	exact_setup();
 	g_init = 1;
 	return NVML_SUCCESS;
 }
@@ -90,6 +176,10 @@ int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *energy
 		return NVML_ERROR_UNINITIALIZED;
 	if (!g || !energy_mj)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (g_pf && g == &g_gpu[0]) {
+		*energy_mj = (unsigned long long)(exact_energy_j() * 1e3);
+		return NVML_SUCCESS;
+	}
 	n = pread(g->fd, buf, sizeof buf, 0);
 	if (n <= 0)
 		return NVML_ERROR_UNKNOWN;
