@@ -66,6 +66,27 @@ static uint64_t g_period_ns;
 /* Copied in the constructor: the host may setenv() (which can move
  * environ) while the sampler thread sets up, so the thread never calls
  * getenv. */
+/* What could not be sampled, said in one stderr line once setup is done. */
+static char g_why[900];
+
+static void why_put(const char *s)
+{
+	size_t n = strlen(g_why), l = strlen(s);
+	if (l > sizeof g_why - 1 - n)
+		l = sizeof g_why - 1 - n; /* truncated, still one line */
+	memcpy(g_why + n, s, l);
+	g_why[n + l] = '\0';
+}
+
+static void why_add(const char *a, const char *b, const char *c)
+{
+	if (g_why[0])
+		why_put("; ");
+	why_put(a);
+	why_put(b);
+	why_put(c);
+}
+
 static int g_emulated; /* anchor_emul's tree or NVML stub: say so in the desc */
 static char g_want[64], g_powercap_root[2048], g_nvml_lib[2048];
 
@@ -186,7 +207,7 @@ static void rapl_setup(void)
 	}
 	d = opendir(root);
 	if (!d) {
-		anchor_log("sensors: no powercap tree at ", root, "; RAPL not sampled", NULL);
+		why_add("RAPL not sampled: no powercap tree at ", root, "");
 		return;
 	}
 	while ((e = readdir(d))) {
@@ -210,8 +231,8 @@ static void rapl_setup(void)
 	}
 	closedir(d);
 	if (g_nctr == before)
-		anchor_log("sensors: no readable RAPL energy_uj under ", root,
-			   denied ? " (permission denied: root only since Linux 5.10)" : "", "; RAPL not sampled", NULL);
+		why_add("RAPL not sampled: no readable package/dram energy_uj under ", root,
+			denied ? " (not readable: root only since Linux 5.10)" : "");
 }
 
 static void nvml_setup(void)
@@ -225,7 +246,7 @@ static void nvml_setup(void)
 
 	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		anchor_log("sensors: cannot load ", lib, " (no NVIDIA driver?); GPU energy not sampled", NULL);
+		why_add("GPU energy not sampled: cannot load ", lib, " (no NVIDIA driver?)");
 		return;
 	}
 	init = (nvml_init_fn)dlsym(h, "nvmlInit_v2");
@@ -235,7 +256,7 @@ static void nvml_setup(void)
 	if (dlsym(h, "anchor_emulated_sensor"))
 		g_emulated = 1; /* tools/emulated_power/nvml_stub */
 	if (!init || !count || !handle || !g_nvml_energy || init() != 0 || count(&n) != 0) {
-		anchor_log("sensors: ", lib, " has no usable energy counter API; GPU energy not sampled", NULL);
+		why_add("GPU energy not sampled: ", lib, " has no usable energy counter API");
 		return;
 	}
 	for (unsigned i = 0; i < n && g_nctr < SENSORS_MAX; i++) {
@@ -252,7 +273,7 @@ static void nvml_setup(void)
 		g_nctr++;
 	}
 	if (g_nctr == before)
-		anchor_log("sensors: NVML found no GPU with an energy counter; GPU energy not sampled", NULL);
+		why_add("GPU energy not sampled: NVML found no GPU with an energy counter (Volta or later)", "", "");
 	/* The library stays loaded for the life of the process: a sampler
 	 * reading it at exit must not find it unmapped. */
 }
@@ -299,9 +320,11 @@ static void *sampler_main(void *arg)
 	if (strstr(want, "nvml"))
 		nvml_setup();
 	if (!g_nctr) {
-		anchor_log("sensors: no counter to sample; sampler off", NULL);
+		anchor_log("sensors: ", g_why, "; sampler off", NULL);
 		return NULL;
 	}
+	if (g_why[0])
+		anchor_log("sensors: ", g_why, NULL);
 	if (g_emulated && g_desc_len + sizeof "emulated=1" <= sizeof g_desc) {
 		memcpy(g_desc + g_desc_len, "emulated=1", sizeof "emulated=1");
 		g_desc_len += sizeof "emulated=1";
