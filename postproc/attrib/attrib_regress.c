@@ -245,9 +245,25 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	if (!share)
 		goto done;
 	attrib_shares(&w, iv, n_iv, &u, n_phase, 0, share);
+	/* Readings that average over a window longer than the read period
+	 * share their errors with their neighbours (an NVML 1 s mean read
+	 * every 0.1 s: ten readings see the same sampled slices).  Bootstrap
+	 * blocks must span that memory, twice over, or the intervals claim
+	 * ten times the independent data there is (sensor_model.h). */
+	if (!o.block_len && s->kind == ATTRIB_INSTANT_W && s->avg_window_s > 0 && c.period_s > 0) {
+		size_t mem = (size_t)ceil(2 * s->avg_window_s / c.period_s);
+		size_t dflt = (size_t)ceil(cbrt((double)w.n));
+		o.block_len = mem > dflt ? mem : dflt;
+	}
 	rc = attrib_fit_rows(share, w.y_w, w.n, n_phase + 1, o.n_boot, o.seed, o.block_len, &f);
 	if (rc)
 		goto done;
+	/* The analytic standard errors assume independent readings; readings
+	 * averaging over W s read every period s carry about period/W of a
+	 * reading's information each: scale by sqrt(W / period). */
+	if (s->kind == ATTRIB_INSTANT_W && s->avg_window_s > c.period_s && c.period_s > 0)
+		for (size_t p = 0; p <= n_phase; p++)
+			f.se_w[p] *= sqrt(s->avg_window_s / c.period_s);
 	out->n_windows = w.n;
 	out->rms_resid_w = sqrt(f.rss / (double)w.n);
 	out->cond = f.cond;
