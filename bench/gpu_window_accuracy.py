@@ -44,6 +44,7 @@ def main():
 	ap = argparse.ArgumentParser()
 	ap.add_argument("--repeat", type=int, default=40)
 	ap.add_argument("--out", default=None)
+	ap.add_argument("--scale", type=float, default=1.0, help="multiply every phase length (10: 0.3-1.5 s)")
 	a = ap.parse_args()
 	out = a.out or tempfile.mkdtemp(prefix="anchor-gpuwin.")
 	os.makedirs(out, exist_ok=True)
@@ -55,18 +56,19 @@ def main():
 		ANCHOR_SENSORS="nvml", ANCHOR_NVML_LIB=stub, ANCHOR_EMUL_NVML_ROOT=os.path.join(out, "powercap"),
 		ANCHOR_EMUL_PHASE_FILE=os.path.join(out, "phase.mmap"),
 		ANCHOR_EMUL_GPU_W="0," + ",".join(str(p[5]) for p in PHASES))
-	spec = run_scenario.make_spec(PHASES, repeat=a.repeat, jitter=0.3, sampling_period=0.1, seed=5)
+	phs = [(p[0], p[1] * a.scale) + p[2:] for p in PHASES]
+	spec = run_scenario.make_spec(phs, repeat=a.repeat, jitter=0.3, sampling_period=0.1, seed=5)
 	s = run_scenario.run(out, spec, sampling_period=0.1, python=sys.executable,
 			     libanchor=os.path.join(BUILD, "libanchor.so"), gpu=True, gpu_avg_ms=1000.0,
 			     gpu_coverage=0.25, quiet=True)
 	ring, hdf5 = s["files"]["ring"], s["files"]["perun_hdf5"]
 	runs = {"point (--gpu-window 0)": phases(ring, hdf5, os.path.join(out, "point.csv"), ["--gpu-window", "0"]),
 		"model (table: H100, 1 s, 25 %)": phases(ring, hdf5, os.path.join(out, "model.csv"), [])}
-	print(f"GPU mean power per phase vs spec ({a.repeat} repetitions, perun 0.1 s, reading = 1 s mean of 25 % "
+	print(f"GPU mean power per phase vs spec ({a.repeat} repetitions, jitter 30 %, perun 0.1 s, reading = 1 s mean of 25 % "
 	      f"slices; emulated sensor, not a measurement); out {out}")
 	print("| phase (ms) | spec W | " + " | ".join(runs) + " | ms counters |")
 	print("|---|---|" + "---|" * (len(runs) + 1))
-	for name, ms, _p, _d, _k, w in PHASES:
+	for name, ms, _p, _d, _k, w in phs:
 		cells = []
 		for rows in runs.values():
 			r = next((x for x in rows if x["scope"] == "all" and x["phase"] == name and x["device_group"] == "gpu"), None)

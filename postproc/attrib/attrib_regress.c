@@ -219,7 +219,11 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	int any_regress = 0;
 	for (size_t p = 0; p < n_phase; p++) {
 		struct attrib_row *r = &out->row[p];
-		int integ = auto_choose && r->typical_s >= o.min_periods * c.period_s;
+		/* A reading that averages over a window blurs every edge by that
+		 * window: integrating the readings is only fair for phases long
+		 * against the window too (sensor_model.h). */
+		double blur_s = s->kind == ATTRIB_INSTANT_W && s->avg_window_s > c.period_s ? s->avg_window_s : c.period_s;
+		int integ = auto_choose && r->typical_s >= o.min_periods * blur_s;
 		r->method = integ ? ATTRIB_INTEGRATE : ATTRIB_REGRESS;
 		if (!integ && !(r->flags & ATTRIB_FLAG_NO_TIME))
 			any_regress = 1;
