@@ -55,6 +55,8 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known)
 	char text[32];
 	int n = 0;
 
+	anchor_sensors_stop(!is_signal);
+
 	/* pid differs from the writer's in a vfork child (shared memory, the
 	 * parent's cached pid): its record would be misattributed, skip it. */
 	if (!ring_writer_attached() || pid != ring_writer_pid() ||

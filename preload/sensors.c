@@ -87,7 +87,12 @@ static void why_add(const char *a, const char *b, const char *c)
 	why_put(c);
 }
 
-static int g_emulated; /* anchor_emul's tree or NVML stub: say so in the desc */
+static int g_emulated;
+/* Exit handshake (anchor_sensors_stop): Dekker-style with seq_cst, the
+ * sampler raises g_in_tick then checks g_stop, the stopper raises g_stop
+ * then waits while g_in_tick, so no read is in flight once it returns. */
+static int g_stop, g_in_tick, g_running;
+static uint32_t g_sampler_pid; /* anchor_emul's tree or NVML stub: say so in the desc */
 static char g_want[64], g_powercap_root[2048], g_nvml_lib[2048];
 
 static uint64_t now_ns(void)
@@ -325,6 +330,7 @@ static void *sampler_main(void *arg)
 	}
 	if (g_why[0])
 		anchor_log("sensors: ", g_why, NULL);
+	__atomic_store_n(&g_running, 1, __ATOMIC_SEQ_CST);
 	if (g_emulated && g_desc_len + sizeof "emulated=1" <= sizeof g_desc) {
 		memcpy(g_desc + g_desc_len, "emulated=1", sizeof "emulated=1");
 		g_desc_len += sizeof "emulated=1";
@@ -339,7 +345,13 @@ static void *sampler_main(void *arg)
 					 0);
 			last_desc = t;
 		}
+		__atomic_store_n(&g_in_tick, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&g_stop, __ATOMIC_SEQ_CST)) {
+			__atomic_store_n(&g_in_tick, 0, __ATOMIC_SEQ_CST);
+			return NULL;
+		}
 		tick();
+		__atomic_store_n(&g_in_tick, 0, __ATOMIC_SEQ_CST);
 		next.tv_nsec += (long)g_period_ns;
 		while (next.tv_nsec >= 1000000000L) {
 			next.tv_nsec -= 1000000000L;
@@ -353,6 +365,29 @@ static void *sampler_main(void *arg)
 			;
 	}
 	return NULL;
+}
+
+/*
+ * Called first on every exit path (lifecycle.c, anchor_record_exit).  Exit
+ * runs library destructors (libnvidia-ml's among them) while this thread
+ * would go on reading: stop it first, waiting at most ~10 ms for a read in
+ * flight, then take one last sample so the run's last phase is closed.
+ * From a fatal signal handler (final == 0) only the stop: NVML is not
+ * async-signal-safe.
+ */
+void anchor_sensors_stop(int final)
+{
+	int saved = errno;
+	if (!g_sampler_pid || g_sampler_pid != (uint32_t)getpid() || __atomic_exchange_n(&g_stop, 1, __ATOMIC_SEQ_CST))
+		goto out;
+	for (int i = 0; i < 200 && __atomic_load_n(&g_in_tick, __ATOMIC_SEQ_CST); i++) {
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+	}
+	if (final && !__atomic_load_n(&g_in_tick, __ATOMIC_SEQ_CST) && __atomic_load_n(&g_running, __ATOMIC_SEQ_CST))
+		tick();
+out:
+	errno = saved;
 }
 
 /* 1 when this process should sample (see the opening comment). */
@@ -417,6 +452,7 @@ void anchor_sensors_start(void)
 		anchor_log("sensors: cannot start the sampler thread: ", strerror(rc), NULL);
 		goto out;
 	}
+	g_sampler_pid = (uint32_t)getpid();
 	pthread_setname_np(th, "anchor-sensors");
 	if (anchor_debug)
 		anchor_log("sensors: sampler started for ", s, NULL);
