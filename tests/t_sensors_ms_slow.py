@@ -17,7 +17,8 @@ moment of each read, with no updater lag.  Checks:
   * RAPL (counters advanced by the updater every ~1 ms, so they lag the
     phase edges by a tick; a 1 W phase after a 6 W one then reads ~5 % high):
     every phase's mean power within 10 %;
-  * every output says "emulated sensor".
+  * every output says "emulated sensor"; `anchorpost report` writes the
+    same counter rows into its phases.csv.
 Emulated sensor, not a measurement.
 """
 import csv
@@ -110,6 +111,14 @@ def main():
 			p = float(r["mean_power_w"]) if r else float("nan")
 			err = p / w - 1
 			check(abs(err) <= tol, f"{name}/{g}: {p:.3f} W vs {w} W ({100 * err:+.2f} %, limit {100 * tol:.0f} %)")
+	rep = os.path.join(out, "report")
+	res = subprocess.run([os.path.join(BUILD, "anchorpost"), "report", "--ring", ring, "--perun",
+			      s["files"]["perun_hdf5"], "-d", rep], capture_output=True, text=True)
+	check(res.returncode == 0, f"anchorpost report exit {res.returncode}: {res.stderr[-300:]}")
+	if res.returncode == 0:
+		with open(os.path.join(rep, "phases.csv")) as f:
+			rrows = [r for r in csv.DictReader(f) if r["scope"] == "counters"]
+		check(len(rrows) == len(prow), f"report's phases.csv has the same counter rows ({len(rrows)} vs {len(prow)})")
 	if fails:
 		print(f"{len(fails)} check(s) failed")
 		return 1
