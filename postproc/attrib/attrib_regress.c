@@ -8,6 +8,10 @@
 #include <stdlib.h>
 
 #include "attrib_internal.h"
+
+/* Averaged readings (sensor_model.h): independent windows (span / window)
+ * needed per fitted power before the intervals are trusted. */
+#define ATTRIB_MIN_WINDOWS_PER_UNKNOWN 10.0
 #include "tunables.h"
 
 static void opts_defaults(const struct attrib_opts *o, struct attrib_opts *d)
@@ -265,9 +269,21 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 	/* The analytic standard errors assume independent readings; readings
 	 * averaging over W s read every period s carry about period/W of a
 	 * reading's information each: scale by sqrt(W / period). */
-	if (s->kind == ATTRIB_INSTANT_W && s->avg_window_s > c.period_s && c.period_s > 0)
-		for (size_t p = 0; p <= n_phase; p++)
+	if (s->kind == ATTRIB_INSTANT_W && s->avg_window_s > c.period_s && c.period_s > 0) {
+		size_t k_eff = 0;
+		double n_eff = (s->t_s[s->n - 1] - s->t_s[0]) / s->avg_window_s;
+		for (size_t p = 0; p <= n_phase; p++) {
 			f.se_w[p] *= sqrt(s->avg_window_s / c.period_s);
+			k_eff += out->row[p].time_s > 0;
+		}
+		/* Too few independent windows per unknown: the bootstrap cannot
+		 * see how wrong the fit may be (measured: 22 windows for 5
+		 * unknowns left 2 of 4 intervals short of the truth).  Say
+		 * "unidentifiable" ([0, total]) rather than a confident number. */
+		if (n_eff < ATTRIB_MIN_WINDOWS_PER_UNKNOWN * (double)k_eff)
+			for (size_t p = 0; p <= n_phase; p++)
+				f.vif[p] = INFINITY;
+	}
 	out->n_windows = w.n;
 	out->rms_resid_w = sqrt(f.rss / (double)w.n);
 	out->cond = f.cond;
