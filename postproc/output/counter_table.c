@@ -100,6 +100,11 @@ int counter_table_write(struct csv *c, const struct energy_model *m, FILE *tty)
 		diag_fatal(m->rl.rf.path, "reading the sensor records: %s", strerror(-rcode));
 	if (!rc.n)
 		return 0;
+	if (m->rl.rf.stats.overwritten_slots)
+		diag_warn(m->rl.rf.path, "the ring wrapped (%llu slots overwritten): the sensor sampler writes 64 bytes "
+					 "per tick (230 MB an hour at 1 kHz); phases and counters of the start are lost, "
+					 "raise ANCHOR_RING_SIZE",
+			  (unsigned long long)m->rl.rf.stats.overwritten_slots);
 	note = rc.emulated ? "emulated sensor, not a measurement (ms counters)" : "ms counters (ANCHOR_SENSORS)";
 	g = calloc(rc.n, sizeof *g);
 	if (!g)
