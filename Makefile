@@ -55,6 +55,9 @@ PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib/attrib*.c))
 $(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
+# Known answers for ms counters and averaged GPU readings (issue 14).
+$(B)/test_counters: tests/unit/test_counters.c $(ATTRIB_OBJ) $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 # Unit tests of the option parser (options.c, with diag.c and outfile.c for
 # its messages).
 OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o

@@ -53,6 +53,17 @@
  *               the same name carrying the same value (`async with
  *               anchor.phase` tags both with the asyncio task's id), else
  *               the innermost open BEGIN of that name, as an END without.
+ *   SENSOR_DESC (minor 1) what the counters of SENSOR records are: text =
+ *               NUL-separated "c<i>=<group>|<name>|<joules per count>|<max>"
+ *               for counter i (group "cpu", "ram", "gpu"; max = the raw
+ *               value the counter wraps after, 0 = never); value = number
+ *               of counters; an item "emulated=1" marks an emulated
+ *               sensor (anchor_emul).  Re-emitted about once a
+ *               second so an overwriting ring keeps one.
+ *   SENSOR      (minor 1) one sampler tick: ts_ns = midpoint of the reads;
+ *               value = number of counters n; text bytes = n raw uint64
+ *               counter values in SENSOR_DESC order (trailing zero words
+ *               may be trimmed by a reader: pad them back to n).
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the
@@ -66,7 +77,7 @@
 
 #define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
 #define ANCHOR_RING_VERSION_MAJOR 1
-#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version */
+#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version, SENSOR_DESC, SENSOR, END range ids */
 #define ANCHOR_RING_ENDIAN 0x1234u
 #define ANCHOR_RING_HDR_SIZE 4096u
 #define ANCHOR_SLOT_SIZE 64u
@@ -100,7 +111,10 @@ enum anchor_kind {
 	ANCHOR_KIND_END = 8,
 	ANCHOR_KIND_THREAD = 9,
 	ANCHOR_KIND_CHILD_EXIT = 10,
-	ANCHOR_KIND_MAX_ = 11,
+	/* 11..15 left free for device-side records (issue 14 point 1). */
+	ANCHOR_KIND_SENSOR_DESC = 16,
+	ANCHOR_KIND_SENSOR = 17,
+	ANCHOR_KIND_MAX_ = 18,
 };
 
 enum anchor_flag {
@@ -180,6 +194,8 @@ struct anchor_sync_payload {
 #define ANCHOR_TEXT_MAX_CONT 8u
 /* Native stacks: at most this many return addresses (7 per cont slot). */
 #define ANCHOR_STACK_MAX 28u
+/* SENSOR records: at most this many counters (head + 8 continuations). */
+#define ANCHOR_SENSOR_MAX ((ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES) / 8u)
 /* Upper bound on slots in one record (head + text + stack). */
 #define ANCHOR_RECORD_MAX_SLOTS (1u + ANCHOR_TEXT_MAX_CONT + ANCHOR_STACK_MAX / 7u)
 

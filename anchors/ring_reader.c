@@ -38,6 +38,7 @@ const char *ring_kind_name(unsigned kind)
 		[ANCHOR_KIND_SYNC] = "sync",             [ANCHOR_KIND_MARK] = "mark",
 		[ANCHOR_KIND_BEGIN] = "begin",           [ANCHOR_KIND_END] = "end",
 		[ANCHOR_KIND_THREAD] = "thread",         [ANCHOR_KIND_CHILD_EXIT] = "child_exit",
+		[ANCHOR_KIND_SENSOR_DESC] = "sensor_desc", [ANCHOR_KIND_SENSOR] = "sensor",
 	};
 	static char buf[24];
 	if (kind < ANCHOR_KIND_MAX_ && names[kind])
@@ -370,6 +371,19 @@ int ring_event_sync(const struct ring_event *ev, struct anchor_sync_payload *out
 		return 0;
 	memcpy(out, ev->text, sizeof *out);
 	return 1;
+}
+
+unsigned ring_event_sensor(const struct ring_event *ev, uint64_t *vals, unsigned max)
+{
+	unsigned n;
+	if (ev->kind != ANCHOR_KIND_SENSOR || !ev->value || ev->value > ANCHOR_SENSOR_MAX || ev->value > max ||
+	    ev->text_len > ev->value * 8)
+		return 0;
+	n = (unsigned)ev->value;
+	/* The reader trimmed trailing NUL padding: zero words come back as 0. */
+	memset(vals, 0, n * sizeof *vals);
+	memcpy(vals, ev->text, ev->text_len);
+	return n;
 }
 
 const char *ring_event_field(const struct ring_event *ev, const char *key)

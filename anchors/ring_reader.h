@@ -67,6 +67,10 @@ const char *ring_kind_name(unsigned kind);
 /* SYNC payload decoding; 0 if ev is not a well-formed SYNC. */
 int ring_event_sync(const struct ring_event *ev, struct anchor_sync_payload *out);
 
+/* SENSOR record decoding: fills vals[0..n) with the raw counter values and
+ * returns n; 0 if ev is not a well-formed SENSOR record or n > max. */
+unsigned ring_event_sensor(const struct ring_event *ev, uint64_t *vals, unsigned max);
+
 /* Look up "key=value" in a PROC_START text; returns value (NUL-terminated
  * in the text) or NULL. */
 const char *ring_event_field(const struct ring_event *ev, const char *key);

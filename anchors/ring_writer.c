@@ -280,6 +280,12 @@ int ring_writer_emit(uint8_t kind, uint8_t flags, uint64_t value, const char *te
 	return emit_at(ring_writer_now_ns(), kind, flags, value, text, len, stack, nstack);
 }
 
+int ring_writer_emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
+			size_t len)
+{
+	return emit_at(ts_ns, kind, flags, value, text, len, NULL, 0);
+}
+
 /*
  * The mark path: one slot, name within the 24 inline bytes, no stack.
  * Same protocol as emit_at, with the payload built in registers instead

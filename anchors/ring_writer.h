@@ -43,6 +43,11 @@ void ring_writer_disable(void);
 int ring_writer_emit(uint8_t kind, uint8_t flags, uint64_t value, const char *text, size_t len,
 		     const uint64_t *stack, unsigned nstack);
 
+/* ring_writer_emit with a timestamp taken by the caller (CLOCK_MONOTONIC
+ * ns): a sampler stamps the midpoint of its reads, not the write. */
+int ring_writer_emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
+			size_t len);
+
 /* MARK/BEGIN/END fast path: NUL-terminated name, optional value, stack
  * captured through the hook when one is set. */
 int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value);

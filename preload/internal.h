@@ -27,6 +27,14 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known);
 /* Install the libunwind capture hook (ANCHOR_STACKS=1). */
 void anchor_stacks_enable(void);
 
+/* ANCHOR_SENSORS=rapl,nvml: start the counter sampler thread if this
+ * process is the run's sampler (sensors.c).  Never fails the host. */
+void anchor_sensors_start(void);
+
+/* Stop the sampler before exit tears libraries down; final: take one last
+ * sample (not from a signal handler). */
+void anchor_sensors_stop(int final);
+
 /* Format "<key><decimal v>" (e.g. "status=3") into buf without stdio
  * (signal handlers use it); returns the length.  buf holds >= 24 bytes. */
 int anchor_fmt_kv(char *buf, const char *key, unsigned v);

@@ -55,6 +55,8 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known)
 	char text[32];
 	int n = 0;
 
+	anchor_sensors_stop(!is_signal);
+
 	/* pid differs from the writer's in a vfork child (shared memory, the
 	 * parent's cached pid): its record would be misattributed, skip it. */
 	if (!ring_writer_attached() || pid != ring_writer_pid() ||
@@ -283,6 +285,7 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 	python_auto_path();
 	if (env_true("ANCHOR_STACKS"))
 		anchor_stacks_enable();
+	anchor_sensors_start();
 	{
 		const char *s = getenv("ANCHOR_SIGNALS");
 		if (!s || strcmp(s, "0") != 0)

@@ -172,6 +172,14 @@ int attrib_auto(const struct attrib_series *s, const struct attrib_interval *iv,
 int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
 
+/* A cumulative energy counter sampled at ~1 ms (t_s strictly increasing,
+ * cum_j non-decreasing, J): exact per-window energies, windows holding
+ * phase edges split from their neighbours' power (attrib_counters.c).
+ * Intervals must not overlap (an exclusive timeline).  Rows as above;
+ * method ATTRIB_INTEGRATE. */
+int attrib_counters(const double *t_s, const double *cum_j, size_t n, const struct attrib_interval *iv,
+		    size_t n_iv, size_t n_phase, struct attrib_result *out);
+
 /* Release a result filled by any function above; safe on a zeroed one. */
 void attrib_result_free(struct attrib_result *r);
 

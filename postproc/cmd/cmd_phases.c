@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "counter_table.h"
 #include "csv.h"
 #include "diag.h"
 #include "energy_model.h"
@@ -90,6 +91,8 @@ int cmd_phases(int argc, char **argv)
 	/* The readable table goes to stdout unless the CSV does. */
 	tty = out ? stdout : stderr;
 	phase_table_write(&c, &m, method, &ao, by_process, tty);
+	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
+	counter_table_write(&c, &m, tty);
 	outfile_commit(&of);
 	if (out)
 		fprintf(tty, "\nwrote %s\n", out);

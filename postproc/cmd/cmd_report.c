@@ -24,6 +24,7 @@
 
 #include "align_pyspy.h"
 #include "commands.h"
+#include "counter_table.h"
 #include "csv.h"
 #include "diag.h"
 #include "energy_model.h"
@@ -233,6 +234,8 @@ int cmd_report(int argc, char **argv)
 	if (!tty)
 		diag_fatal(NULL, "out of memory");
 	phase_table_write_scope(&c, &m, &all, tty);
+	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
+	counter_table_write(&c, &m, tty);
 	fclose(tty);
 	outfile_commit(&of);
 

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "sensor_model.h"
 #include "tunables.h"
 
 enum opt_type {
@@ -104,7 +105,11 @@ extern const struct opt_choice opt_method_choices[];
 #define OPTS_ATTRIB(method, ao)                                                                                 \
 	OPT_CHOICE(0, "method", (method), "M", opt_method_choices, "how joules are attributed [auto]"),      \
 	OPT_UINT(0, "boot", &(ao)->n_boot, "N", 1, 1e6, ANCHOR_BOOT_RESAMPLES,                                 \
-		 "bootstrap resamples for regress intervals")
+		 "bootstrap resamples for regress intervals"),                                                  \
+	OPT_DOUBLE(0, "gpu-window", &sensor_model_window_override_s, "S", -1, 60, -1,                         \
+		   "GPU power reads = mean over S s before each (-1: by GPU model, sensor_model.c)"),           \
+	OPT_DOUBLE(0, "gpu-coverage", &sensor_model_coverage_override, "F", -1, 1, -1,                        \
+		   "fraction of that window the GPU samples (-1: by GPU model)")
 
 /* What the help and the usage errors say about a command. */
 struct cmd_usage {

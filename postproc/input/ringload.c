@@ -44,6 +44,23 @@ void ringload_event_name(const struct ring_event *e, char *buf, size_t cap)
 		v = ring_event_field(e, "argv");
 		snprintf(buf, cap, "%s", v ? v : "");
 		return;
+	case ANCHOR_KIND_SENSOR: {
+		/* Raw counter values, ';'-separated, in SENSOR_DESC order. */
+		uint64_t val[ANCHOR_SENSOR_MAX];
+		unsigned n = ring_event_sensor(e, val, ANCHOR_SENSOR_MAX);
+		size_t k = 0;
+		for (unsigned i = 0; i < n && k < cap; i++)
+			k += (size_t)snprintf(buf + k, cap - k, "%s%llu", i ? ";" : "", (unsigned long long)val[i]);
+		return;
+	}
+	case ANCHOR_KIND_SENSOR_DESC: {
+		/* NUL-separated items: show them ';'-separated. */
+		size_t n = e->text_len < cap ? e->text_len : cap - 1;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = e->text[i] ? e->text[i] : ';';
+		buf[n] = '\0';
+		return;
+	}
 	default:
 		snprintf(buf, cap, "%.*s", (int)e->text_len, e->text);
 		return;

@@ -1,5 +1,6 @@
 /* energy_model.c - ring + perun on one timeline (see energy_model.h). */
 #include "energy_model.h"
+#include "sensor_model.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -59,7 +60,16 @@ static int build_sensor(struct em_sensor *s)
 	}
 	s->ser.value = p->values;
 	if (!strcmp(s->group, "gpu")) {
-		/* NVML: instantaneous reads; perun integrates trapezoids. */
+		/* NVML: power reads; perun integrates trapezoids.  What a read
+		 * stands for (a window mean) comes from the GPU model's row of
+		 * the response table (sensor_model.h), for the regression. */
+		struct sensor_response resp;
+		const char *gname = NULL;
+		for (size_t k = 0; k < p->nmeta; k++)
+			if (!strcmp(p->meta[k].key, "name"))
+				gname = p->meta[k].value;
+		sensor_model_lookup(gname, &resp);
+		s->ser.avg_window_s = resp.window_s;
 		s->ser.kind = ATTRIB_INSTANT_W;
 		for (size_t i = 1; i < n; i++)
 			s->cum_j[i] = s->cum_j[i - 1] + 0.5 * (p->values[i] + p->values[i - 1]) *

@@ -78,7 +78,7 @@ def _env(libanchor, ring, preload):
 
 def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None,
-	gpu=False, gpu_avg_ms=0.0):
+	gpu=False, gpu_avg_ms=0.0, gpu_coverage=1.0):
 	python = python or sys.executable
 	libanchor = libanchor or os.path.join(ROOT, "build", "libanchor.so")
 	if preload and not os.path.exists(libanchor):
@@ -103,7 +103,7 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 	ucmd = [python, "-m", "anchor_emul.updater", "--powercap", p("powercap"), "--model", "phase",
 		"--spec", p("spec.json"), "--phase-file", p("phase.mmap"), "--truth", p("truth.json"),
 		"--ready-file", p("updater.ready"), "--noise", str(noise), "--seed", str(seed),
-		"--gpu-avg-ms", str(gpu_avg_ms)]
+		"--gpu-avg-ms", str(gpu_avg_ms), "--gpu-coverage", str(gpu_coverage)]
 	if trace:
 		ucmd += ["--trace", p("counters.csv")]
 	if os.path.exists(p("updater.ready")):

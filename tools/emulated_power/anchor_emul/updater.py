@@ -47,6 +47,10 @@ def parse_args(argv):
 	ap.add_argument("--gpu-idle-w", type=float, default=30.0, help="cpu model: constant GPU watts")
 	ap.add_argument("--gpu-avg-ms", type=float, default=0.0,
 			help="GPU power reading = average over this window (0: the current power; NVML on A100 averages ~1000 ms)")
+	ap.add_argument("--gpu-coverage", type=float, default=1.0,
+			help="fraction of each --gpu-coverage-period-ms that the GPU reading samples (A100/H100: 0.25, "
+			     "arXiv 2312.02741); the reading averages only those slices of its window")
+	ap.add_argument("--gpu-coverage-period-ms", type=float, default=100.0)
 	ap.add_argument("--max-range-uj", type=int, default=powercap.DEFAULT_MAX_RANGE_UJ)
 	ap.add_argument("--start-uj", type=int, default=None,
 			help="initial counter value (default: random, as on real hardware)")
@@ -172,15 +176,42 @@ class Updater:
 
 	def gpu_reading(self, now, current_w):
 		"""What nvmlDeviceGetPowerUsage will answer: the current power, or
-		the average over the last --gpu-avg-ms (from the exact energy)."""
+		the average over the last --gpu-avg-ms (from the exact energy),
+		counting only the sampled slices when --gpu-coverage < 1."""
 		if self.a.gpu_avg_ms <= 0:
 			return current_w
+		if self.a.gpu_coverage < 1.0:
+			return self.gpu_reading_partial(now, current_w)
 		h = self.gpu_hist
 		h.append((now, self.acc_uj["gpu"]))
 		while len(h) > 2 and now - h[1][0] >= self.a.gpu_avg_ms * 1e6:
 			h.popleft()
 		t0, e0 = h[0]
 		return current_w if now <= t0 else (self.acc_uj["gpu"] - e0) / 1e6 / ((now - t0) / 1e9)
+
+	def gpu_reading_partial(self, now, current_w):
+		"""Mean power over the sampled ticks of the last --gpu-avg-ms: a tick
+		is sampled when its midpoint falls in the first --gpu-coverage of
+		its --gpu-coverage-period-ms slot (slots counted from the
+		updater's start), as arXiv 2312.02741 saw on A100/H100."""
+		h = self.gpu_hist
+		acc = self.acc_uj["gpu"]
+		if h:
+			t0, e0 = h[-1][1], h[-1][3]
+			mid = (t0 + now) / 2 - self.t_begin
+			per = self.a.gpu_coverage_period_ms * 1e6
+			sampled = (mid % per) < self.a.gpu_coverage * per
+			h.append((t0, now, sampled, acc, acc - e0))
+		else:
+			h.append((now, now, False, acc, 0.0))
+		while h and now - h[0][0] > self.a.gpu_avg_ms * 1e6:
+			h.popleft()
+		e = sum(x[4] for x in h if x[2])
+		dt = sum(x[1] - x[0] for x in h if x[2])
+		if dt <= 0:
+			return self.gpu_last_reading if hasattr(self, "gpu_last_reading") else current_w
+		self.gpu_last_reading = e / 1e6 / (dt / 1e9)
+		return self.gpu_last_reading
 
 	def write_counters(self):
 		for d, c in self.counters.items():
@@ -316,7 +347,9 @@ class Updater:
 				"cpu_window_ms": a.cpu_window_ms, "watch_pid": a.watch_pid}),
 			"noise_rel": a.noise,
 			"gpu_reading": (None if "gpu" not in self.devices else
-					("instantaneous" if a.gpu_avg_ms <= 0 else f"average over {a.gpu_avg_ms} ms")),
+					("instantaneous" if a.gpu_avg_ms <= 0 else f"average over {a.gpu_avg_ms} ms" + (
+						f" of the first {a.gpu_coverage:g} of every {a.gpu_coverage_period_ms:g} ms"
+						if a.gpu_coverage < 1.0 else ""))),
 			"clock": "CLOCK_MONOTONIC (time.monotonic_ns)",
 			"t_begin_mono_ns": self.t_begin,
 			"t_end_mono_ns": self.t_end,

@@ -97,6 +97,12 @@ def nvmlDeviceGetUUID(h):
 
 
 def nvmlDeviceGetName(h):
+	# ANCHOR_EMUL_GPU_MODEL names the GPU whose power-reading response the
+	# updater reproduces (e.g. "NVIDIA H100 80GB HBM3"), so anchorpost's
+	# response table can match it; the notice stays in the name.
+	model = os.environ.get("ANCHOR_EMUL_GPU_MODEL")
+	if model:
+		return f"{model} {h.idx} ({NOTICE})"
 	return f"Emulated GPU {h.idx} ({NOTICE})"
 
 
