@@ -351,7 +351,8 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			csv_u64(&c, t->ring_tid);
 		} else {
 			csv_i64(&c, p->threads[s->thread].pid);
-			csv_str(&c, p->threads[s->thread].tid);
+			/* chrometrace names pthread ids, not OS tids */
+			csv_str(&c, p->meta.format == PYSPY_FMT_CHROMETRACE ? "" : p->threads[s->thread].tid);
 		}
 		csv_fixed(&c, se->t0_s[i], 9);
 		csv_fixed(&c, se->t1_s[i], 9);
