@@ -5,7 +5,8 @@
 #   A  anchorpost samples P --by-frame -o frames.csv
 #   B  python3 bench/pyspy_py_baseline.py P frames.csv   (json.load + same aggregate)
 #   C  python3 bench/pyspy_py_baseline.py P - --load-only (json.load alone)
-#   D  anchorpost samples P -o samples.csv               (one row per sample)
+#   D  anchorpost samples P -o samples.csv --stack-text  (one row per sample, whole stack as text;
+#      the compact default is measured by bench/samples_compact.sh)
 #   E  pyspy_load() of the whole model + pyspy_write_energy_speedscope()
 #      (tests/pyspy_energy_main.c): the memory of the in-memory model
 # Each is run REPEAT times (default 2; D and E once), best wall time kept,
@@ -49,7 +50,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 measure anchorpost_by_frame "$AP" samples "$P" --by-frame -o "$DATA/frames.anchorpost.csv"
 measure python_load_aggregate "$PY" bench/pyspy_py_baseline.py "$P" "$DATA/frames.python.csv"
 measure python_json_load "$PY" bench/pyspy_py_baseline.py "$P" - --load-only
-REPEAT=1 measure anchorpost_csv "$AP" samples "$P" -o "$DATA/samples.csv"
+REPEAT=1 measure anchorpost_csv "$AP" samples "$P" -o "$DATA/samples.csv" --stack-text
 cc -std=c11 -O2 -D_GNU_SOURCE -Ipostproc/input -Ipostproc/output -Ipostproc/util -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
 	postproc/input/pyspy_{tables,read,speedscope,chrometrace,raw}.c postproc/output/pyspy_energy.c $(pkg-config --cflags --libs yajl) -lm
 REPEAT=1 measure model_energy_write "$DATA/pyspy_energy_main" "$P" "$DATA/energy.json" 7
@@ -58,7 +59,7 @@ rm -f "$DATA/energy.json"
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 csv_bytes=$(stat -c %s "$DATA/samples.csv")
 csv_rows=$(($(wc -l <"$DATA/samples.csv") - 1))
-rm -f "$DATA/samples.csv"
+rm -f "$DATA"/samples*.csv
 
 # Same answer?  Compare the two per-frame tables row by row.
 "$PY" - "$DATA/frames.anchorpost.csv" "$DATA/frames.python.csv" <<'PYEOF'
@@ -96,7 +97,7 @@ Input: \`bench/gen_pyspy_profile.py\` (seed 1): 1 h at 500 Hz, 1,800,000 samples
 | A \`anchorpost samples P --by-frame\` | ${WALL[anchorpost_by_frame]} | ${CPU[anchorpost_by_frame]} | $(mb "${RSS[anchorpost_by_frame]}") |
 | B Python \`json.load\` + same per-frame aggregate | ${WALL[python_load_aggregate]} | ${CPU[python_load_aggregate]} | $(mb "${RSS[python_load_aggregate]}") |
 | C Python \`json.load\` alone | ${WALL[python_json_load]} | ${CPU[python_json_load]} | $(mb "${RSS[python_json_load]}") |
-| D \`anchorpost samples P -o samples.csv\` ($csv_rows rows, $(echo "scale=0; $csv_bytes / 1000000" | bc) MB of CSV) | ${WALL[anchorpost_csv]} | ${CPU[anchorpost_csv]} | $(mb "${RSS[anchorpost_csv]}") |
+| D \`anchorpost samples P -o samples.csv --stack-text\` ($csv_rows rows, $(echo "scale=0; $csv_bytes / 1000000" | bc) MB of CSV) | ${WALL[anchorpost_csv]} | ${CPU[anchorpost_csv]} | $(mb "${RSS[anchorpost_csv]}") |
 | E whole model in memory (\`pyspy_load\`) + energy speedscope written ($(echo "scale=0; $energy_bytes / 1000000" | bc) MB) | ${WALL[model_energy_write]} | ${CPU[model_energy_write]} | $(mb "${RSS[model_energy_write]}") |
 
 Ratios, wall (CPU): B/A = **${r_agg}x** (${c_agg}x), target >= 5x; C/A = ${r_load}x (${c_load}x), i.e. the

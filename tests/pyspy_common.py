@@ -79,6 +79,38 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def frame_label(f):
+    """A frames.csv row as samples --stack-text writes it: 'func (file:line)'."""
+    if f["file"] or f["line"]:
+        return "%s (%s%s)" % (f["function"], f["file"], ":" + f["line"] if f["line"] else "")
+    return f["function"]
+
+
+def read_samples(path):
+    """samples.csv joined with its companions (OUT.stacks.csv, .frames.csv,
+    .threads.csv): each row gains stack (text, root;...;leaf), leaf_function,
+    leaf_file, leaf_line, profile and pthread_id, as the old wide layout had."""
+    rows = read_csv(path)
+    base = path[:-4] if path.endswith(".csv") else path
+    frames = {f["frame_id"]: f for f in read_csv(base + ".frames.csv")}
+    stacks = {}
+    for r in read_csv(base + ".stacks.csv"):
+        stacks.setdefault(r["stack_id"], []).append((int(r["depth"]), r["frame_id"]))
+    threads = {t["thread"]: t for t in read_csv(base + ".threads.csv")}
+    text = {}
+    for sid, fr in stacks.items():
+        fr.sort()
+        text[sid] = [frames[f] for _, f in fr]
+    for r in rows:
+        fl = text.get(r["stack_id"], [])
+        r["stack"] = ";".join(frame_label(f) for f in fl)
+        leaf = fl[-1] if fl else {"function": "", "file": "", "line": ""}
+        r["leaf_function"], r["leaf_file"], r["leaf_line"] = leaf["function"], leaf["file"], leaf["line"]
+        t = threads[r["thread"]]
+        r["profile"], r["pthread_id"] = t["profile"], t["pthread_id"]
+    return rows
+
+
 def check(cond, what):
     if not cond:
         print("FAIL:", what)

@@ -6,8 +6,15 @@ ui.perfetto.dev and chrome://tracing need it.
 
   python tests/report_check.py OUTDIR --steps N [--emulated] [--profile]
 
+With --profile --functions also: one aligned timeline across outputs
+(check_timebase: a py-spy sample and a perun sample at the same instant,
+to the microsecond, in samples.csv, perun.csv, timeline.csv, trace.json
+and the alignment functions.csv used) and the CSVs' pandas dtypes
+(check_dtypes).
+
 Prints one "ok" line per check; exits 1 with "FAIL: ..." on the first
-failure.  Used by t_e2e_demo_slow.sh."""
+failure.  Used by t_e2e_demo_slow.sh, t_report_speedscope_slow.sh and
+t_report_tables_slow.sh."""
 import argparse
 import csv
 import json
@@ -121,6 +128,103 @@ def check_trace(path, steps, want_stacks, groups, phases):
 	return doc
 
 
+def interp(xs, ys, x):
+	"""Linear interpolation in sorted xs (ys at x)."""
+	import bisect
+	i = bisect.bisect_right(xs, x)
+	check(0 < i < len(xs), f"interp: {x} outside [{xs[0]}, {xs[-1]}]")
+	x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+	return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+
+
+def check_timebase(d, doc):
+	"""One py-spy sample and one perun sample across every output of the
+	report: the same instant to the microsecond."""
+	US = 1e-6
+	samples = read_csv(f"{d}/samples.csv")
+	perun = [r for r in read_csv(f"{d}/perun.csv") if r["t_s"]]
+	check(perun, "perun.csv: no row with t_s (aligned round)")
+	tl = read_csv(f"{d}/timeline.csv")
+	# the first sample of the process the run's phases are on
+	phase_pids = {int(r["pid"]) for r in tl if r["phase"]}
+	s0 = min((r for r in samples if r["pid"] and int(r["pid"]) in phase_pids and int(r["depth"]) > 0),
+	         key=lambda r: float(r["t_s"]))
+	t_samp, u_samp = float(s0["t_s"]), float(s0["unix_s"])
+	# trace.json: that sample opens its stack's B events at its slice start;
+	# ts 0 of the trace is not fixed here, so the perun counter is the reference
+	ev = doc["traceEvents"]
+	b = [e for e in ev if e.get("cat") == "py-spy" and e.get("ph") == "B" and e["pid"] == int(s0["pid"])]
+	check(b, "trace.json: no py-spy event of the sampled pid")
+	ts_b = min(e["ts"] for e in b)
+	counters = [e for e in ev if e.get("ph") == "C"]
+	check(counters, "trace.json: no counter")
+	c0 = min(counters, key=lambda e: e["ts"])
+	grp = c0["name"].replace("power", "").replace("(W)", "").strip()
+	cand = [r for r in perun if r["device_group"] == grp and r["metric"] == "power"]
+	check(cand, f"perun.csv: no power rows of group {grp!r}")
+	t_perun = min(float(r["t_s"]) for r in cand)
+	got = (ts_b - c0["ts"]) * 1e-6
+	want = t_samp - t_perun
+	check(abs(got - want) <= US, f"trace.json: py-spy sample - perun sample = {got:.9f} s, CSVs say {want:.9f} s")
+	origin = c0["ts"] * 1e-6 - t_perun
+	print(f"ok   trace.json: first sample of pid {s0['pid']} at {ts_b:.3f} us, perun's first {grp} window at "
+	      f"{c0['ts']:.3f} us: {1e6 * abs(got - want):.3f} us from samples.csv/perun.csv (trace ts 0 = t_s {origin:.6f})")
+	for k, v in (doc.get("otherData") or {}).items():
+		if "unix" in k and isinstance(v, (int, float)):
+			u = v + ts_b * 1e-6 if "origin" in k or "epoch" in k or "zero" in k else None
+			if u is not None:
+				check(abs(u - u_samp) <= US, f"trace.json otherData {k}: sample at unix {u:.6f}, samples.csv {u_samp:.6f}")
+				print(f"ok   trace.json otherData {k}: the sample's unix time matches samples.csv")
+	# unix_s: one mapping, so timeline's (interpolated between bins) gives
+	# the same UTC for the sample's and the perun sample's t_s
+	bins = sorted({(float(r["t_s"]), float(r["unix_s"])) for r in tl if r["unix_s"]})
+	xs, ys = [x for x, _ in bins], [y for _, y in bins]
+	pr = min(cand, key=lambda r: float(r["t_s"]))
+	for what, t, u in (("py-spy sample", t_samp, u_samp), ("perun sample", float(pr["t_s"]), float(pr["unix_s"]))):
+		ut = interp(xs, ys, t)
+		check(abs(ut - u) <= US, f"timeline.csv: {what} at t_s {t:.9f}: unix {ut:.9f} vs {u:.9f}")
+	print(f"ok   timeline.csv: unix_s of the py-spy and the perun sample's t_s agree with samples.csv/perun.csv (<= 1 us)")
+	# functions: the alignment it used is the one samples.csv and trace.json state
+	fa = open(f"{d}/functions.csv.alignment.txt").read()
+	sa = open(f"{d}/samples.csv.alignment.txt").read()
+	line = next(l for l in sa.splitlines() if l.startswith("py-spy alignment: "))[len("py-spy alignment: "):]
+	check(("alignment: " + line) in fa, f"functions.csv.alignment.txt: another py-spy alignment than samples.csv's ({line})")
+	check(doc["otherData"].get("pyspy_alignment") == line, "trace.json: another py-spy alignment than samples.csv's")
+	print(f"ok   functions, samples.csv and trace.json state one py-spy alignment: {line[:60]}...")
+
+
+def check_dtypes(d, profile):
+	"""Each CSV loads in pandas with one type per column."""
+	try:
+		import pandas as pd
+	except ImportError:
+		print("skip pandas dtypes: no pandas")
+		return
+	import numpy as np
+	want = {
+		"phases.csv": {"count": "i", "total_s": "f", "self_s": "f", "energy_j": "f", "share": "f", "row": "O"},
+		"timeline.csv": {"t_s": "f", "unix_s": "f", "pid": "i", "power_w": "f"},
+		"perun.csv": {"t_rel_s": "f", "t_s": "f", "unix_s": "f", "value": "f"},
+	}
+	if profile:
+		want["samples.csv"] = {"thread": "i", "pid": "i", "sample_index": "i", "t_rel_s": "f", "t_s": "f",
+		                       "unix_s": "f", "depth": "i", "stack_id": "i"}
+		want["samples.stacks.csv"] = {"stack_id": "i", "depth": "i", "frame_id": "i"}
+		want["samples.frames.csv"] = {"frame_id": "i"}
+	for name, cols in want.items():
+		df = pd.read_csv(f"{d}/{name}", low_memory=False)
+		for col, kind in cols.items():
+			check(col in df.columns, f"{name}: no column {col}")
+			check(df[col].dtype.kind == kind, f"{name}: {col} is {df[col].dtype}, want kind {kind}")
+		if name.startswith("samples"):
+			bad = [c for c in df.columns if hasattr(pd.DataFrame, c)]
+			check(not bad, f"{name}: columns named after DataFrame attributes: {bad}")
+		if name == "phases.csv":
+			check(set(df["row"]) <= {"phase", "unattributed", "total"}, f"phases.csv: row values {set(df['row'])}")
+			check(df[df["row"] == "phase"]["count"].min() >= 1, "phases.csv: a phase row with count 0")
+	print(f"ok   pandas dtypes of {', '.join(want)}")
+
+
 def main():
 	ap = argparse.ArgumentParser()
 	ap.add_argument("out")
@@ -194,6 +298,9 @@ def main():
 		with open(f"{d}/EMULATED_SENSOR.txt") as f:
 			check(NOTE in f.read(), "EMULATED_SENSOR.txt")
 		print("ok   emulated-sensor note in phases.csv, the SVG titles, trace.json, EMULATED_SENSOR.txt")
+	if a.profile and a.functions:
+		check_timebase(d, doc)
+	check_dtypes(d, a.profile)
 	print("all report checks ok")
 
 

@@ -170,8 +170,8 @@ def csv_only(args, first_col):
 p = csv_only(["phases", "--ring", ring, "--perun", h5[0]], "scope")
 check("step" in p.stdout and "step" in p.stderr, "phases -o -: the table belongs on stderr")
 csv_only(["timeline", "--ring", ring, "--perun", h5[0], "--profile", profile], "t_s")
-csv_only(["samples", profile], "profile")
-csv_only(["samples", "--profile", profile, "--ring", ring], "profile")
+csv_only(["samples", profile], "thread")
+csv_only(["samples", "--profile", profile, "--ring", ring], "thread")
 # The same file through the new flag and the old positional: one answer.
 a = ap("info", ring)
 b = ap("info", "--ring", ring)

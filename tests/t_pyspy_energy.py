@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import ROOT, check, frame_text, read_csv, run  # noqa: E402
+from pyspy_common import ROOT, check, frame_text, read_csv, read_samples, run  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 shared = os.environ.get("SHARED", "")
@@ -40,7 +40,7 @@ for path in inputs:
     csvp = os.path.join(tmp, name + ".csv")
     r2 = run(["samples", path, "-o", csvp])
     check(r2.returncode == 0, "%s: samples: %s" % (name, r2.stderr))
-    rows = read_csv(csvp)
+    rows = read_samples(csvp)
     by_prof = collections.defaultdict(list)
     for x in rows:
         by_prof[x["profile"]].append(x)

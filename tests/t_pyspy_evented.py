@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import check, read_csv, run  # noqa: E402
+from pyspy_common import check, read_csv, read_samples, run  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 doc = {
@@ -22,7 +22,7 @@ with open(path, "w") as f:
     json.dump(doc, f)
 r = run(["samples", path, "-o", path + ".csv"])
 check(r.returncode == 0, "evented: %s" % r.stderr)
-rows = read_csv(path + ".csv")
+rows = read_samples(path + ".csv")
 want = [("0.000000000", "0.002000000", "main (m.py:1)"), ("0.002000000", "0.003000000", "main (m.py:1);work (m.py:7)"),
         ("0.005000000", "0.005000000", "main (m.py:1)")]
 got = [(x["t_rel_s"], x["duration_s"], x["stack"]) for x in rows]

@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import by_frame_truth, check, read_csv, run, speedscope_truth  # noqa: E402
+from pyspy_common import by_frame_truth, check, read_csv, read_samples, run, speedscope_truth  # noqa: E402
 
 shared = os.environ.get("SHARED")
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
@@ -28,7 +28,7 @@ for path in files:
     out = os.path.join(tmp, name + ".csv")
     r = run(["samples", path, "-o", out])
     check(r.returncode == 0, "%s: exit %d: %s" % (name, r.returncode, r.stderr))
-    rows = read_csv(out)
+    rows = read_samples(out)
     by_prof = collections.defaultdict(list)
     for row in rows:
         by_prof[row["profile"]].append(row)
@@ -52,7 +52,7 @@ for path in files:
     print("ok %s: %d profiles, %d samples, per-thread counts, weights, leaves, stacks, times match json"
           % (name, len(truth), len(rows)))
 
-    fout = os.path.join(tmp, name + ".frames.csv")
+    fout = os.path.join(tmp, name + ".byframe.csv")
     r = run(["samples", path, "--by-frame", "-o", fout])
     check(r.returncode == 0, "%s --by-frame: exit %d: %s" % (name, r.returncode, r.stderr))
     agg = by_frame_truth(doc)

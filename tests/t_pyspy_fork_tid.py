@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import check, read_csv, run  # noqa: E402
+from pyspy_common import check, read_samples, run  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 T = 140502800451392  # same pthread id in parent and forked child
@@ -31,7 +31,7 @@ with open(path, "w") as f:
     json.dump(events, f)
 r = run(["samples", path, "-o", path + ".csv"])
 check(r.returncode == 0, "forked child closing the parent's frames: %s" % r.stderr.strip())
-rows = [(x["pid"], x["t_rel_s"], x["duration_s"], x["stack"]) for x in read_csv(path + ".csv")]
+rows = [(x["pid"], x["t_rel_s"], x["duration_s"], x["stack"]) for x in read_samples(path + ".csv")]
 stacks = {(pid, st) for pid, _, _, st in rows}
 check(("100", "main (/x/m.py:1);poll (/x/m.py:1)") in stacks, "the parent's stack: %r" % rows)
 check(("200", "main (/x/m.py:1);child_work (/x/m.py:1)") in stacks, "the child's stack: %r" % rows)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import pyspy_binary, check, read_csv, run, speedscope_truth  # noqa: E402
+from pyspy_common import pyspy_binary, check, read_csv, read_samples, run, speedscope_truth  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 py = os.environ.get("PYTHON", sys.executable)
@@ -43,14 +43,14 @@ def convert(path, extra=()):
     out = path + ".csv"
     r = run(["samples", "-v", path, "-o", out] + list(extra))
     check(r.returncode == 0, "anchorpost samples %s: %s" % (path, r.stderr))
-    fr = path + ".frames.csv"
+    fr = path + ".byframe.csv"
     r2 = run(["samples", path, "--by-frame", "-o", fr])
     check(r2.returncode == 0, "anchorpost samples --by-frame %s: %s" % (path, r2.stderr))
     frames = {}
     for x in read_csv(fr):
         if x["file"].endswith("pyspy_victim.py"):
             frames[x["function"]] = frames.get(x["function"], 0.0) + (float(x["total_s"]) if x["total_s"] else 0.0)
-    return read_csv(out), r.stderr, frames, read_csv(fr)
+    return read_samples(out), r.stderr, frames, read_csv(fr)
 
 
 def monotonic(rows, intervals):
@@ -100,7 +100,9 @@ with open(path) as f:
     events = json.load(f)
 threads = {(e["pid"], e["tid"]) for e in events}
 rows, summary, funcs, _ = convert(path)
-check({(int(r["pid"]), int(r["tid"])) for r in rows} <= threads, "chrometrace: rows name unknown threads")
+check({(int(r["pid"]), int(r["pthread_id"])) for r in rows} <= threads, "chrometrace: rows name unknown threads")
+# chrometrace's tid is a pthread id: threads.csv keeps it, the OS tid stays empty without --ring
+check(all(r["tid"] == "" for r in rows), "chrometrace: a pthread id written as the OS tid")
 check(len({r["profile"] for r in rows}) == len(threads), "chrometrace: %d threads in rows, %d in events"
       % (len({r["profile"] for r in rows}), len(threads)))
 stacks = " ".join(r["stack"] for r in rows)

@@ -1,9 +1,11 @@
 """`anchorpost samples --ring`: py-spy records a victim running under
 libanchor.so; the victim marks alpha_start in the ring just before it
-spins in alpha().  With the process-start anchor, the first sample inside
+spins in alpha().  With the run's alignment (align_pyspy: here no pulses,
+so the process-start prior or phase frames), the first sample inside
 alpha must land near the mark's UTC time: the distance is the alignment
 error, printed for chrometrace and speedscope (--idle).  Also checks the
-side file and that a raw profile is refused with --ring."""
+side file, unix_s = the ring's UTC of t_s, the OS tid filled for
+chrometrace from the ring, and that a raw profile is refused with --ring."""
 import csv
 import os
 import shutil
@@ -11,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyspy_common import pyspy_binary, BUILD, ROOT, check, read_csv, run  # noqa: E402
+from pyspy_common import pyspy_binary, BUILD, ROOT, check, read_csv, read_samples, run  # noqa: E402
 
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 py = os.environ.get("PYTHON", sys.executable)
@@ -40,10 +42,11 @@ for fmt, limit_s in (("chrometrace", 1.0), ("speedscope", 1.0), ("raw", None)):
         print("ok raw + --ring refused: %s" % r.stderr.strip())
         continue
     check(r.returncode == 0, "%s: samples --ring: %s" % (fmt, r.stderr))
-    rows = read_csv(out)
-    check(list(rows[0].keys())[-2:] == ["unix_s", "utc_iso"], "%s: no unix_s/utc_iso columns" % fmt)
+    rows = read_samples(out)
+    check(["t_s", "unix_s"] == [k for k in rows[0] if k in ("t_s", "unix_s")], "%s: no t_s/unix_s columns" % fmt)
     side = open(out + ".alignment.txt").read()
-    check("method: process-start anchor" in side and "expected error" in side, "%s: side file: %r" % (fmt, side))
+    check("method: " in side and "py-spy alignment: " in side and "unix_s: " in side, "%s: side file: %r" % (fmt, side))
+    check(all(x["tid"].isdigit() and int(x["tid"]) < 1 << 22 for x in rows), "%s: tid not an OS tid" % fmt)
     r = run(["dump", ring, "-o", os.path.join(tmp, fmt + ".dump.csv")])
     check(r.returncode == 0, "dump: %s" % r.stderr)
     marks = [x for x in read_csv(os.path.join(tmp, fmt + ".dump.csv")) if x["kind"] == "mark" and x["name"] == "alpha_start"]
@@ -53,7 +56,9 @@ for fmt, limit_s in (("chrometrace", 1.0), ("speedscope", 1.0), ("raw", None)):
     check(alpha, "%s: no sample in alpha" % fmt)
     first = min(float(x["unix_s"]) for x in alpha)
     err = first - mark_s
-    check(all(x["utc_iso"].endswith("Z") and x["utc_iso"][:4] == marks[0]["utc_iso"][:4] for x in rows[:5]), "utc_iso")
+    # unix_s - t_s is the ring's UTC offset: constant up to NTP slew (< 1 ms over this run)
+    offs = [float(x["unix_s"]) - float(x["t_s"]) for x in rows]
+    check(max(offs) - min(offs) < 1e-3, "%s: unix_s - t_s varies by %.6f s" % (fmt, max(offs) - min(offs)))
     print("ok %s: first alpha sample at %.6f, alpha_start mark at %.6f: alignment error %+.1f ms (limit %.0f ms)"
           % (fmt, first, mark_s, err * 1e3, limit_s * 1e3))
     check(abs(err) <= limit_s, "%s: alignment error %.1f ms over %.0f ms" % (fmt, err * 1e3, limit_s * 1e3))

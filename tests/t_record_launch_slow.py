@@ -86,7 +86,7 @@ def sampled_pids(out, needle):
     check(p.returncode == 0, "samples: %s" % p.stderr)
     pids = {}
     for r in csv.DictReader(io.StringIO(p.stdout)):
-        if needle in r["stack"]:
+        if needle in r["stack_text"]:
             pids[r["pid"]] = pids.get(r["pid"], 0) + 1
     return pids
 

@@ -34,6 +34,7 @@
 #include "outfile.h"
 #include "pyspy.h"
 #include "sample_energy.h"
+#include "timebase.h"
 
 #define NO_FRAME "(no python frame)"
 
@@ -273,7 +274,7 @@ static void write_stacks(const char *path, const struct energy_model *m, const s
 	char **owned = xcalloc(ng + 1, sizeof *owned);
 	uint32_t *fr = NULL, cap = 0;
 	size_t nc = 0;
-	cols[nc++] = "stack";
+	cols[nc++] = "stack_text"; /* not "stack": DataFrame.stack */
 	cols[nc++] = "samples";
 	cols[nc++] = "self_s";
 	cols[nc++] = "energy_j";
@@ -331,7 +332,7 @@ static void write_stacks(const char *path, const struct energy_model *m, const s
 static void write_samples(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
 			  const struct align_pyspy *a, const struct sample_energy *se)
 {
-	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "idle", "energy_j", "phase",
+	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "unix_s", "idle", "energy_j", "phase",
 					   "leaf_function", "leaf_line", "t_s", "phase_at_t", NULL};
 	struct outfile of;
 	struct csv c;
@@ -350,10 +351,12 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 			csv_u64(&c, t->ring_tid);
 		} else {
 			csv_i64(&c, p->threads[s->thread].pid);
-			csv_str(&c, p->threads[s->thread].tid);
+			/* chrometrace names pthread ids, not OS tids */
+			csv_str(&c, p->meta.format == PYSPY_FMT_CHROMETRACE ? "" : p->threads[s->thread].tid);
 		}
 		csv_fixed(&c, se->t0_s[i], 9);
 		csv_fixed(&c, se->t1_s[i], 9);
+		timebase_unix_field(&c, &m->rl.clock, m->base_ns, se->t0_s[i]); /* of t0_s */
 		csv_u64(&c, se->idle[i]);
 		csv_f64(&c, e, 9);
 		csv_str(&c, ph >= 0 ? m->ph.names[ph] : "");
@@ -419,10 +422,10 @@ int cmd_functions(int argc, char **argv)
 		OPT_STRING(0, "speedscope-out", &ss_out, "FILE",
 			   "the profile with weights in joules (speedscope, unit none)"),
 		OPT_STRING(0, "stacks-out", &stacks_out, "FILE",
-			   "per distinct stack: stack,samples,self_s,energy_j(+groups)"),
+			   "per distinct stack: stack_text,samples,self_s,energy_j(+groups)"),
 		OPT_STRING(0, "samples-out", &samples_out, "FILE",
-			   "per sample: pid,tid,t0_s,t1_s,idle,energy_j,phase (at the slice's middle),leaf_function,"
-			   "leaf_line,t_s,phase_at_t (at the sample's own instant)"),
+			   "per sample: pid,tid,t0_s,t1_s,unix_s (of t0_s),idle,energy_j,phase (at the slice's middle),"
+			   "leaf_function,leaf_line,t_s,phase_at_t (at the sample's own instant)"),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
 		OPT_NO_HOOK(&o),

@@ -302,15 +302,12 @@ static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const s
 			csv_str(c, scope);
 			csv_str(c, host ? host : "");
 			csv_str(c, rk);
+			csv_str(c, tot ? "total" : un ? "unattributed" : "phase");
 			csv_str(c, name);
 			csv_str(c, m->ngroups ? m->groups[g] : "");
-			if (x) {
-				csv_u64(c, x->count);
-				csv_f64(c, x->total_s, 9);
-			} else {
-				csv_empty(c);
-				csv_empty(c);
-			}
+			/* summary rows: count 0 (an integer column), their seconds */
+			csv_u64(c, x ? x->count : 0);
+			csv_f64(c, x ? x->total_s : ts, 9);
 			csv_f64(c, ts, 9);
 			csv_f64(c, x ? x->total_s / (double)x->count * 1e3 : NAN, 6);
 			csv_f64(c, x ? x->p50_ms : NAN, 6);
@@ -329,7 +326,7 @@ static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const s
 				if (isnan(e))
 					fprintf(tty, " %10s %6s", "-", "-");
 				else
-					fprintf(tty, " %10.2f %5.1f%%", e, total[g] > 0 ? 100 * e / total[g] : 0.0);
+					fprintf(tty, " %10.2f %6.3f", e, total[g] > 0 ? e / total[g] : 0.0); /* a fraction, as in the CSV */
 			}
 		}
 		if (tty)
@@ -347,7 +344,7 @@ static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const s
 
 static void write_phases(const struct mring *m, const struct mpi_args *a, FILE *tty)
 {
-	static const char *const cols[] = {"scope", "host", "rank", "phase", "device_group", "count", "total_s",
+	static const char *const cols[] = {"scope", "host", "rank", "row", "phase", "device_group", "count", "total_s",
 					   "self_s", "mean_ms", "p50_ms", "p95_ms", "energy_j", "mean_power_w",
 					   "share", "ci95_low_j", "ci95_high_j", "method", "alignment",
 					   "align_uncert_ms", "sensor_note", NULL};

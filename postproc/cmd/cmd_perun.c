@@ -14,6 +14,12 @@
  *
  * --regions: one row per region call instead,
  *   multirun,round,region,rank,start_s,stop_s
+ *
+ * --ring RING adds t_s and unix_s after t_rel_s: the sample on the run's
+ * timeline as energy_model.h aligns it (the offset phases, timeline and
+ * trace.json use: t_s = t_rel_s + offset) and in UTC (timebase.h).  Only
+ * the aligned multirun, round and host have them; other rows leave them
+ * empty.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,23 +29,32 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "energy_model.h"
 #include "options.h"
 #include "outfile.h"
 #include "perun.h"
+#include "timebase.h"
+
+/* --ring: the aligned (multirun, round, host) and its offset. */
+struct tl {
+	const struct energy_model *m; /* NULL: no --ring */
+};
 
 static const struct cmd_usage perun_usage = {
 	.name = "perun",
-	.usage = "[--perun] FILE.hdf5 [-o perun.csv] [--run ID] [--regions]",
-	.about = "  perun's HDF5 as long CSV: multirun,round,host,device_group,sensor,metric,unit,t_rel_s,value\n"
+	.usage = "[--perun] FILE.hdf5 [-o perun.csv] [--run ID] [--regions] [--ring RING [options]]",
+	.about = "  perun's HDF5 as long CSV: multirun,round,host,device_group,sensor,metric,unit,t_rel_s,\n"
+		 "  [t_s,unix_s,]value (--ring: t_s on the run's timeline, unix_s in UTC; units: docs/report.md)\n"
 		 "  (value scaled by perun's mag), then each power sensor's energy as perun computed it\n"
 		 "  (table; with -o also written to <out>.energy.csv).\n",
 };
 
-static void put_series(struct csv *c, const struct perun_multirun *m, const struct perun_round *r,
-		       const struct perun_host *h, const struct perun_group *g,
-		       const struct perun_sensor *s, const char *metric, const char *unit,
-		       const double *v, int digits)
+static void put_series(struct csv *c, const struct tl *tl, const struct perun_multirun *m,
+		       const struct perun_round *r, const struct perun_host *h, const struct perun_group *g,
+		       const struct perun_sensor *s, const char *metric, const char *unit, const double *v, int digits)
 {
+	const struct energy_model *em = tl->m;
+	int aligned = em && em->run == m && em->round == r && em->host == h;
 	for (size_t i = 0; i < s->n; i++) {
 		csv_str(c, m->id);
 		csv_str(c, r->id);
@@ -49,12 +64,21 @@ static void put_series(struct csv *c, const struct perun_multirun *m, const stru
 		csv_str(c, metric);
 		csv_str(c, unit);
 		csv_f64(c, s->timesteps_s[i], 9);
+		if (em && aligned) {
+			/* As energy_model.c computes em_sensor.t_tl. */
+			double t = s->timesteps_s[i] + em->align.offset_s;
+			csv_fixed(c, t, 9);
+			timebase_unix_field(c, &em->rl.clock, em->base_ns, t);
+		} else if (em) {
+			csv_empty(c);
+			csv_empty(c);
+		}
 		csv_f64(c, v[i], digits);
 		csv_row_end(c);
 	}
 }
 
-static void write_samples(struct csv *c, const struct perun_multirun *m)
+static void write_samples(struct csv *c, const struct tl *tl, const struct perun_multirun *m)
 {
 	for (size_t j = 0; j < m->nrounds; j++) {
 		const struct perun_round *r = &m->rounds[j];
@@ -67,13 +91,13 @@ static void write_samples(struct csv *c, const struct perun_multirun *m)
 					char cmetric[64];
 					if (!s->n)
 						continue;
-					put_series(c, m, r, h, gr, s, s->metric, s->unit, s->values,
+					put_series(c, tl, m, r, h, gr, s, s->metric, s->unit, s->values,
 						   s->values_digits);
 					if (!s->alt_values)
 						continue;
 					snprintf(cmetric, sizeof cmetric, "%s_counter",
 						 perun_metric_name(s->alt_unit));
-					put_series(c, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
+					put_series(c, tl, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
 						   s->alt_digits);
 				}
 			}
@@ -151,27 +175,52 @@ int cmd_perun(int argc, char **argv)
 {
 	static const char *const cols[] = {"multirun", "round", "host",  "device_group", "sensor",
 					   "metric",   "unit",  "t_rel_s", "value",        NULL};
+	static const char *const tcols[] = {"multirun", "round", "host", "device_group", "sensor", "metric",
+					    "unit", "t_rel_s", "t_s", "unix_s", "value", NULL};
 	static const char *const rcols[] = {"multirun", "round", "region", "rank", "start_s", "stop_s", NULL};
 	static const char *const ecols[] = {"multirun", "round",  "host", "device_group",
 					    "sensor",   "energy_j", NULL};
 	const char *in = NULL, *out = "-", *run = NULL;
 	int regions = 0;
-	struct perun_file pf;
+	struct perun_file own, *pfp = &own;
 	char err[1024];
+	struct em_opts eo = {0};
+	struct energy_model em;
+	struct tl tl = {NULL};
 
 	const struct option opts[] = {
 		OPT_STRING(0, "perun", &in, "FILE", "perun's HDF5 output (or give it as the only argument)"),
 		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout, the energy table then on stderr) [-]"),
 		OPT_STRING(0, "run", &run, "ID", "only this multirun (default: all)"),
 		OPT_BOOL(0, "regions", &regions, "region calls instead: multirun,round,region,rank,start_s,stop_s"),
+		OPT_STRING(0, "ring", &eo.ring, "RING",
+			   "add t_s,unix_s: perun's samples on the run's timeline, aligned as phases, timeline and "
+			   "trace.json align them (the selected multirun, round and host only)"),
+		OPT_LONG(0, "round", &eo.round, "N", 0, 1e6, 0, "with --ring: the perun round to align"),
+		OPT_STRING(0, "host", &eo.host, "NAME", "with --ring: the perun host to align (default: the ring's)"),
+		OPT_STRING(0, "tz", &eo.tz, "+HH:MM", "with --ring: zone of perun's execution_dt"),
+		OPTS_ALIGN(&eo),
 		OPT_END(),
 	};
 	int npos = options_parse(argc, argv, opts, &perun_usage, 0);
 
 	in = options_input(&perun_usage, npos, argv, in, "--perun");
-	int rc = perun_load_guarded(in, &pf, err, sizeof err);
-	if (rc < 0)
-		diag_fatal(in, "%s", err);
+	if (eo.ring && regions)
+		options_usage_error(&perun_usage, "--ring has no meaning with --regions");
+	if (eo.ring) {
+		/* The model's own copy of the file, so that its run, round and
+		 * host pointers name the rows to place. */
+		eo.perun = in;
+		eo.run = run;
+		energy_model_open(&em, &eo);
+		tl.m = &em;
+		pfp = &em.pf;
+	} else {
+		int rc = perun_load_guarded(in, &own, err, sizeof err);
+		if (rc < 0)
+			diag_fatal(in, "%s", err);
+	}
+	const struct perun_file pf = *pfp;
 
 	const struct perun_multirun *only = NULL;
 	if (run && !(only = perun_find_run(&pf, run))) {
@@ -190,7 +239,7 @@ int cmd_perun(int argc, char **argv)
 	struct csv c;
 	outfile_open(&of, out);
 	csv_init(&c, of.fp);
-	csv_header(&c, regions ? rcols : cols);
+	csv_header(&c, regions ? rcols : tl.m ? tcols : cols);
 	for (size_t i = 0; i < pf.nruns; i++) {
 		const struct perun_multirun *m = &pf.runs[i];
 		if (only && m != only)
@@ -198,7 +247,7 @@ int cmd_perun(int argc, char **argv)
 		if (regions)
 			write_regions(&c, m);
 		else
-			write_samples(&c, m);
+			write_samples(&c, &tl, m);
 	}
 
 	if (!regions) {
@@ -233,6 +282,9 @@ int cmd_perun(int argc, char **argv)
 		}
 	}
 	outfile_commit(&of);
-	perun_free(&pf);
+	if (tl.m)
+		energy_model_close(&em);
+	else
+		perun_free(&own);
 	return 0;
 }

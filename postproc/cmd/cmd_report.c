@@ -253,9 +253,10 @@ int cmd_report(int argc, char **argv)
 
 	progress(&r, "perun.csv");
 	{
-		char *pv[] = {"perun", (char *)o.perun, "-o", out_path(&r, "perun.csv"), NULL, NULL, NULL};
-		if (o.run)
-			pv[4] = "--run", pv[5] = (char *)o.run;
+		/* --ring and the alignment options: perun.csv's t_s is the
+		 * timeline every other output uses. */
+		char *pv[32] = {"perun", (char *)o.perun, "-o", out_path(&r, "perun.csv"), "--ring", (char *)o.ring};
+		forward(&r, pv, 6);
 		run_quiet(cmd_perun, pv);
 		out_path(&r, "perun.csv.energy.csv");
 	}
@@ -265,6 +266,9 @@ int cmd_report(int argc, char **argv)
 		char *sv[] = {"samples", (char *)profile, "-o", out_path(&r, "samples.csv"), "--ring", (char *)o.ring, NULL};
 		run_quiet(cmd_samples, sv);
 		out_path(&r, "samples.csv.alignment.txt");
+		out_path(&r, "samples.stacks.csv");
+		out_path(&r, "samples.frames.csv");
+		out_path(&r, "samples.threads.csv");
 	}
 
 	if (profile) {

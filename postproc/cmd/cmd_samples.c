@@ -18,22 +18,29 @@
 #include "diag.h"
 #include "outfile.h"
 #include "options.h"
+#include "align_pyspy.h"
+#include "phase_set.h"
 #include "pyspy.h"
 #include "ringload.h"
+#include "timebase.h"
 
 /* raw rows repeat each stack `count` times; refuse absurd totals. */
 #define RAW_MAX_ROWS 1000000000ULL
 
 static const struct cmd_usage samples_usage = {
 	.name = "samples",
-	.usage = "[--profile] PROFILE [-o OUT.csv] [--format F] [--ring RING [--pid PID]] [--rate HZ] [--by-frame]",
+	.usage = "[--profile] PROFILE [-o OUT.csv] [--format F] [--ring RING] [--rate HZ] [--stack-text] [--by-frame]",
 	.about = "  py-spy output (format detected from the content) to CSV, one row per sample\n"
 		 "  (speedscope), per interval of an unchanged stack (chrometrace) or per sample\n"
 		 "  of each collapsed stack (raw: no time, t_rel_s and duration_s are empty):\n"
-		 "    profile,pid,tid,thread_name,sample_index,t_rel_s,duration_s,depth,\n"
-		 "    leaf_function,leaf_file,leaf_line,stack\n"
-		 "  stack is root;...;leaf with frames written 'func (file:line)'.  chrometrace\n"
-		 "  has no OS tid: tid is py-spy's pthread id there.\n",
+		 "    thread,pid,tid,thread_name,sample_index,t_rel_s,duration_s[,t_s,unix_s],depth,stack_id\n"
+		 "  Stacks are ids into companion tables written beside OUT (OUT minus .csv, plus):\n"
+		 "    .stacks.csv   stack_id,depth,frame_id   (depth 0 = root; one row per frame)\n"
+		 "    .frames.csv   frame_id,function,file,line\n"
+		 "    .threads.csv  thread,profile,pid,tid,pthread_id,thread_name,samples\n"
+		 "  --stack-text (implied with -o -) adds the whole stack as text, root;...;leaf.\n"
+		 "  tid is the OS thread id (chrometrace names pthread ids only: the tid comes\n"
+		 "  from the ring with --ring, else it is empty).  Units: docs/report.md.\n",
 };
 
 static const struct opt_choice format_choices[] = {
@@ -79,14 +86,16 @@ struct out {
 	FILE *scratch;        /* memstream the fields are formatted into */
 	char *scratch_buf;
 	size_t scratch_len;
-	int with_time;
-	int64_t anchor_unix_ns;
-	/* --ring: OS tid -> pid from the ring's records, for formats whose
-	 * threads name no pid (speedscope: "Thread 123") */
-	struct tidpid {
-		uint32_t tid, pid;
-	} *tidpid;
-	size_t ntidpid;
+	int stack_text;       /* the stack_text column */
+	/* --ring: the run's one alignment (align_pyspy.h), and its UTC map */
+	const struct align_pyspy *al;
+	const struct ring_clock *clk;
+	uint64_t base_ns;
+	char **thread_prefix; /* per thread: "thread,pid,tid,thread_name" */
+	uint32_t nprefix;
+	char **tid_over, **name_over; /* per thread, from the ring (NULL: none) */
+	uint8_t *used;        /* per stack node: a sample names it */
+	uint32_t used_cap;
 	uint64_t rows;
 };
 
@@ -253,64 +262,94 @@ static void stack_field(struct out *o, const struct pyspy_profile *p, uint32_t n
 	o->field_used += o->scratch_len;
 }
 
-static void write_row(struct out *o, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
-		      uint64_t index)
+/* The thread's leading fields, quoted once: they repeat on every row. */
+static const char *thread_prefix(struct out *o, const struct pyspy_profile *p, uint32_t k)
 {
-	const struct pyspy_thread *t = &p->threads[s->thread];
+	if (k >= o->nprefix) {
+		char **np = realloc(o->thread_prefix, (size_t)p->nthreads * sizeof *np);
+		if (!np)
+			oom();
+		for (uint32_t j = o->nprefix; j < p->nthreads; j++)
+			np[j] = NULL;
+		o->thread_prefix = np;
+		o->nprefix = p->nthreads;
+	}
+	if (!o->thread_prefix[k]) {
+		const struct pyspy_thread *t = &p->threads[k];
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *fp = open_memstream(&buf, &len);
+		struct csv tc;
+		if (!fp)
+			oom();
+		csv_init(&tc, fp);
+		csv_u64(&tc, k);
+		if (t->pid >= 0)
+			csv_u64(&tc, (uint64_t)t->pid);
+		else if (o->al && k < o->al->nthr && o->al->thr[k].ring_pid)
+			csv_u64(&tc, o->al->thr[k].ring_pid); /* speedscope names no pid: the ring's */
+		else
+			csv_empty(&tc);
+		if (o->tid_over && o->tid_over[k])
+			csv_str(&tc, o->tid_over[k]);
+		else if (p->meta.format == PYSPY_FMT_CHROMETRACE)
+			csv_empty(&tc); /* a pthread id, not an OS tid: threads.csv has it */
+		else
+			csv_str(&tc, t->tid);
+		csv_str(&tc, o->name_over && o->name_over[k] ? o->name_over[k] : t->thread_name);
+		if (fclose(fp))
+			oom();
+		o->thread_prefix[k] = buf;
+	}
+	return o->thread_prefix[k];
+}
+
+static void mark_used(struct out *o, uint32_t node)
+{
+	if (node >= o->used_cap) {
+		uint32_t cap = o->used_cap ? o->used_cap : 4096;
+		while (cap <= node)
+			cap *= 2;
+		if (!(o->used = realloc(o->used, cap)))
+			oom();
+		memset(o->used + o->used_cap, 0, cap - o->used_cap);
+		o->used_cap = cap;
+	}
+	o->used[node] = 1;
+}
+
+/* One row; t_s: the sample's aligned slice start (--ring), else unused. */
+static void write_row(struct out *o, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
+		      uint64_t index, double t_s)
+{
 	const struct pyspy_node *nd = &p->stacks.v[s->stack];
 	struct csv *c = &o->c;
+	const char *pre;
 
 	if (o->header) {
 		csv_header(c, o->header);
 		o->header = NULL;
 	}
-	csv_str(c, t->profile);
-	if (t->pid >= 0) {
-		u64_field(c, (uint64_t)t->pid);
-	} else {
-		char *end;
-		unsigned long tid = strtoul(t->tid, &end, 10);
-		size_t k = 0;
-		while (*end == '\0' && t->tid[0] && k < o->ntidpid && o->tidpid[k].tid != tid)
-			k++;
-		if (*end == '\0' && t->tid[0] && k < o->ntidpid)
-			u64_field(c, o->tidpid[k].pid);
-		else
-			csv_empty(c);
-	}
-	csv_str(c, t->tid);
-	csv_str(c, t->thread_name);
+	pre = thread_prefix(o, p, s->thread);
+	raw_field(c, pre, strlen(pre));
+	c->nfield += 3; /* the prefix holds four fields */
 	u64_field(c, index);
 	time_field(c, s->t_rel_s);
 	time_field(c, s->duration_s);
-	u64_field(c, nd->depth);
-	if (s->stack) {
-		const struct pyspy_frame *fr = &p->frames.v[nd->frame];
-		csv_str(c, fr->name);
-		csv_str(c, fr->file);
-		if (fr->line >= 0)
-			u64_field(c, (uint64_t)fr->line);
+	if (o->al) {
+		char buf[48];
+		size_t n;
+		csv_fixed(c, t_s, 9);
+		if ((n = timebase_unix_text(o->clk, o->base_ns, t_s, buf, sizeof buf)))
+			raw_field(c, buf, n);
 		else
 			csv_empty(c);
-	} else {
-		csv_empty(c);
-		csv_empty(c);
-		csv_empty(c);
 	}
-	stack_field(o, p, s->stack);
-	if (o->with_time) {
-		if (isnan(s->t_rel_s)) {
-			csv_empty(c);
-			csv_empty(c);
-		} else {
-			int64_t ns = o->anchor_unix_ns + llround(s->t_rel_s * 1e9);
-			char buf[48];
-			snprintf(buf, sizeof buf, "%" PRId64 ".%09" PRId64, ns / 1000000000, ns % 1000000000);
-			csv_str(c, buf);
-			ring_clock_iso(ns, buf, sizeof buf);
-			csv_str(c, buf);
-		}
-	}
+	u64_field(c, nd->depth);
+	u64_field(c, s->stack);
+	mark_used(o, s->stack);
+	if (o->stack_text)
+		stack_field(o, p, s->stack);
 	csv_row_end(c);
 	o->rows++;
 }
@@ -323,10 +362,10 @@ static void emit(struct out *o, const struct pyspy_profile *p, const struct pysp
 			diag_fatal(o->path, "raw counts add up to more than %llu samples; use --by-frame",
 				   (unsigned long long)RAW_MAX_ROWS);
 		for (uint64_t k = 0; k < s->count; k++)
-			write_row(o, p, s, first + k);
+			write_row(o, p, s, first + k, NAN);
 		return;
 	}
-	write_row(o, p, s, s->index);
+	write_row(o, p, s, s->index, NAN);
 }
 
 static void flush_pending(struct out *o, const struct pyspy_profile *p)
@@ -503,68 +542,145 @@ static void write_by_frame(const struct pyspy_profile *p, const struct agg *a, c
 	free(canon_tab.hash);
 }
 
-/* The process-start anchor: PROC_START of pid, else of the profile's pid,
- * else the earliest started process of the ring. */
-static const struct ring_proc *pick_proc(const struct ringload *rl, const struct pyspy_profile *p, long long pid,
-					 const char *ring, char *why, size_t whylen)
+/* chrometrace names threads by pthread id; the aligned ring thread gives
+ * the OS tid, and its THREAD record the thread's name. */
+static void ring_thread_names(struct out *o, const struct ringload *rl, const struct pyspy_profile *p,
+			      const struct align_pyspy *al)
 {
-	const struct ring_proc *best = NULL;
-	if (pid >= 0) {
-		best = ring_procs_find(&rl->procs, (uint32_t)pid);
-		if (!best || !best->start_ns)
-			diag_fatal(ring, "no process start record for --pid %lld", pid);
-		snprintf(why, whylen, "the pid given with --pid");
-		return best;
-	}
-	for (uint32_t t = 0; t < p->nthreads; t++) {
-		if (p->threads[t].pid < 0)
+	o->tid_over = calloc(p->nthreads + 1, sizeof *o->tid_over);
+	o->name_over = calloc(p->nthreads + 1, sizeof *o->name_over);
+	if (!o->tid_over || !o->name_over)
+		oom();
+	for (uint32_t k = 0; k < p->nthreads && k < al->nthr; k++) {
+		const struct align_pyspy_thread *at = &al->thr[k];
+		if (!at->ring_tid)
 			continue;
-		best = ring_procs_find(&rl->procs, (uint32_t)p->threads[t].pid);
-		if (best && best->start_ns) {
-			snprintf(why, whylen, "the pid named in the profile");
-			return best;
+		if (p->meta.format == PYSPY_FMT_CHROMETRACE && asprintf(&o->tid_over[k], "%u", at->ring_tid) < 0)
+			oom();
+		if (p->threads[k].thread_name && p->threads[k].thread_name[0])
+			continue;
+		for (size_t i = 0; i < rl->rf.nev; i++) {
+			const struct ring_event *e = &rl->rf.ev[i];
+			if (e->kind == ANCHOR_KIND_THREAD && e->pid == at->ring_pid && e->tid == at->ring_tid &&
+			    e->text && e->text[0]) {
+				if (!(o->name_over[k] = strdup(e->text)))
+					oom();
+				break;
+			}
 		}
 	}
-	best = NULL;
-	for (size_t i = 0; i < rl->procs.n; i++) {
-		const struct ring_proc *r = &rl->procs.p[i];
-		if (r->start_ns && (!best || r->start_ns < best->start_ns))
-			best = r;
-	}
-	if (!best)
-		diag_fatal(ring, "no process start record in the ring");
-	snprintf(why, whylen, "the profile names no pid in the ring: the first process that started");
-	return best;
 }
 
 static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char *profile, const char *ring,
-			    const struct ring_proc *proc, const char *why, int64_t unix_ns)
+			    const struct align_pyspy *al, const struct ringload *rl, uint64_t base_ns)
 {
-	char iso[48];
-	ring_clock_iso(unix_ns, iso, sizeof iso);
-	fprintf(fp, "method: process-start anchor\n");
+	char iso[48], line[768];
+	ring_clock_iso(ring_clock_unix_ns(&rl->clock, base_ns), iso, sizeof iso);
+	align_pyspy_describe(al, p, line, sizeof line);
+	fprintf(fp, "method: %s (the fit functions, timeline and trace.json use: align_pyspy.h)\n", al->method);
 	fprintf(fp, "profile: %s (%s)\nring: %s\n", profile, pyspy_format_name(p->meta.format), ring);
-	fprintf(fp, "anchor: PROC_START of pid %u (%s), mono_ns %" PRIu64 " = %s\n", proc->pid, why, proc->start_ns,
-		iso);
-	fprintf(fp, "assumes: t_rel_s = 0 is that instant (py-spy record -- CMD creates its clock just before it\n"
-		    "         spawns CMD; libanchor writes PROC_START in CMD's first constructor)\n");
-	/* Measured (tests/t_pyspy_ring.py, 2 loaded cores): the first sample
-	 * in a function marked in the ring came 70-400 ms after the mark,
-	 * because py-spy starts its clock before it spawns the command and
-	 * the exec, loader and interpreter start-up take that long there. */
-	fprintf(fp, "expected error: samples placed late by the time from py-spy starting its clock to the\n"
-		    "         command's first constructor: a few ms on an idle machine, 70-400 ms measured on\n"
-		    "         2 heavily loaded cores; ");
-	if (p->meta.format == PYSPY_FMT_CHROMETRACE)
-		fprintf(fp, "chrometrace ts are real monotonic times, so it stays constant\n");
-	else
-		fprintf(fp, "then growing: speedscope times are nominal (sample i at the sum of\n"
-			    "         1/rate weights) while real intervals are random and any lag of py-spy is not\n"
-			    "         recorded; without --idle, idle samples are dropped with no gap and the error is\n"
-			    "         unbounded (idle guess: %s, %s); every thread's profile starts at 0\n"
-			    "         even if the thread started later\n",
-			pyspy_idle_name(p->meta.idle), p->meta.idle_reason);
-	fprintf(fp, "fitted alignment: not applied at this stage\n");
+	fprintf(fp, "py-spy alignment: %s\n", line);
+	fprintf(fp, "t_s: start of the sample's aligned slice, seconds since the ring's first record "
+		    "(mono_ns %" PRIu64 " = %s)\n", base_ns, iso);
+	fprintf(fp, "unix_s: t_s in UTC through the ring's SYNC records (%zu)\n", rl->clock.n);
+}
+
+/* OUT minus ".csv", plus suffix. */
+static char *companion(const char *out, const char *suffix)
+{
+	size_t n = strlen(out);
+	char *s;
+	if (n > 4 && !strcmp(out + n - 4, ".csv"))
+		n -= 4;
+	if (asprintf(&s, "%.*s%s", (int)n, out, suffix) < 0)
+		oom();
+	return s;
+}
+
+/* stacks, frames and threads tables beside OUT. */
+static void write_companions(const struct out *o, const struct pyspy_profile *p, const char *out)
+{
+	static const char *const scols[] = {"stack_id", "depth", "frame_id", NULL};
+	static const char *const fcols[] = {"frame_id", "function", "file", "line", NULL};
+	static const char *const tcols[] = {"thread", "profile", "pid", "tid", "pthread_id", "thread_name",
+					    "samples", NULL};
+	struct outfile of;
+	struct csv c;
+	char *path = companion(out, ".stacks.csv");
+	uint32_t *fr = NULL, cap = 0;
+
+	outfile_open(&of, path);
+	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+	csv_init(&c, of.fp);
+	csv_header(&c, scols);
+	for (uint32_t node = 0; node < o->used_cap && node < p->stacks.n; node++) {
+		uint32_t depth = p->stacks.v[node].depth;
+		if (!o->used[node])
+			continue;
+		if (depth > cap) {
+			cap = depth;
+			if (!(fr = realloc(fr, (size_t)cap * sizeof *fr)))
+				oom();
+		}
+		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		for (uint32_t d = 0; d < depth; d++) {
+			u64_field(&c, node);
+			u64_field(&c, d);
+			u64_field(&c, fr[d]);
+			csv_row_end(&c);
+		}
+	}
+	free(fr);
+	outfile_commit(&of);
+	free(path);
+
+	path = companion(out, ".frames.csv");
+	outfile_open(&of, path);
+	csv_init(&c, of.fp);
+	csv_header(&c, fcols);
+	for (uint32_t f = 0; f < p->frames.n; f++) {
+		u64_field(&c, f);
+		csv_str(&c, p->frames.v[f].name);
+		csv_str(&c, p->frames.v[f].file);
+		if (p->frames.v[f].line >= 0)
+			csv_i64(&c, p->frames.v[f].line);
+		else
+			csv_empty(&c);
+		csv_row_end(&c);
+	}
+	outfile_commit(&of);
+	free(path);
+
+	path = companion(out, ".threads.csv");
+	outfile_open(&of, path);
+	csv_init(&c, of.fp);
+	csv_header(&c, tcols);
+	for (uint32_t k = 0; k < p->nthreads; k++) {
+		const struct pyspy_thread *t = &p->threads[k];
+		csv_u64(&c, k);
+		csv_str(&c, t->profile);
+		if (t->pid >= 0)
+			csv_i64(&c, t->pid);
+		else if (o->al && k < o->al->nthr && o->al->thr[k].ring_pid)
+			csv_u64(&c, o->al->thr[k].ring_pid);
+		else
+			csv_empty(&c);
+		if (o->tid_over && o->tid_over[k])
+			csv_str(&c, o->tid_over[k]);
+		else if (p->meta.format == PYSPY_FMT_CHROMETRACE)
+			csv_empty(&c);
+		else
+			csv_str(&c, t->tid);
+		if (t->pthread_id)
+			csv_u64(&c, t->pthread_id);
+		else
+			csv_empty(&c);
+		csv_str(&c, o->name_over && o->name_over[k] ? o->name_over[k] : t->thread_name);
+		csv_u64(&c, t->nsamples);
+		csv_row_end(&c);
+	}
+	outfile_commit(&of);
+	free(path);
 }
 
 static void summary(const char *in, const struct pyspy_profile *p)
@@ -580,38 +696,103 @@ static void summary(const char *in, const struct pyspy_profile *p)
 		(unsigned long long)p->meta.empty_samples, pyspy_idle_name(p->meta.idle), p->meta.idle_reason);
 }
 
+/* --ring: the whole profile in the model, aligned as every other output
+ * aligns it, then one row per sample with its slice start on the timeline. */
+static void write_aligned(struct out *o, const char *in, int fmt, double rate, const char *ring,
+			  const char *out, struct pyspy_profile *p)
+{
+	struct pyspy_error err;
+	struct ringload rl;
+	struct phase_set ph;
+	struct align_pyspy al;
+	char aerr[320];
+	uint64_t *idx;
+
+	if (pyspy_load(in, (enum pyspy_format)fmt, p, &err))
+		diag_fatal(in, "%s", err.msg);
+	if (!p->meta.times_known)
+		diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
+			   pyspy_format_name(p->meta.format),
+			   p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
+	ringload_open(&rl, ring);
+	if (!rl.rf.nev)
+		diag_fatal(ring, "the ring holds no records");
+	if (!rl.clock.n)
+		diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
+	memset(&ph, 0, sizeof ph);
+	memset(&al, 0, sizeof al);
+	if (phase_set_build(rl.rf.ev, rl.rf.nev, &rl.procs, &ph))
+		oom();
+	o->base_ns = rl.rf.ev[0].ts_ns;
+	if (align_pyspy_fit(&rl, &ph, o->base_ns, p, &al, aerr, sizeof aerr))
+		diag_fatal(in, "%s", aerr);
+	o->al = &al;
+	o->clk = &rl.clock;
+	ring_thread_names(o, &rl, p, &al);
+	if (!outfile_is_stream(out)) {
+		struct outfile af;
+		char *apath;
+		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+			oom();
+		outfile_open(&af, apath);
+		write_alignment(af.fp, p, in, ring, &al, &rl, o->base_ns);
+		outfile_commit(&af);
+		free(apath);
+	} else {
+		write_alignment(stderr, p, in, ring, &al, &rl, o->base_ns);
+	}
+	build_ftext(o, p);
+	if (!(idx = calloc((size_t)p->nthreads + 1, sizeof *idx)))
+		oom();
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *sm = &p->samples[i];
+		struct pyspy_sample_ev ev = {
+			.thread = sm->thread,
+			.stack = sm->stack,
+			.t_rel_s = sm->t_rel_s,
+			.duration_s = sm->duration_s,
+			.ts_us = NAN,
+			.count = 1,
+		};
+		double t0, t1;
+		align_pyspy_slice(&al, p, i, &t0, &t1);
+		write_row(o, p, &ev, idx[sm->thread]++, t0);
+	}
+	free(idx);
+	o->al = NULL;
+	align_pyspy_free(&al);
+	phase_set_free(&ph);
+	ringload_close(&rl);
+}
+
 int cmd_samples(int argc, char **argv)
 {
-	static const char *const cols[] = {"profile", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
-					   "duration_s", "depth", "leaf_function", "leaf_file", "leaf_line",
-					   "stack", "unix_s", "utc_iso", NULL};
-	static const char *const cols_short[] = {"profile", "pid", "tid", "thread_name", "sample_index",
-						 "t_rel_s", "duration_s", "depth", "leaf_function",
-						 "leaf_file", "leaf_line", "stack", NULL};
+	static const char *const cols[] = {"thread", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
+					   "duration_s", "t_s", "unix_s", "depth", "stack_id", "stack_text", NULL};
+	static const char *const cols_short[] = {"thread", "pid", "tid", "thread_name", "sample_index",
+						 "t_rel_s", "duration_s", "depth", "stack_id", "stack_text", NULL};
 	const char *in = NULL, *out = "-", *ring = NULL;
-	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0;
-	long pid;
+	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0, stack_text = 0;
 	double rate = 0;
 	struct pyspy_profile p;
 	struct pyspy_error err;
-	struct ringload rl;
 	struct outfile of;
 	struct out o;
 	int rc;
+	const char *hdr[16];
 
 	const struct option opts[] = {
 		OPT_STRING(0, "profile", &in, "FILE", "py-spy's profile (or give it as the only argument)"),
-		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout) [-]"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (-: stdout, with --stack-text and no companions) [-]"),
 		OPT_CHOICE(0, "format", &fmt, "F", format_choices, "the profile's format [auto]"),
 		OPT_STRING(0, "ring", &ring, "RING",
-			   "add unix_s,utc_iso: t_rel_s=0 is taken as the PROC_START of --pid; the method and its "
-			   "expected error go to OUT.alignment.txt (stderr when writing to stdout); pid is filled from the "
-			   "ring where the profile names none (speedscope)"),
-		OPT_LONG(0, "pid", &pid, "PID", 0, 4194304, -1,
-			 "the profiled process in the ring (default: the profile's pid when the file names one, "
-			 "else the first process in the ring)"),
+			   "add t_s,unix_s: each sample's slice on the run's timeline, aligned as functions, "
+			   "timeline and trace.json align it (sync pulses, ...); the method goes to "
+			   "OUT.alignment.txt (stderr when writing to stdout)"),
 		OPT_DOUBLE(0, "rate", &rate, "HZ", 1e-6, 1e6, 0,
 			   "time speedscope samples as i/HZ (py-spy < 0.3.9 files whose weights are not seconds)"),
+		OPT_BOOL(0, "stack-text", &stack_text, "add stack_text: the whole stack, root;...;leaf, frames "
+						       "'func (file:line)' (large: kilobytes per row)"),
 		OPT_BOOL(0, "by-frame", &by_frame, "per frame instead: function,file,line,self_samples,"
 						   "total_samples,self_s,total_s (a frame counts once per sample for total)"),
 		OPT_BOOL('v', "verbose", &verbose, "a summary of the profile on stderr"),
@@ -641,66 +822,38 @@ int cmd_samples(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	o.path = in;
 	o.stack_node = UINT32_MAX;
-	if (ring) {
-		/* Only formats with times can be anchored; find out before
-		 * writing anything (the header depends on it). */
-		struct pyspy_profile probe;
-		const struct ring_proc *proc;
-		char why[96];
-		pyspy_profile_init(&probe);
-		probe.rate_override_hz = rate;
-		if (pyspy_read(in, (enum pyspy_format)fmt, &probe, NULL, NULL, &err))
-			diag_fatal(in, "%s", err.msg);
-		if (!probe.meta.times_known)
-			diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
-				   pyspy_format_name(probe.meta.format),
-				   probe.meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
-		ringload_open(&rl, ring);
-		proc = pick_proc(&rl, &probe, pid, ring, why, sizeof why);
-		o.anchor_unix_ns = ring_clock_unix_ns(&rl.clock, proc->start_ns);
-		if (!o.anchor_unix_ns)
-			diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
-		o.with_time = 1;
-		if (!outfile_is_stream(out)) {
-			struct outfile af;
-			char *apath;
-			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
-				oom();
-			outfile_open(&af, apath);
-			write_alignment(af.fp, &probe, in, ring, proc, why, o.anchor_unix_ns);
-			outfile_commit(&af);
-			free(apath);
-		} else {
-			write_alignment(stderr, &probe, in, ring, proc, why, o.anchor_unix_ns);
-		}
-		for (size_t i = 0; i < rl.rf.nev; i++) {
-			const struct ring_event *e = &rl.rf.ev[i];
-			size_t k;
-			for (k = o.ntidpid; k-- > 0;)
-				if (o.tidpid[k].tid == e->tid)
-					break;
-			if (k != (size_t)-1)
-				continue;
-			struct tidpid *n = realloc(o.tidpid, (o.ntidpid + 1) * sizeof *n);
-			if (!n)
-				oom();
-			o.tidpid = n;
-			o.tidpid[o.ntidpid++] = (struct tidpid){e->tid, e->pid};
-		}
-		ringload_close(&rl);
-		pyspy_profile_free(&probe);
+	o.stack_text = stack_text || outfile_is_stream(out);
+	{
+		const char *const *src = ring ? cols : cols_short;
+		size_t n = 0;
+		for (; *src; src++)
+			if (strcmp(*src, "stack_text") || o.stack_text)
+				hdr[n++] = *src;
+		hdr[n] = NULL;
 	}
-	outfile_open(&of, out);
-	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
-	csv_init(&o.c, of.fp);
-	o.header = o.with_time ? cols : cols_short;
-	if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample, &o, &err)))
-		diag_fatal(in, "%s", err.msg);
-	flush_pending(&o, &p);
+	if (ring) {
+		/* Nothing is written before the profile and the ring are read
+		 * and aligned: a failure leaves only the error. */
+		o.header = hdr;
+		outfile_open(&of, out);
+		setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+		csv_init(&o.c, of.fp);
+		write_aligned(&o, in, fmt, rate, ring, out, &p);
+	} else {
+		outfile_open(&of, out);
+		setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+		csv_init(&o.c, of.fp);
+		o.header = hdr;
+		if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample, &o, &err)))
+			diag_fatal(in, "%s", err.msg);
+		flush_pending(&o, &p);
+	}
 	if (o.header)
 		csv_header(&o.c, o.header);
 	if (ferror(of.fp))
 		diag_fatal(out, "write error");
+	if (!outfile_is_stream(out))
+		write_companions(&o, &p, out);
 	outfile_commit(&of);
 	if (verbose)
 		summary(in, &p);
@@ -711,8 +864,17 @@ int cmd_samples(int argc, char **argv)
 			  p.meta.unit);
 	for (uint32_t f = 0; f < o.nftext; f++)
 		free(o.ftext[f]);
+	for (uint32_t k = 0; k < o.nprefix; k++)
+		free(o.thread_prefix[k]);
+	for (uint32_t k = 0; o.tid_over && k < p.nthreads; k++) {
+		free(o.tid_over[k]);
+		free(o.name_over[k]);
+	}
+	free(o.tid_over);
+	free(o.name_over);
+	free(o.thread_prefix);
+	free(o.used);
 	free(o.ftext);
-	free(o.tidpid);
 	free(o.flen);
 	free(o.frames);
 	free(o.stack);

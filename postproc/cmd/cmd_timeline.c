@@ -1,16 +1,20 @@
 /*
  * cmd_timeline.c - `anchorpost timeline --ring R --perun P [--profile S]`:
- * one CSV row per fixed time bin, everything on the ring's timeline.
+ * fixed time bins on the ring's timeline, as a long (tidy) table: one row
+ * per bin, process with phases and perun device group.
  *
- * Columns:
- *   t_s              bin start, seconds since the ring's first record
- *   utc_iso          the same instant in UTC (ring SYNC records)
- *   power_w_<group>  mean power of each perun device group over the part
- *                    of the bin perun covers (empty where it covers none)
- *   phase_pid<PID>   innermost phase on that process's primary thread at
- *                    the bin's midpoint ("" outside every phase)
- *   top_frame        with --profile: the leaf frame sampled for the most
- *                    time in the bin, phase threads first (top_frames())
+ * Columns (the same names for every run):
+ *   t_s        bin start, seconds since the ring's first record
+ *   unix_s     the same instant in UTC (ring SYNC records, timebase.h)
+ *   pid        a process with phases (0 when no process has any)
+ *   phase      innermost phase on that process's primary thread at the
+ *              bin's midpoint ("" outside every phase)
+ *   group      perun device group ("" when perun has no power sensor)
+ *   power_w    mean power of the group over the part of the bin perun
+ *              covers (empty where it covers none); the group's, so it
+ *              repeats on every pid's row of the bin
+ *   top_frame  with --profile: the leaf frame sampled for the most time
+ *              in the bin, phase threads first (top_frames())
  * Bins run from the earlier of the ring's and perun's start to the later
  * of their ends.  Alignment methods and uncertainties: OUT.alignment.txt.
  */
@@ -29,11 +33,13 @@
 #include "outfile.h"
 #include "pyspy.h"
 #include "sample_energy.h"
+#include "timebase.h"
 
 static const struct cmd_usage timeline_usage = {
 	.name = "timeline",
 	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY.json] [--bin S] [-o timeline.csv] [options]",
-	.about = "  fixed bins: t_s,utc_iso,power_w_<group>...,phase_pid<PID>...[,top_frame]\n",
+	.about = "  fixed bins, long: t_s,unix_s,pid,phase,group,power_w[,top_frame], one row per bin,\n"
+		 "  process with phases and device group (units: docs/report.md)\n",
 };
 
 struct hit {
@@ -220,66 +226,59 @@ int cmd_timeline(int argc, char **argv)
 
 	struct outfile of;
 	struct csv c;
-	const char **cols = calloc(3 + m.ngroups + npids + 1, sizeof *cols);
-	char **owned = calloc(m.ngroups + npids + 1, sizeof *owned);
-	size_t nc = 0, no = 0;
-	if (!cols || !owned)
+	static const char *const cols[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", NULL};
+	static const char *const cols_np[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", NULL};
+	double *pw = malloc((m.ngroups + 1) * sizeof *pw);
+	if (!pw)
 		diag_fatal(NULL, "out of memory");
-	cols[nc++] = "t_s";
-	cols[nc++] = "utc_iso";
-	for (size_t g = 0; g < m.ngroups; g++) {
-		if (asprintf(&owned[no], "power_w_%s", m.groups[g]) < 0)
-			diag_fatal(NULL, "out of memory");
-		cols[nc++] = owned[no++];
-	}
-	for (size_t k = 0; k < npids; k++) {
-		if (asprintf(&owned[no], "phase_pid%u", pids[k]) < 0)
-			diag_fatal(NULL, "out of memory");
-		cols[nc++] = owned[no++];
-	}
-	if (have_prof)
-		cols[nc++] = "top_frame";
-	cols[nc] = NULL;
 
 	outfile_open(&of, out ? out : "-");
 	csv_init(&c, of.fp);
-	csv_header(&c, cols);
+	csv_header(&c, have_prof ? cols : cols_np);
 	for (size_t b = 0; b < nbins; b++) {
 		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
-		char iso[48];
-		csv_fixed(&c, lo, 6);
-		ring_clock_iso(ring_clock_unix_ns(&m.rl.clock, (uint64_t)llround((double)m.base_ns + lo * 1e9)), iso,
-			       sizeof iso);
-		csv_str(&c, m.rl.clock.n ? iso : "");
+		char ts[48], unix_s[48], frame[1024] = "";
+		size_t nts = (size_t)snprintf(ts, sizeof ts, "%.9f", lo);
+		size_t nunix = timebase_unix_text(&m.rl.clock, m.base_ns, lo, unix_s, sizeof unix_s);
 		for (size_t g = 0; g < m.ngroups; g++) {
 			double clo = lo > m.span_t0_s ? lo : m.span_t0_s, chi = hi < m.span_t1_s ? hi : m.span_t1_s;
 			double e = 0;
-			if (chi <= clo) {
-				csv_empty(&c);
+			pw[g] = NAN;
+			if (chi <= clo)
 				continue;
-			}
 			for (size_t s = 0; s < m.nsen; s++)
 				if (energy_model_group_of(&m, &m.sen[s]) == g)
 					e += energy_model_slice_j(&m.sen[s], clo, chi);
-			csv_f64(&c, e / (chi - clo), 6);
+			pw[g] = e / (chi - clo);
 		}
-		for (size_t k = 0; k < npids; k++) {
-			double ns = (double)m.base_ns + mid * 1e9;
-			int ph = ns >= 0 ? seg_phase(&m.ph.thr[pthr[k]], (uint64_t)ns) : -1;
-			csv_str(&c, ph >= 0 ? m.ph.names[ph] : "");
+		if (have_prof && top[b] != UINT32_MAX) {
+			const struct pyspy_frame *f = &p.frames.v[top[b]];
+			snprintf(frame, sizeof frame, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
 		}
-		if (have_prof) {
-			if (top[b] == UINT32_MAX) {
-				csv_empty(&c);
-			} else {
-				const struct pyspy_frame *f = &p.frames.v[top[b]];
-				char buf[1024];
-				snprintf(buf, sizeof buf, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
-				csv_str(&c, buf);
+		for (size_t k = 0; k < (npids ? npids : 1); k++) {
+			const char *phase = "";
+			if (npids) {
+				double ns = (double)m.base_ns + mid * 1e9;
+				int ph = ns >= 0 ? seg_phase(&m.ph.thr[pthr[k]], (uint64_t)ns) : -1;
+				phase = ph >= 0 ? m.ph.names[ph] : "";
+			}
+			for (size_t g = 0; g < (m.ngroups ? m.ngroups : 1); g++) {
+				csv_strn(&c, ts, nts);
+				if (nunix)
+					csv_strn(&c, unix_s, nunix);
+				else
+					csv_empty(&c);
+				csv_u64(&c, npids ? pids[k] : 0);
+				csv_str(&c, phase);
+				csv_str(&c, m.ngroups ? m.groups[g] : "");
+				csv_f64(&c, m.ngroups ? pw[g] : NAN, 6);
+				if (have_prof)
+					csv_str(&c, frame);
+				csv_row_end(&c);
 			}
 		}
-		csv_row_end(&c);
 	}
+	free(pw);
 
 	{
 		FILE *afp = stderr;
@@ -306,10 +305,6 @@ int cmd_timeline(int argc, char **argv)
 		}
 	}
 	outfile_commit(&of);
-	for (size_t k = 0; k < no; k++)
-		free(owned[k]);
-	free(owned);
-	free(cols);
 	free(pids);
 	free(pthr);
 	if (have_prof) {

@@ -31,7 +31,7 @@
 #include "pyspy_input.h"
 
 enum st { S_TOP0, S_WRAP, S_EVENTS, S_EVENT, S_ARGS, S_DONE };
-enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE };
+enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE, K_ARG_NAME };
 
 struct tstate {
 	uint64_t tid;   /* pthread id: py-spy's key for the previous stack */
@@ -67,9 +67,9 @@ struct ct {
 	uint32_t last_thread;
 
 	/* the event being read */
-	char *name, *file;
-	size_t name_len, name_cap, file_len, file_cap;
-	int have_name, have_file, have_pid, have_tid, have_ts;
+	char *name, *file, *arg_name;
+	size_t name_len, name_cap, file_len, file_cap, arg_name_len, arg_name_cap;
+	int have_name, have_file, have_pid, have_tid, have_ts, have_arg_name;
 	char ph;
 	int32_t line;
 	int64_t pid;
@@ -196,8 +196,19 @@ static int event_end(struct ct *c)
 	struct own *o;
 	uint32_t ti, frame;
 
-	if (c->ph == 'M')
+	if (c->ph == 'M') {
+		/* {"ph":"M","name":"thread_name","args":{"name":"..."}}: other
+		 * chrometrace writers name threads so (py-spy 0.4 does not). */
+		if (c->have_name && c->have_pid && c->have_tid && c->have_arg_name && c->name_len == 11 &&
+		    !memcmp(c->name, "thread_name", 11)) {
+			char *tn;
+			if (thread_of(c, &ti) || !(tn = strndup(c->arg_name, c->arg_name_len)))
+				return fail(c, -ENOMEM, "");
+			free(p->threads[ti].thread_name);
+			p->threads[ti].thread_name = tn;
+		}
 		return 1;
+	}
 	if (c->ph != 'B' && c->ph != 'E') {
 		char msg[96];
 		snprintf(msg, sizeof msg, "event phase '%c' is not B or E (not a py-spy chrometrace)",
@@ -272,7 +283,7 @@ static int value(struct ct *c, int is_map, int is_arr, int is_num, double num, i
 		if (!is_map)
 			return fail(c, -EINVAL, "an event is not an object");
 		c->st = S_EVENT;
-		c->have_name = c->have_file = c->have_pid = c->have_tid = c->have_ts = 0;
+		c->have_name = c->have_file = c->have_pid = c->have_tid = c->have_ts = c->have_arg_name = 0;
 		c->ph = 0;
 		c->line = -1;
 		c->file_len = 0;
@@ -322,6 +333,10 @@ static int value(struct ct *c, int is_map, int is_arr, int is_num, double num, i
 		if (c->key == K_FILENAME && str) {
 			c->have_file = 1;
 			return copy(&c->file, &c->file_cap, &c->file_len, str, len) ? fail(c, -ENOMEM, "") : 1;
+		}
+		if (c->key == K_ARG_NAME && str) {
+			c->have_arg_name = 1;
+			return copy(&c->arg_name, &c->arg_name_cap, &c->arg_name_len, str, len) ? fail(c, -ENOMEM, "") : 1;
 		}
 		if (c->key == K_LINE && is_num && is_int && iv >= 0 && iv <= INT32_MAX) {
 			c->line = (int32_t)iv;
@@ -390,7 +405,8 @@ static int cb_map_key(void *v, const unsigned char *k, size_t n)
 			: K_SKIP;
 		break;
 	case S_ARGS:
-		c->key = key_is(k, n, "filename") ? K_FILENAME : key_is(k, n, "line") ? K_LINE : K_SKIP;
+		c->key = key_is(k, n, "filename") ? K_FILENAME : key_is(k, n, "line") ? K_LINE
+			: key_is(k, n, "name") ? K_ARG_NAME : K_SKIP;
 		break;
 	default:
 		c->key = K_SKIP;
@@ -490,5 +506,6 @@ int pyspy_chrometrace_parse(struct pyspy_input *in, struct pyspy_profile *p, pys
 	free(c.own);
 	free(c.name);
 	free(c.file);
+	free(c.arg_name);
 	return rc;
 }

@@ -196,7 +196,7 @@ double phase_scope_self_s(const struct energy_model *m, const struct phase_scope
 
 void phase_table_csv_header(struct csv *c)
 {
-	static const char *const cols[] = {"scope", "phase", "device_group", "count", "total_s", "self_s",
+	static const char *const cols[] = {"scope", "row", "phase", "device_group", "count", "total_s", "self_s",
 					   "mean_ms", "p50_ms", "p95_ms", "energy_j", "mean_power_w",
 					   "share", "ci95_low_j", "ci95_high_j", "incl_energy_j", "method",
 					   "flags", "alignment", "align_uncert_ms", "sensor_note", NULL};
@@ -312,11 +312,21 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 						self_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
 					}
 		} else {
+			/* Summary rows: no occurrences (count 0, an integer like
+			 * every row's), their seconds in total_s as in self_s. */
 			memset(&st, 0, sizeof st);
+			st.mean_ms = NAN;
 			on_primary = 1;
+			if (total)
+				st.total_s = m->span_t1_s - m->span_t0_s;
+			else if (m->nsen)
+				st.total_s = sr->row[k * ng].time_s;
 		}
 		if (tty) {
-			fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
+			if (isnan(st.mean_ms))
+				fprintf(tty, "%-22.22s %6zu %9.3f %9s", name, st.count, st.total_s, "-");
+			else
+				fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
 		}
 		for (size_t g = 0; g < ng; g++) {
 			const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
@@ -324,15 +334,11 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			double gt = m->nsen ? sr->total_j[g] : NAN;
 			double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
 			csv_str(c, scope);
+			csv_str(c, total ? "total" : unattr ? "unattributed" : "phase");
 			csv_str(c, name);
 			csv_str(c, m->ngroups ? m->groups[g] : "");
-			if (unattr || total) {
-				csv_empty(c);
-				csv_empty(c);
-			} else {
-				csv_u64(c, st.count);
-				csv_f64(c, st.total_s, 9);
-			}
+			csv_u64(c, st.count);
+			csv_f64(c, unattr || total ? ts : st.total_s, 9);
 			csv_f64(c, ts, 9);
 			csv_f64(c, unattr || total ? NAN : st.mean_ms, 6);
 			csv_f64(c, unattr || total ? NAN : st.p50_ms, 6);
@@ -368,8 +374,8 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 				if (isnan(e))
 					fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", "");
 				else
-					fprintf(tty, "  %10.2f %8.2f %5.1f%% %-17s", e, ts > 0 ? e / ts : 0.0,
-						gt > 0 ? 100 * e / gt : 0.0, ci);
+					fprintf(tty, "  %10.2f %8.2f %6.3f %-17s", e, ts > 0 ? e / ts : 0.0,
+						gt > 0 ? e / gt : 0.0, ci); /* share: a fraction, as in the CSV */
 			}
 		}
 		if (tty) {
