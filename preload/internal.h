@@ -31,7 +31,4 @@ void anchor_stacks_enable(void);
  * (signal handlers use it); returns the length.  buf holds >= 24 bytes. */
 int anchor_fmt_kv(char *buf, const char *key, unsigned v);
 
-/* Parse a size like "64M", "1G", "1048576"; 0 on error. */
-uint64_t anchor_parse_size(const char *s);
-
 #endif
