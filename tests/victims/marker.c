@@ -12,6 +12,14 @@
  *                                 signal handler marks too (same thread)
  *   marker stacks                 print &stack_probe, then mark from it
  *   marker crash                  mark, then segfault
+ *   marker stale COUNT            thread "tA" marks once and sleeps holding
+ *                                 its chunk while "tB" marks COUNT times
+ *                                 (wrapping a small ring), then "tA" marks
+ *                                 100 more
+ *   marker rawfork N COUNT        parent "tp" marks while N children made
+ *                                 with syscall(SYS_fork) (no atfork
+ *                                 handlers) mark "tc<i>" COUNT times each
+ * Streams the tests check print "stream NAME COUNT" on stdout.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +29,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +143,66 @@ __attribute__((noinline)) static int stack_probe(int n)
 	return 0;
 }
 
+static volatile int g_b_done;
+
+static void *stale_a(void *arg)
+{
+	(void)arg;
+	anchor_mark_value("tA", 0);
+	/* Hold the chunk claimed above while tB laps the ring. */
+	while (!__atomic_load_n(&g_b_done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	for (int i = 1; i <= 100; i++)
+		anchor_mark_value("tA", i);
+	return NULL;
+}
+
+static int run_stale(long n)
+{
+	pthread_t a;
+	pthread_create(&a, NULL, stale_a, NULL);
+	usleep(20000);
+	for (long i = 0; i < n; i++)
+		anchor_mark_value("tB", i);
+	__atomic_store_n(&g_b_done, 1, __ATOMIC_RELEASE);
+	pthread_join(a, NULL);
+	printf("stream tA 101\nstream tB %ld\n", n);
+	return 0;
+}
+
+static int run_rawfork(int n, long count)
+{
+	pid_t kids[64];
+	long seq = 0;
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		/* The parent holds a chunk with room left when it forks. */
+		for (int k = 0; k < 10; k++)
+			anchor_mark_value("tp", seq++);
+		kids[i] = (pid_t)syscall(SYS_fork);
+		if (kids[i] == 0) {
+			char name[16];
+			snprintf(name, sizeof name, "tc%d", i);
+			for (long k = 0; k < count; k++)
+				anchor_mark_value(name, k);
+			_exit(0);
+		}
+		for (long k = 0; k < count; k++)
+			anchor_mark_value("tp", seq++);
+	}
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		waitpid(kids[i], &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	}
+	printf("stream tp %ld\n", seq);
+	for (int i = 0; i < n; i++)
+		printf("stream tc%d %ld\n", i, count);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "threads")) {
@@ -144,6 +213,10 @@ int main(int argc, char **argv)
 		g_count = atol(argv[3]);
 		return run_forks(atoi(argv[2]), argv[4]);
 	}
+	if (argc >= 3 && !strcmp(argv[1], "stale"))
+		return run_stale(atol(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "rawfork"))
+		return run_rawfork(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
 		return run_loop(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "signals"))
