@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -691,7 +692,6 @@ static void install_bus_guard(void)
 static int failf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
-#include <stdarg.h>
 static int failf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
 {
 	char what[256];
@@ -829,6 +829,8 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 		    memchr(probe.magic, 0, 8) != probe.magic)
 			return fail(err, errlen, -EINVAL, "exists and is not an anchor ring (bad magic)",
 				    o->path);
+		if (k < 0)
+			return fail(err, errlen, -errno, "cannot read ring header", o->path);
 		if (k != (ssize_t)sizeof probe ||
 		    __atomic_load_n(&probe.state, __ATOMIC_ACQUIRE) != ANCHOR_RING_STATE_READY)
 			return fail(err, errlen, -EINVAL,
@@ -850,7 +852,9 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	    (probe.nslots & (probe.nslots - 1)) != 0)
 		return fail(err, errlen, -EINVAL, "ring header has impossible geometry", o->path);
 	len = ANCHOR_RING_HDR_SIZE + probe.nslots * ANCHOR_SLOT_SIZE;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len)
+	if (fstat(fd, &st) != 0)
+		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+	if ((uint64_t)st.st_size < len)
 		return fail(err, errlen, -EINVAL, "ring file is shorter than its header says", o->path);
 	/* A sparse ring (copied with cp --sparse, or made by a writer that
 	 * could not preallocate): fill its holes now, while a full disk is
@@ -878,7 +882,9 @@ static int open_existing(int fd, const struct ring_writer_opts *o, char *err, si
 {
 	struct stat st;
 
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	if (fstat(fd, &st) != 0)
+		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+	if (!S_ISREG(st.st_mode))
 		return fail(err, errlen, -EINVAL, "is not a regular file", o->path);
 	if (st.st_uid != geteuid())
 		return fail(err, errlen, -EPERM, "belongs to another user; refusing it", o->path);
