@@ -61,7 +61,7 @@ $(B)/post/%.o: %.c $(HDRS)
 # -z nodelete: dlclose must not unmap the signal handlers (crash record,
 # SIGBUS guard) that stay installed in the host.
 $(B)/libanchor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so -Wl,-z,nodelete $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
+	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so -Wl,-z,nodelete $(ZDEFS) -o $@ $^ -ldl -lpthread -lgcc_s
 
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread

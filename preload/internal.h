@@ -24,7 +24,7 @@ void *anchor_next_sym(const char *name);
 /* Record this process's exit once (status or signal). */
 void anchor_record_exit(int status_or_sig, int is_signal, int known);
 
-/* Install the libunwind capture hook (ANCHOR_STACKS=1). */
+/* Install the native stack capture hook (ANCHOR_STACKS=1, libgcc). */
 void anchor_stacks_enable(void);
 
 /* Format "<key><decimal v>" (e.g. "status=3") into buf without stdio

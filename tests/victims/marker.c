@@ -19,6 +19,11 @@
  *   marker rawfork N COUNT        parent "tp" marks while N children made
  *                                 with syscall(SYS_fork) (no atfork
  *                                 handlers) mark "tc<i>" COUNT times each
+ *   marker dlsig SECONDS LIB      loop dlopen/dlclose of LIB while a
+ *                                 100 us timer's handler marks (with
+ *                                 ANCHOR_STACKS=1: no deadlock in the
+ *                                 loader's lock); prints "errno kept"
+ *                                 when a thread's first mark kept errno
  * Streams the tests check print "stream NAME COUNT" on stdout.
  */
 #include <pthread.h>
@@ -27,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -203,6 +210,54 @@ static int run_rawfork(int n, long count)
 	return bad ? 1 : 0;
 }
 
+static volatile long g_dl_sigs;
+
+static void on_dl_alarm(int sig)
+{
+	(void)sig;
+	anchor_mark("in-handler");
+	g_dl_sigs++;
+}
+
+static void *first_mark_errno(void *arg)
+{
+	errno = 1234;
+	anchor_mark("first");
+	*(int *)arg = errno;
+	return NULL;
+}
+
+static int run_dlsig(double secs, const char *lib)
+{
+	struct itimerval it = {{0, 100}, {0, 100}};
+	struct sigaction sa;
+	struct timespec t0, t;
+	long loops = 0;
+	pthread_t th;
+	int e = 0;
+
+	pthread_create(&th, NULL, first_mark_errno, &e);
+	pthread_join(th, NULL);
+	printf("%s\n", e == 1234 ? "errno kept" : "errno changed");
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_dl_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			dlclose(h);
+		loops++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < secs);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("dlopen loops %ld, signal marks %ld\n", loops, g_dl_sigs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "threads")) {
@@ -213,6 +268,8 @@ int main(int argc, char **argv)
 		g_count = atol(argv[3]);
 		return run_forks(atoi(argv[2]), argv[4]);
 	}
+	if (argc >= 4 && !strcmp(argv[1], "dlsig"))
+		return run_dlsig(atof(argv[2]), argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "stale"))
 		return run_stale(atol(argv[2]));
 	if (argc >= 4 && !strcmp(argv[1], "rawfork"))
