@@ -50,6 +50,9 @@ ANCHOR_FILE=$T/stale.ring ANCHOR_RING_SIZE=64K $M stale 200000 >"$T/stale.txt"
 $C account "$T/stale.ring" <"$T/stale.txt" | tee "$T/stale.out"
 grep -q '^tA pid [0-9]* read 100 of 101 (1..100)$' "$T/stale.out"
 $AP info "$T/stale.ring" | grep -q 'exit status 0' || { $AP info "$T/stale.ring"; echo "process fate lost"; exit 1; }
+# Every SYNC was lapped: the span still comes out in this century.
+$AP info "$T/stale.ring" | grep '^span\|^clock'
+! $AP info "$T/stale.ring" | grep -q '^span *1970' || { echo "span printed as 1970 after a wrap"; exit 1; }
 
 echo "== discard mode overfilled: 4 x 5000 marks into 1024 slots"
 ANCHOR_FILE=$T/discard.ring ANCHOR_RING_SIZE=64K ANCHOR_RING_MODE=discard $M threads 4 5000
