@@ -774,7 +774,7 @@ static int create_and_publish(const struct ring_writer_opts *o, char *err, size_
 	char dir[4096], tmp[4096 + 32], proc[64];
 	const char *slash = strrchr(o->path, '/');
 	size_t dn = slash ? (slash == o->path ? 1 : (size_t)(slash - o->path)) : 0;
-	int fd, rc, named = 0;
+	int fd, rc;
 
 	if (dn) {
 		memcpy(dir, o->path, dn);
@@ -782,32 +782,37 @@ static int create_and_publish(const struct ring_writer_opts *o, char *err, size_
 	} else {
 		strcpy(dir, ".");
 	}
+	*out = NULL;
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(tmp, sizeof tmp, "%s.new.%ld", o->path, (long)getpid());
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0)
-			return fail(err, errlen, -errno, "cannot create ring file", o->path);
-		named = 1;
-	}
-	rc = create_ring(fd, o, err, errlen, out, out_len);
-	if (!rc) {
-		if (named) {
-			rc = link(tmp, o->path) ? -errno : 0;
-		} else {
+	if (fd >= 0) {
+		rc = create_ring(fd, o, err, errlen, out, out_len);
+		if (!rc) {
 			snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 			rc = linkat(AT_FDCWD, proc, AT_FDCWD, o->path, AT_SYMLINK_FOLLOW) ? -errno : 0;
-			if (rc == -ENOENT) /* no /proc: needs CAP_DAC_READ_SEARCH */
-				rc = linkat(fd, "", AT_FDCWD, o->path, AT_EMPTY_PATH) ? -errno : 0;
+			if (rc)
+				munmap(*out, *out_len);
 		}
-		if (rc) {
-			munmap(*out, *out_len);
-			if (rc != -EEXIST)
-				fail(err, errlen, rc, "cannot create ring file", o->path);
-		}
+		close(fd);
+		/* Created and linked, lost to another creator (-EEXIST), or
+		 * could not be made (err says why): done.  A link that failed
+		 * otherwise (no /proc mounted) tries a named temporary. */
+		if (rc == 0 || rc == -EEXIST || (rc && *out == NULL))
+			return rc;
 	}
-	if (named)
-		unlink(tmp);
+	*out = NULL;
+	snprintf(tmp, sizeof tmp, "%s.new.%ld", o->path, (long)getpid());
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot create ring file", o->path);
+	rc = create_ring(fd, o, err, errlen, out, out_len);
+	if (!rc) {
+		rc = link(tmp, o->path) ? -errno : 0;
+		if (rc)
+			munmap(*out, *out_len);
+		if (rc && rc != -EEXIST)
+			fail(err, errlen, rc, "cannot create ring file", o->path);
+	}
+	unlink(tmp);
 	close(fd);
 	return rc;
 }
