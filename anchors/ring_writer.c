@@ -422,7 +422,11 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	t->in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ts_ns = ring_writer_now_ns();
-	if (t->gen != *g_genp || t->end - t->next < 1 || ts_ns - t->valid_ns > g_stale_ns) {
+	/* A chunk older than g_stale_ns is checked against head here (one
+	 * load; only small rings do it often) and left to the slow path only
+	 * when lapped. */
+	if (t->gen != *g_genp || t->end - t->next < 1 ||
+	    (ts_ns - t->valid_ns > g_stale_ns && !chunk_current(t, ts_ns))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
 		return emit_at(ts_ns, kind, flags, value, name, len, NULL, 0);
