@@ -161,6 +161,14 @@ check_size 1 yes "below the smallest ring"
 check_size 64X no "not a size"
 check_size 128K yes ""
 
+# The Python module's own writer (no LD_PRELOAD) parses the same way.
+ANCHOR_FILE=$T/pysize.ring ANCHOR_RING_SIZE=17179869185G $PY -c 'import anchor; anchor.mark("x"); print(anchor.enabled())' >"$T/size.out" 2>"$T/size.err"
+if [ "$(cat "$T/size.out")" = False ] && [ ! -e "$T/pysize.ring" ] && one_line "" "$T/size.err"; then
+	ok "Python module, ANCHOR_RING_SIZE=17179869185G: refused; $(cat "$T/size.err")"
+else
+	bad "Python module, ANCHOR_RING_SIZE=17179869185G: $(cat "$T/size.out")"; cat "$T/size.err"
+fi
+
 echo "== 13: RANK=../escaped with ANCHOR_FILE=%r.ring stays in the directory"
 mkdir -p "$T/rk/d"
 (cd "$T/rk/d" && RANK=../escaped LD_PRELOAD=$LIB ANCHOR_FILE='%r.ring' ANCHOR_RING_SIZE=64K sh -c 'echo hi' >/dev/null 2>"$T/rk.err")
