@@ -661,19 +661,24 @@ static void bus_guard(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	/* The default action, as without us: a fault re-executes and dies,
-	 * a sent signal is pending (blocked in here) and kills on return. */
+	 * a sent signal is pending (blocked in here) and kills on return.
+	 * The raw system call: libanchor interposes sigaction(SIGBUS). */
 	if (g_bus_crash_hook)
 		g_bus_crash_hook(sig);
 	{
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigemptyset(&dfl.sa_mask);
-		sigaction(sig, &dfl, NULL);
+		struct {
+			void *handler;
+			unsigned long flags;
+			void *restorer;
+			uint64_t mask;
+		} dfl = {SIG_DFL, 0, NULL, 0};
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 	}
 	if (!si || si->si_code <= 0)
 		raise(sig);
 }
+
+static int g_guard_on;
 
 static void install_bus_guard(void)
 {
@@ -687,7 +692,26 @@ static void install_bus_guard(void)
 	sa.sa_sigaction = bus_guard;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, &g_prev_bus);
+	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0)
+		__atomic_store_n(&g_guard_on, 1, __ATOMIC_RELEASE);
+}
+
+int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old)
+{
+	sigset_t bus, saved;
+
+	if (!__atomic_load_n(&g_guard_on, __ATOMIC_ACQUIRE))
+		return 0;
+	/* No SIGBUS on this thread while the chained action is half copied. */
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &bus, &saved);
+	if (old)
+		*old = g_prev_bus;
+	if (act)
+		g_prev_bus = *act;
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return 1;
 }
 
 /* ---- creating and attaching ------------------------------------------ */

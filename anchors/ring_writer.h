@@ -39,6 +39,13 @@ int ring_writer_created(void);
  * libanchor record the fatal signal.  Must be async-signal-safe. */
 void ring_writer_set_bus_crash_hook(void (*fn)(int));
 
+/* While the SIGBUS guard is installed, the program's own SIGBUS action
+ * is kept as the one the guard chains to: store act (if any), return the
+ * previous one in old (if any), and return 1.  0 when no guard is
+ * installed (the caller then uses the real sigaction). */
+struct sigaction;
+int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old);
+
 /* 1 when a ring is mapped and writes go to it. */
 int ring_writer_attached(void);
 

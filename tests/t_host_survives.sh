@@ -90,6 +90,44 @@ sys.exit(3)
 	fi
 done
 
+# The program installs its own SIGBUS handler after libanchor attached
+# (faulthandler): the ring's fault still detaches, and a SIGBUS of the
+# program's own still reaches faulthandler and kills as before.
+R=$T/fh.ring
+LD_PRELOAD=$LIB ANCHOR_FILE=$R ANCHOR_RING_SIZE=1M $PY -c '
+import anchor, faulthandler, subprocess, sys
+faulthandler.enable()
+anchor.mark("a")
+subprocess.run(["truncate", "-s", "0", sys.argv[1]], check=True)
+for i in range(100000):
+    anchor.mark("after")
+print("survived")
+' "$R" >"$T/fh.out" 2>"$T/fh.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$T/fh.out")" = survived ] && one_line "anchoring stopped" "$T/fh.err"; then
+	ok "faulthandler installed after attach, ring truncated: exit 0"
+else
+	bad "faulthandler + truncated ring: exit $rc"; cat "$T/fh.err"
+fi
+LD_PRELOAD=$LIB ANCHOR_FILE=$R.2 ANCHOR_RING_SIZE=1M $PY -c '
+import faulthandler, mmap, os, sys
+faulthandler.enable()
+p = sys.argv[1]
+with open(p, "wb") as f:
+    f.write(bytes(8192))
+f = open(p, "r+b")
+m = mmap.mmap(f.fileno(), 8192)
+os.truncate(p, 0)
+m[4096] = 1
+print("not reached")
+' "$T/own.bin" >"$T/own.out" 2>"$T/own.err"
+rc=$?
+if [ $rc -eq 135 ] && grep -q "Bus error" "$T/own.err" && [ ! -s "$T/own.out" ]; then
+	ok "the program's own SIGBUS: faulthandler ran, exit 135 as without anchor"
+else
+	bad "the program's own SIGBUS: exit $rc"; cat "$T/own.err"
+fi
+
 echo "== 3: ulimit -f below the ring size"
 R=$T/fsize.ring
 bash -c "ulimit -f 1024; LD_PRELOAD=$LIB ANCHOR_FILE=$R exec /bin/echo hello" >"$T/fsize.out" 2>"$T/fsize.err"
