@@ -696,6 +696,13 @@ static void install_bus_guard(void)
 		__atomic_store_n(&g_guard_on, 1, __ATOMIC_RELEASE);
 }
 
+/* Uninstrumented: reached from a sanitizer runtime's own initialisation
+ * through libanchor's sigaction (preload/sigbus.c). */
+#if defined(__has_attribute)
+#if __has_attribute(disable_sanitizer_instrumentation)
+__attribute__((disable_sanitizer_instrumentation))
+#endif
+#endif
 int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old)
 {
 	sigset_t bus, saved;

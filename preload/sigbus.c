@@ -12,6 +12,7 @@
  * Not covered: a raw rt_sigaction system call, and the kernel's handling
  * of the program's sa_flags/sa_mask for SIGBUS (the guard's apply).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -19,14 +20,26 @@
 #include "internal.h"
 #include "ring_writer.h"
 
-__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* A sanitizer runtime linked into the program resolves its own "real"
+ * sigaction to these and calls them while it initialises, before any
+ * instrumentation may run: keep them (and what they call) uninstrumented. */
+#if defined(__has_attribute)
+#if __has_attribute(disable_sanitizer_instrumentation)
+#define NO_SANITIZE __attribute__((disable_sanitizer_instrumentation))
+#endif
+#endif
+#ifndef NO_SANITIZE
+#define NO_SANITIZE
+#endif
+
+__attribute__((visibility("default"))) NO_SANITIZE int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	static __typeof__(&sigaction) real;
 
 	if (sig == SIGBUS && ring_writer_bus_chain(act, old))
 		return 0;
 	if (!real)
-		real = (__typeof__(&sigaction))anchor_next_sym("sigaction");
+		real = (__typeof__(&sigaction))dlsym(RTLD_NEXT, "sigaction");
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
@@ -34,7 +47,7 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 	return real(sig, act, old);
 }
 
-__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler)
+__attribute__((visibility("default"))) NO_SANITIZE sighandler_t signal(int sig, sighandler_t handler)
 {
 	static __typeof__(&signal) real;
 	struct sigaction sa, old;
@@ -49,7 +62,7 @@ __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t
 			return old.sa_handler; /* one union with sa_sigaction in glibc */
 	}
 	if (!real)
-		real = (__typeof__(&signal))anchor_next_sym("signal");
+		real = (__typeof__(&signal))dlsym(RTLD_NEXT, "signal");
 	if (!real) {
 		errno = ENOSYS;
 		return SIG_ERR;
