@@ -84,9 +84,10 @@ $(B)/post/%.o: %.c $(HDRS)
 
 # soname libanchor.so.MAJOR; in build/ the file keeps its plain name (what
 # LD_PRELOAD=build/libanchor.so uses) and libanchor.so.MAJOR links to it for
-# programs linked with -lanchor.
+# programs linked with -lanchor.  -z nodelete: dlclose must not unmap the
+# signal handlers (crash record, SIGBUS guard) that stay installed in the host.
 $(B)/libanchor.so: $(LIB_OBJ)
-	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so.$(SOMAJOR) $(ZDEFS) -o $@ $^ -ldl -lpthread -lunwind
+	$(CC) $(SAN) -shared -Wl,-soname,libanchor.so.$(SOMAJOR) -Wl,-z,nodelete $(ZDEFS) -o $@ $^ -ldl -lpthread -lgcc_s
 	ln -sf libanchor.so $(B)/libanchor.so.$(SOMAJOR)
 
 $(B)/anchorpost: $(POST_OBJ)

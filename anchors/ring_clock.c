@@ -58,6 +58,23 @@ int ring_clock_build(const struct ring_event *ev, size_t n, struct ring_clock *c
 	return 0;
 }
 
+void ring_clock_use_creation(struct ring_clock *c, const struct anchor_ring_hdr *h)
+{
+	struct ring_clock_point *q;
+
+	if (c->n || !h->create_realtime_ns || !h->create_monotonic_ns)
+		return;
+	q = realloc(c->pt, sizeof *q);
+	if (!q)
+		return;
+	c->pt = q;
+	q->mono_ns = h->create_monotonic_ns;
+	q->offset_ns = (int64_t)(h->create_realtime_ns - h->create_monotonic_ns);
+	q->bracket_ns = 0;
+	c->n = 1;
+	c->from_creation = 1;
+}
+
 static int64_t offset_at(const struct ring_clock *c, uint64_t mono)
 {
 	size_t lo = 0, hi = c->n;

@@ -27,10 +27,17 @@ struct ring_clock {
 	unsigned steps;              /* realtime steps detected */
 	double max_step_ms;          /* largest step seen */
 	double max_bracket_us;       /* widest bracket used */
+	int from_creation;           /* no SYNC left: the header's creation pair */
 };
 
 /* Collect the SYNC records of events [0, n) (one host) into c.  0 or -errno. */
 int ring_clock_build(const struct ring_event *ev, size_t n, struct ring_clock *c);
+
+/* When no SYNC record survived (a ring that wrapped faster than the
+ * writers re-sync), fall back on the creation pair in the header
+ * (create_monotonic_ns, create_realtime_ns): unbracketed, but a real
+ * pairing, not 1970.  Sets from_creation.  No-op when c has points. */
+void ring_clock_use_creation(struct ring_clock *c, const struct anchor_ring_hdr *h);
 
 /* Unix time in ns for a monotonic timestamp; 0 when there is no SYNC. */
 int64_t ring_clock_unix_ns(const struct ring_clock *c, uint64_t mono_ns);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ring_format.h"
 #include "ring_path.h"
 
 const char *anchor_rank_env(void)
@@ -34,6 +35,27 @@ const char *anchor_rank_env(void)
 			return v;
 	}
 	return NULL;
+}
+
+/* Append s[0..len) with every byte that could change the directory made
+ * harmless: a rank or host value is one file-name component, never "/",
+ * "." or ".." (RANK=../x with ANCHOR_FILE=%r.ring stays in its directory).
+ * Anything outside [A-Za-z0-9._-] becomes '_', and so does a value made
+ * only of dots. */
+static size_t put_component(char *out, size_t n, size_t cap, const char *s, size_t len)
+{
+	int dots = 1;
+	if (n >= cap || len >= cap - n)
+		return cap;
+	for (size_t i = 0; i < len; i++)
+		dots &= s[i] == '.';
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			   c == '-' || c == '_' || (c == '.' && !dots);
+		out[n + i] = keep ? c : '_';
+	}
+	return n + len;
 }
 
 /* Append s[0..len) if it fits; returns the new length or cap on overflow. */
@@ -85,10 +107,56 @@ int anchor_expand_path(const char *tmpl, char *out, size_t cap)
 			len = 2;
 			break;
 		}
-		n = put(out, n, cap, s, len);
+		n = (p[0] == 'r' || p[0] == 'h') ? put_component(out, n, cap, s, len) : put(out, n, cap, s, len);
 	}
 	if (n >= cap)
 		return -1;
 	out[n] = '\0';
 	return 0;
+}
+
+int anchor_parse_ring_size(const char *s, uint64_t *bytes, const char **why)
+{
+	const uint64_t min = (uint64_t)ANCHOR_RING_MIN_SLOTS * ANCHOR_SLOT_SIZE;
+	const uint64_t max = (uint64_t)ANCHOR_RING_MAX_SLOTS * ANCHOR_SLOT_SIZE;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	const char *p = s;
+
+	*why = "is not a size like 64M";
+	if (!s)
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			goto too_large;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s)
+		return -1;
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	default: break;
+	}
+	if (shift && (*p == 'i' || *p == 'I'))
+		p++;
+	if (*p == 'b' || *p == 'B')
+		p++;
+	if (*p)
+		return -1;
+	if (v > (max >> shift))
+		goto too_large;
+	v <<= shift;
+	if (v < min) {
+		*bytes = min;
+		*why = "is below the smallest ring; using 64K";
+		return 1;
+	}
+	*bytes = v;
+	*why = NULL;
+	return 0;
+too_large:
+	*why = "is too large (the largest ring is 64G)";
+	return -1;
 }

@@ -19,8 +19,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +48,7 @@ struct writer_thread {
 	uint32_t tid;      /* cached gettid() */
 	uint32_t gen;      /* fork generation the cache belongs to */
 	uint8_t in_write;  /* reentrancy guard: a signal handler mid-write */
+	uint64_t valid_ns; /* when the chunk was last known to be in the current lap */
 };
 
 static struct anchor_ring_hdr *g_hdr;
@@ -50,7 +56,27 @@ static struct anchor_slot *g_slots;
 static uint64_t g_mask;
 static uint32_t g_mode;
 static uint32_t g_pid;
-static uint32_t g_gen = 1; /* bumped in every forked child */
+/*
+ * Fork generation, bumped in every forked child.  The live value sits in a
+ * page marked MADV_WIPEONFORK, so a child made by any fork (a raw
+ * syscall(SYS_fork) too, which runs no atfork handler) reads 0 there and
+ * catches up before its first write instead of writing into its parent's
+ * reserved slots under its parent's pid.  The mark path loads it as it
+ * loaded the plain variable before; g_gen_shadow (ordinary memory,
+ * inherited) keeps the count the child continues from.
+ */
+static uint32_t g_gen_boot = 1;
+static uint32_t *g_genp = &g_gen_boot;
+static uint32_t g_gen_shadow = 1;
+/* A chunk not revalidated for this long may have been lapped by the other
+ * writers: nslots / 8 ns, i.e. a ring wrapped at 8 tickets per ns (far
+ * beyond one shared fetch_add per 64 tickets) still cannot lap it unseen.
+ * UINT64_MAX in discard mode (no laps). */
+static uint64_t g_stale_ns = UINT64_MAX;
+static int g_created; /* this process created the ring it attached */
+/* The whole mapping, for the SIGBUS guard (kept after a detach). */
+static char *g_map;
+static size_t g_map_len;
 static uint64_t g_last_sync_ns;
 static ring_writer_stack_fn g_stack_fn;
 static char g_path[4096];
@@ -72,7 +98,14 @@ static uint64_t clock_ns(clockid_t id)
 
 uint32_t ring_writer_pid(void)
 {
+	if (__builtin_expect(*g_genp == 0, 0))
+		ring_writer_after_fork_child(); /* forked without atfork handlers */
 	return g_pid;
+}
+
+int ring_writer_created(void)
+{
+	return g_created;
 }
 
 int ring_writer_attached(void)
@@ -101,11 +134,12 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 /* 1 when this is the thread's first record in this process. */
 static int thread_init(struct writer_thread *t)
 {
-	if (t->gen == g_gen)
+	uint32_t gen = *g_genp;
+	if (t->gen == gen)
 		return 0;
 	/* First record of this thread (or first after fork): the chunk
 	 * cursor belongs to another process or to nobody. */
-	t->gen = g_gen;
+	t->gen = gen;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->next = t->end = 0;
 	return 1;
@@ -122,32 +156,85 @@ static void announce_thread(void)
 }
 
 /*
+ * A chunk held across a pause (a thread that marks once a minute, or one
+ * descheduled mid-chunk) can be lapped by other writers: its tickets then
+ * name slots that newer records own, and writing them would destroy those
+ * and be invisible itself (an older lap).  Revalidate against head once
+ * the chunk is older than g_stale_ns; abandon it when the ring has moved
+ * half a lap past it.  Relaxed load: head only grows, a stale value errs
+ * towards keeping the chunk, and the margin of half a lap covers it.
+ */
+static int chunk_current(struct writer_thread *t, uint64_t now_ns)
+{
+	uint64_t head;
+
+	if (now_ns - t->valid_ns <= g_stale_ns)
+		return 1;
+	head = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED);
+	if (head - t->next > (g_mask + 1) / 2)
+		return 0;
+	t->valid_ns = now_ns;
+	return 1;
+}
+
+/*
+ * Discard mode: claim only what fits, so a full ring stops head where it
+ * is (the reader keeps every record written before it filled) and each
+ * refused record counts once in `dropped`.  A CAS, not a fetch_add: the
+ * one claim per chunk pays it, the mark path does not.
+ */
+static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took)
+{
+	uint64_t cur = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED), room;
+	unsigned take;
+
+	do {
+		room = cur < g_mask + 1 ? g_mask + 1 - cur : 0;
+		if (room < n) {
+			__atomic_fetch_add(&g_hdr->dropped, 1, __ATOMIC_RELAXED);
+			return -ENOSPC;
+		}
+		take = room < want ? (unsigned)room : want;
+		/* Relaxed: as the fetch_add below, tickets need only be unique. */
+	} while (!__atomic_compare_exchange_n(&g_hdr->head, &cur, cur + take, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	*base = cur;
+	*took = take;
+	return 0;
+}
+
+/*
  * Claim n consecutive tickets.  Normal path: from this thread's chunk.
  * Reentered (a signal handler interrupted a write on this thread): take
  * exactly n straight from head, so the interrupted writer's cursor is
  * untouched.  Returns 0, or -ENOSPC in discard mode when the ring is full.
  */
-static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t *ticket)
+static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_ns, uint64_t *ticket)
 {
 	uint64_t base;
 	unsigned take = nested ? n : ANCHOR_RING_CHUNK;
 
 	if (!nested && t->end - t->next >= n) {
-		*ticket = t->next;
-		t->next += n;
-		return 0;
+		if (chunk_current(t, now_ns)) {
+			*ticket = t->next;
+			t->next += n;
+			return 0;
+		}
+		t->next = t->end; /* lapped: abandon the rest */
 	}
-	/* Relaxed: tickets only need to be unique; ordering of the data is
-	 * carried by each slot's commit word. */
-	base = __atomic_fetch_add(&g_hdr->head, take, __ATOMIC_RELAXED);
-	if (g_mode == ANCHOR_RING_MODE_DISCARD && base + take > g_mask + 1) {
-		__atomic_fetch_add(&g_hdr->dropped, 1, __ATOMIC_RELAXED);
-		return -ENOSPC;
+	if (g_mode == ANCHOR_RING_MODE_DISCARD) {
+		if (claim_discard(n, take, &base, &take))
+			return -ENOSPC;
+	} else {
+		/* Relaxed: tickets only need to be unique; ordering of the
+		 * data is carried by each slot's commit word. */
+		base = __atomic_fetch_add(&g_hdr->head, take, __ATOMIC_RELAXED);
 	}
 	*ticket = base;
 	if (!nested) {
 		t->next = base + n;
 		t->end = base + take;
+		t->valid_ns = now_ns;
 	}
 	return 0;
 }
@@ -177,6 +264,8 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 
 	if (!hdr)
 		return -ENODEV;
+	if (__builtin_expect(*g_genp == 0, 0))
+		ring_writer_after_fork_child(); /* forked without atfork handlers */
 	nested = t->in_write;
 	t->in_write = 1;
 	/* Compiler barrier: a signal handler on this thread must see the guard
@@ -222,7 +311,7 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (nstk)
 		memcpy(cont[ntext].data, stack, nstack * sizeof(uint64_t));
 
-	rc = claim(t, 1 + ncont, nested, &ticket);
+	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket);
 	if (rc)
 		goto out;
 
@@ -341,12 +430,16 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	 * from head instead (emit_at's nested path). */
 	t->in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (t->gen != g_gen || t->end - t->next < 1) {
+	ts_ns = ring_writer_now_ns();
+	/* A chunk older than g_stale_ns is checked against head here (one
+	 * load; only small rings do it often) and left to the slow path only
+	 * when lapped. */
+	if (t->gen != *g_genp || t->end - t->next < 1 ||
+	    (ts_ns - t->valid_ns > g_stale_ns && !chunk_current(t, ts_ns))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
-		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+		return emit_at(ts_ns, kind, flags, value, name, len, NULL, 0);
 	}
-	ts_ns = ring_writer_now_ns();
 	ticket = t->next++;
 	w1 = ts_ns;
 	w2 = (uint64_t)g_pid | ((uint64_t)t->tid << 32);
@@ -442,7 +535,9 @@ void ring_writer_after_fork_child(void)
 	uint32_t ppid = g_pid;
 
 	g_pid = (uint32_t)getpid();
-	g_gen++;
+	/* Before any write below: emit_at must not take this path again. */
+	g_gen_shadow++;
+	__atomic_store_n(g_genp, g_gen_shadow, __ATOMIC_RELAXED);
 	/* The explicit SYNC below is this process's first; keep the lazy
 	 * check from adding another. */
 	__atomic_store_n(&g_last_sync_ns, ring_writer_now_ns(), __ATOMIC_RELAXED);
@@ -493,15 +588,187 @@ static void fill_random(uint8_t *p, size_t n)
 	}
 }
 
-/* Creator path: we made the file with O_EXCL, so nobody else initialises. */
+/* ---- the SIGBUS guard ------------------------------------------------- */
+
+/*
+ * A shared file mapping faults with SIGBUS when its page is gone: another
+ * process truncated the file, or a hole could not be filled because the
+ * filesystem is full.  The host must not die of our file.  The guard
+ * recognises faults inside the ring's mapping, puts anonymous memory in
+ * its place (the faulting store is retried and lands there, as do the
+ * stores of other threads mid-write), detaches, says so once, and
+ * returns.  Every other SIGBUS goes to the handler that was installed
+ * before us, or dies of the default action as it would without us.
+ * mmap and write are plain system calls (mmap is not on POSIX's list of
+ * async-signal-safe functions, but glibc's wrapper is a bare syscall).
+ */
+static struct sigaction g_prev_bus;
+static void (*g_bus_crash_hook)(int);
+static int g_lost_said;
+
+void ring_writer_set_bus_crash_hook(void (*fn)(int))
+{
+	g_bus_crash_hook = fn;
+}
+
+static size_t put_str(char *buf, size_t n, size_t cap, const char *s)
+{
+	while (*s && n < cap)
+		buf[n++] = *s++;
+	return n;
+}
+
+static void say_lost(void)
+{
+	char buf[4096 + 256], digits[12];
+	size_t n = 0;
+	unsigned v = (unsigned)getpid();
+	int k = 0;
+
+	n = put_str(buf, n, sizeof buf - 1, "anchor[");
+	do {
+		digits[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k && n < sizeof buf - 1)
+		buf[n++] = digits[--k];
+	n = put_str(buf, n, sizeof buf - 1, "]: ");
+	n = put_str(buf, n, sizeof buf - 1, g_path);
+	n = put_str(buf, n, sizeof buf - 1,
+		    ": ring file lost its pages (truncated by another process, or its filesystem is full);"
+		    " anchoring stopped");
+	buf[n++] = '\n';
+	ssize_t w = write(2, buf, n);
+	(void)w;
+}
+
+static void bus_guard(int sig, siginfo_t *si, void *uc)
+{
+	char *base = __atomic_load_n(&g_map, __ATOMIC_ACQUIRE);
+	int e = errno;
+
+	if (base && si && si->si_code > 0 && (char *)si->si_addr >= base &&
+	    (char *)si->si_addr < base + g_map_len) {
+		__atomic_store_n(&g_hdr, NULL, __ATOMIC_RELEASE);
+		if (mmap(base, g_map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+			 0) != MAP_FAILED) {
+			if (!__atomic_exchange_n(&g_lost_said, 1, __ATOMIC_RELAXED))
+				say_lost();
+			errno = e;
+			return;
+		}
+	}
+	errno = e;
+	if (g_prev_bus.sa_flags & SA_SIGINFO) {
+		g_prev_bus.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (g_prev_bus.sa_handler == SIG_IGN && (!si || si->si_code <= 0))
+		return; /* sent by kill/raise and ignored before we came */
+	if (g_prev_bus.sa_handler != SIG_DFL && g_prev_bus.sa_handler != SIG_IGN) {
+		g_prev_bus.sa_handler(sig);
+		return;
+	}
+	/* The default action, as without us: a fault re-executes and dies,
+	 * a sent signal is pending (blocked in here) and kills on return.
+	 * The raw system call: libanchor interposes sigaction(SIGBUS). */
+	if (g_bus_crash_hook)
+		g_bus_crash_hook(sig);
+	{
+		struct {
+			void *handler;
+			unsigned long flags;
+			void *restorer;
+			uint64_t mask;
+		} dfl = {SIG_DFL, 0, NULL, 0};
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	}
+	if (!si || si->si_code <= 0)
+		raise(sig);
+}
+
+static int g_guard_on;
+
+static void install_bus_guard(void)
+{
+	static int done;
+	struct sigaction sa;
+
+	if (done)
+		return;
+	done = 1;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = bus_guard;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0)
+		__atomic_store_n(&g_guard_on, 1, __ATOMIC_RELEASE);
+}
+
+/* Uninstrumented: reached from a sanitizer runtime's own initialisation
+ * through libanchor's sigaction (preload/sigbus.c). */
+#if defined(__has_attribute)
+#if __has_attribute(disable_sanitizer_instrumentation)
+__attribute__((disable_sanitizer_instrumentation))
+#endif
+#endif
+int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old)
+{
+	sigset_t bus, saved;
+
+	if (!__atomic_load_n(&g_guard_on, __ATOMIC_ACQUIRE))
+		return 0;
+	/* No SIGBUS on this thread while the chained action is half copied. */
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &bus, &saved);
+	if (old)
+		*old = g_prev_bus;
+	if (act)
+		g_prev_bus = *act;
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return 1;
+}
+
+/* ---- creating and attaching ------------------------------------------ */
+
+/* Format "<what> (<a> MiB ...)" style messages: not on any hot path. */
+static int failf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int failf(char *err, size_t errlen, int rc, const char *path, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return fail(err, errlen, rc, what, path);
+}
+
+/* Size and fill a new ring in fd (a file nobody else can see yet). */
 static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size_t errlen,
 		       struct anchor_ring_hdr **out, uint64_t *out_len)
 {
 	uint64_t nslots = pow2_slots(o->size_bytes ? o->size_bytes : RING_WRITER_DEFAULT_BYTES);
 	uint64_t len = ANCHOR_RING_HDR_SIZE + nslots * ANCHOR_SLOT_SIZE;
 	struct anchor_ring_hdr *hdr;
+	struct rlimit rl;
+	struct statvfs vfs;
 	int rc;
 
+	/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills the
+	 * host: check first and refuse instead. */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && len > rl.rlim_cur)
+		return failf(err, errlen, -EFBIG, o->path,
+			     "a ring of %llu KiB exceeds the file size limit (ulimit -f: %llu KiB)",
+			     (unsigned long long)(len >> 10), (unsigned long long)(rl.rlim_cur >> 10));
+	if (fstatvfs(fd, &vfs) == 0 && vfs.f_frsize &&
+	    len / vfs.f_frsize > (uint64_t)vfs.f_bavail)
+		return failf(err, errlen, -ENOSPC, o->path,
+			     "a ring of %llu MiB does not fit the %llu MiB free on its filesystem",
+			     (unsigned long long)(len >> 20),
+			     (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20));
 	if (ftruncate(fd, (off_t)len) != 0)
 		return fail(err, errlen, -errno, "cannot size ring file", o->path);
 	/* Allocate the blocks now: a write into a sparse hole on a full disk
@@ -537,6 +804,64 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	return 0;
 }
 
+/*
+ * Make a complete ring where nobody can see it, then publish it with
+ * link(2), which fails rather than replace.  The path therefore names
+ * either nothing or a ring whose header is READY: a creator killed half
+ * way (kill -9, SIGXFSZ, a full disk) leaves no half-made file for every
+ * later process to wait on.  O_TMPFILE where the filesystem has it, else
+ * a named temporary beside the ring.  -EEXIST: another process published
+ * first; attach to its ring.
+ */
+static int create_and_publish(const struct ring_writer_opts *o, char *err, size_t errlen,
+			      struct anchor_ring_hdr **out, uint64_t *out_len)
+{
+	char dir[4096], tmp[4096 + 32], proc[64];
+	const char *slash = strrchr(o->path, '/');
+	size_t dn = slash ? (slash == o->path ? 1 : (size_t)(slash - o->path)) : 0;
+	int fd, rc;
+
+	if (dn) {
+		memcpy(dir, o->path, dn);
+		dir[dn] = '\0';
+	} else {
+		strcpy(dir, ".");
+	}
+	*out = NULL;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		rc = create_ring(fd, o, err, errlen, out, out_len);
+		if (!rc) {
+			snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+			rc = linkat(AT_FDCWD, proc, AT_FDCWD, o->path, AT_SYMLINK_FOLLOW) ? -errno : 0;
+			if (rc)
+				munmap(*out, *out_len);
+		}
+		close(fd);
+		/* Created and linked, lost to another creator (-EEXIST), or
+		 * could not be made (err says why): done.  A link that failed
+		 * otherwise (no /proc mounted) tries a named temporary. */
+		if (rc == 0 || rc == -EEXIST || (rc && *out == NULL))
+			return rc;
+	}
+	*out = NULL;
+	snprintf(tmp, sizeof tmp, "%s.new.%ld", o->path, (long)getpid());
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "cannot create ring file", o->path);
+	rc = create_ring(fd, o, err, errlen, out, out_len);
+	if (!rc) {
+		rc = link(tmp, o->path) ? -errno : 0;
+		if (rc)
+			munmap(*out, *out_len);
+		if (rc && rc != -EEXIST)
+			fail(err, errlen, rc, "cannot create ring file", o->path);
+	}
+	unlink(tmp);
+	close(fd);
+	return rc;
+}
+
 static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size_t errlen,
 		       struct anchor_ring_hdr **out, uint64_t *out_len)
 {
@@ -545,34 +870,55 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	uint64_t len;
 	void *map;
 
-	for (int i = 0;; i++) {
+	/* Rings are published complete (create_and_publish), so a header
+	 * that is not READY belongs to a creator that died: refuse at once
+	 * (every later process of the run would pay any wait). */
+	{
 		ssize_t k = pread(fd, &probe, sizeof probe, 0);
-		if (k == (ssize_t)sizeof probe && __atomic_load_n(&probe.state, __ATOMIC_ACQUIRE) ==
-							  ANCHOR_RING_STATE_READY)
-			break;
-		if (k > 0 && k >= 8 && memcmp(probe.magic, ANCHOR_RING_MAGIC, 8) != 0 &&
+		if (k >= 8 && memcmp(probe.magic, ANCHOR_RING_MAGIC, 8) != 0 &&
 		    memchr(probe.magic, 0, 8) != probe.magic)
 			return fail(err, errlen, -EINVAL, "exists and is not an anchor ring (bad magic)",
 				    o->path);
-		if (i >= OPEN_WAIT_STEPS)
-			return fail(err, errlen, -ETIMEDOUT,
-				    "ring header never became ready (creator died?)", o->path);
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		if (k < 0)
+			return fail(err, errlen, -errno, "cannot read ring header", o->path);
+		if (k != (ssize_t)sizeof probe ||
+		    __atomic_load_n(&probe.state, __ATOMIC_ACQUIRE) != ANCHOR_RING_STATE_READY)
+			return fail(err, errlen, -EINVAL,
+				    k <= 0 ? "is an empty file, not a ring (delete it)"
+					   : "is a ring whose creator never finished it, or zero-filled (delete it)",
+				    o->path);
 	}
 	if (memcmp(probe.magic, ANCHOR_RING_MAGIC, 8) != 0)
 		return fail(err, errlen, -EINVAL, "exists and is not an anchor ring (bad magic)", o->path);
 	if (probe.endian != ANCHOR_RING_ENDIAN)
 		return fail(err, errlen, -EINVAL, "ring written with the other byte order", o->path);
 	if (probe.version_major != ANCHOR_RING_VERSION_MAJOR)
-		return fail(err, errlen, -EPROTO, "ring has a different major version", o->path);
+		return failf(err, errlen, -EPROTO, o->path,
+			     "ring has format version %u.%u, this writer writes %u.%u (different major version)",
+			     probe.version_major, probe.version_minor, ANCHOR_RING_VERSION_MAJOR,
+			     ANCHOR_RING_VERSION_MINOR);
 	if (probe.slot_size != ANCHOR_SLOT_SIZE || probe.header_size != ANCHOR_RING_HDR_SIZE ||
 	    probe.nslots < ANCHOR_RING_MIN_SLOTS || probe.nslots > ANCHOR_RING_MAX_SLOTS ||
 	    (probe.nslots & (probe.nslots - 1)) != 0)
 		return fail(err, errlen, -EINVAL, "ring header has impossible geometry", o->path);
 	len = ANCHOR_RING_HDR_SIZE + probe.nslots * ANCHOR_SLOT_SIZE;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len)
+	if (fstat(fd, &st) != 0)
+		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+	if ((uint64_t)st.st_size < len)
 		return fail(err, errlen, -EINVAL, "ring file is shorter than its header says", o->path);
+	/* A sparse ring (copied with cp --sparse, or made by a writer that
+	 * could not preallocate): fill its holes now, while a full disk is
+	 * an error we can report, not a SIGBUS in the host later.  KEEP_SIZE:
+	 * the size does not change, so RLIMIT_FSIZE is not involved. */
+	if ((uint64_t)st.st_blocks * 512 < len) {
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) != 0 && errno != EOPNOTSUPP &&
+		    errno != ENOSYS)
+			return fail(err, errlen, -errno,
+				    errno == ENOSPC || errno == EDQUOT
+					    ? "ring file is sparse and its filesystem is full"
+					    : "cannot allocate the holes of a sparse ring file",
+				    o->path);
+	}
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return fail(err, errlen, -errno, "cannot map ring file", o->path);
@@ -581,51 +927,82 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	return 0;
 }
 
+static int open_existing(int fd, const struct ring_writer_opts *o, char *err, size_t errlen,
+			 struct anchor_ring_hdr **out, uint64_t *out_len)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+	if (!S_ISREG(st.st_mode))
+		return fail(err, errlen, -EINVAL, "is not a regular file", o->path);
+	if (st.st_uid != geteuid())
+		return fail(err, errlen, -EPERM, "belongs to another user; refusing it", o->path);
+	return attach_ring(fd, o, err, errlen, out, out_len);
+}
+
+/* The fork-generation page (see g_genp); ordinary memory where the
+ * kernel lacks MADV_WIPEONFORK (Linux < 4.14). */
+static void setup_fork_page(void)
+{
+	uint32_t *p;
+
+	if (g_genp != &g_gen_boot)
+		return;
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+		munmap(p, 4096);
+		return;
+	}
+	*p = g_gen_shadow;
+	g_genp = p;
+}
+
 int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 {
 	static int atfork_done;
 	struct anchor_ring_hdr *hdr = NULL;
-	struct stat st;
 	uint64_t len = 0;
-	int fd, rc, saved_errno = errno;
+	int fd, rc = -EEXIST, saved_errno = errno;
 
 	if (!o->path || !o->path[0] || strlen(o->path) >= sizeof g_path)
 		return fail(err, errlen, -EINVAL, "bad ring path", o->path ? o->path : "(null)");
-	/* O_NOFOLLOW: never write through a symlink planted at our path. */
-	fd = open(o->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0) {
-		rc = create_ring(fd, o, err, errlen, &hdr, &len);
-		if (rc)
-			unlink(o->path);
-	} else if (errno == EEXIST) {
+	g_created = 0;
+	/* Attach first (every process but the first finds the ring); else
+	 * create and publish; if another process published first, attach
+	 * to its ring. */
+	for (int attempt = 0; attempt < 2 && rc == -EEXIST; attempt++) {
+		/* O_NOFOLLOW: never write through a symlink planted at our path. */
 		fd = open(o->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0) {
-			rc = fail(err, errlen, -errno,
-				  errno == ELOOP ? "is a symlink; refusing to follow it"
-						 : "cannot open ring file",
-				  o->path);
-			goto out;
-		}
-		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			rc = fail(err, errlen, -EINVAL, "is not a regular file", o->path);
-		} else if (st.st_uid != geteuid()) {
-			rc = fail(err, errlen, -EPERM, "belongs to another user; refusing it", o->path);
+		if (fd >= 0) {
+			rc = open_existing(fd, o, err, errlen, &hdr, &len);
+			close(fd);
+		} else if (errno == ENOENT) {
+			rc = create_and_publish(o, err, errlen, &hdr, &len);
+			g_created = rc == 0;
 		} else {
-			rc = attach_ring(fd, o, err, errlen, &hdr, &len);
+			rc = fail(err, errlen, -errno,
+				  errno == ELOOP ? "is a symlink; refusing to follow it" : "cannot open ring file",
+				  o->path);
 		}
-	} else {
-		rc = fail(err, errlen, -errno, "cannot create ring file", o->path);
-		goto out;
 	}
-	close(fd);
+	if (rc == -EEXIST)
+		rc = fail(err, errlen, rc, "cannot create ring file (appears and vanishes)", o->path);
 	if (rc)
 		goto out;
 
 	memcpy(g_path, o->path, strlen(o->path) + 1);
+	setup_fork_page();
 	g_slots = (struct anchor_slot *)(void *)((char *)hdr + ANCHOR_RING_HDR_SIZE);
 	g_mask = hdr->nslots - 1;
 	g_mode = hdr->mode;
+	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
 	g_pid = (uint32_t)getpid();
+	g_map_len = len;
+	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);
+	install_bus_guard();
 	/* Callers write PROC_START then an explicit SYNC; no lazy one before. */
 	g_last_sync_ns = ring_writer_now_ns();
 	__atomic_store_n(&g_hdr, hdr, __ATOMIC_RELEASE);
@@ -633,7 +1010,6 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 		atfork_done = 1;
 		pthread_atfork(NULL, NULL, after_fork_child_handler);
 	}
-	(void)len;
 	rc = 0;
 out:
 	errno = saved_errno;

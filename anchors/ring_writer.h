@@ -24,9 +24,27 @@ struct ring_writer_opts {
 #define RING_WRITER_DEFAULT_BYTES (32ull << 20)
 
 /* Open or create the ring and map it.  0, or -errno with `err` filled with
- * a one-line reason.  Never blocks for long: waits at most ~200 ms for a
- * concurrent creator to finish its header. */
+ * a one-line reason.  Never blocks for long (a ring is published only once
+ * complete; a never-finished one is refused after ~2 ms).  Installs a
+ * SIGBUS guard: a fault in the ring's mapping (file truncated, disk full)
+ * detaches with one stderr line instead of killing the host; other SIGBUS
+ * go to the previous handler. */
 int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen);
+
+/* 1 when the last successful ring_writer_open created the ring. */
+int ring_writer_created(void);
+
+/* Called by the SIGBUS guard for a SIGBUS that is not the ring's and
+ * would kill the process (default action), just before it does: lets
+ * libanchor record the fatal signal.  Must be async-signal-safe. */
+void ring_writer_set_bus_crash_hook(void (*fn)(int));
+
+/* While the SIGBUS guard is installed, the program's own SIGBUS action
+ * is kept as the one the guard chains to: store act (if any), return the
+ * previous one in old (if any), and return 1.  0 when no guard is
+ * installed (the caller then uses the real sigaction). */
+struct sigaction;
+int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old);
 
 /* 1 when a ring is mapped and writes go to it. */
 int ring_writer_attached(void);

@@ -24,7 +24,7 @@ void *anchor_next_sym(const char *name);
 /* Record this process's exit once (status or signal). */
 void anchor_record_exit(int status_or_sig, int is_signal, int known);
 
-/* Install the libunwind capture hook (ANCHOR_STACKS=1). */
+/* Install the native stack capture hook (ANCHOR_STACKS=1, libgcc). */
 void anchor_stacks_enable(void);
 
 /* ANCHOR_SENSORS=rapl,nvml: start the counter sampler thread if this
@@ -38,8 +38,5 @@ void anchor_sensors_stop(int final);
 /* Format "<key><decimal v>" (e.g. "status=3") into buf without stdio
  * (signal handlers use it); returns the length.  buf holds >= 24 bytes. */
 int anchor_fmt_kv(char *buf, const char *key, unsigned v);
-
-/* Parse a size like "64M", "1G", "1048576"; 0 on error. */
-uint64_t anchor_parse_size(const char *s);
 
 #endif

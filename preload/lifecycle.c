@@ -136,10 +136,20 @@ static void crash_handler(int sig)
 	raise(sig);
 }
 
+/* SIGBUS belongs to the ring's guard (ring_writer.c), which calls this
+ * for a SIGBUS that is not the ring's and would kill the process. */
+static void bus_crash(int sig)
+{
+	anchor_record_exit(sig, 1, 1);
+}
+
 static void install_crash_handlers(void)
 {
+	ring_writer_set_bus_crash_hook(bus_crash);
 	for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
 		struct sigaction old, sa;
+		if (crash_signals[i] == SIGBUS)
+			continue;
 		if (sigaction(crash_signals[i], NULL, &old) != 0)
 			continue;
 		if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
@@ -235,7 +245,7 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 {
 	struct ring_writer_opts o = {0};
 	char path[4096], err[512];
-	const char *file;
+	const char *file, *size;
 	int saved = errno, rc;
 
 	(void)envp;
@@ -261,12 +271,18 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 		default_path(path, sizeof path);
 		o.path = path;
 	}
-	if (getenv("ANCHOR_RING_SIZE")) {
-		o.size_bytes = anchor_parse_size(getenv("ANCHOR_RING_SIZE"));
-		if (!o.size_bytes) {
-			anchor_disable_once("ANCHOR_RING_SIZE is not a size like 64M: ", getenv("ANCHOR_RING_SIZE"));
+	size = getenv("ANCHOR_RING_SIZE");
+	if (size) {
+		const char *why;
+		int prc = anchor_parse_ring_size(size, &o.size_bytes, &why);
+		if (prc < 0) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "ANCHOR_RING_SIZE=%.64s %s", size, why);
+			anchor_disable_once(msg, NULL);
 			goto out;
 		}
+		if (prc > 0)
+			anchor_log("ANCHOR_RING_SIZE=", size, " ", why, NULL);
 	}
 	if (getenv("ANCHOR_RING_MODE") && !strcmp(getenv("ANCHOR_RING_MODE"), "discard"))
 		o.mode = ANCHOR_RING_MODE_DISCARD;
@@ -274,6 +290,13 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 	if (rc) {
 		anchor_disable_once(err, NULL);
 		goto out;
+	}
+	/* A big ring takes its whole size on disk at once: say so, once,
+	 * in the process that made it. */
+	if (ring_writer_created() && o.size_bytes >= (1ull << 30)) {
+		char gib[24];
+		anchor_fmt_kv(gib, "", (unsigned)(o.size_bytes >> 30));
+		anchor_log(o.path, ": new ring preallocates ", gib, " GiB (ANCHOR_RING_SIZE=", size, ")", NULL);
 	}
 	/* Children (exec'd or forked) append to the same ring. */
 	if (!file || !*file)

@@ -75,29 +75,3 @@ int anchor_fmt_kv(char *buf, const char *key, unsigned v)
 		buf[n++] = digits[--k];
 	return n;
 }
-
-uint64_t anchor_parse_size(const char *s)
-{
-	uint64_t v = 0;
-	const char *p = s;
-	if (!s || !*s)
-		return 0;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return 0;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == s)
-		return 0;
-	switch (*p) {
-	case 'k': case 'K': v <<= 10; p++; break;
-	case 'm': case 'M': v <<= 20; p++; break;
-	case 'g': case 'G': v <<= 30; p++; break;
-	default: break;
-	}
-	if (*p == 'i' || *p == 'I')
-		p++;
-	if (*p == 'b' || *p == 'B')
-		p++;
-	return *p ? 0 : v;
-}

@@ -1,20 +1,21 @@
 """kill -9 a marking loop at random points, 50 times, with and without the
-ring wrapping: every mark committed before the kill is in the ring, in order,
-no gap, and no torn record is surfaced (ring_check verifies through the real
-reader)."""
+ring wrapping, and 30 times in discard mode on a ring that fills: every mark
+committed before the kill is in the ring (or, in discard mode, counted as
+dropped), in order, no gap, and no torn record is surfaced (ring_check
+verifies through the real reader)."""
 import os, random, signal, subprocess, sys, time
 
 B = os.environ["BUILD"]
 T = os.environ["ANCHOR_TEST_TMP"]
 rng = random.Random(1234)
 fails = 0
-for wrap in (False, True):
-    for i in range(50):
-        ring = os.path.join(T, f"k{int(wrap)}_{i}.ring")
-        prog = os.path.join(T, f"k{int(wrap)}_{i}.progress")
+for wrap, mode, rounds in ((False, "overwrite", 50), (True, "overwrite", 50), (True, "discard", 30)):
+    for i in range(rounds):
+        ring = os.path.join(T, f"k{int(wrap)}{mode[0]}_{i}.ring")
+        prog = os.path.join(T, f"k{int(wrap)}{mode[0]}_{i}.progress")
         with open(prog, "wb") as f:
             f.write((-1).to_bytes(8, "little", signed=True) + bytes(4088))
-        env = dict(os.environ, ANCHOR_FILE=ring)
+        env = dict(os.environ, ANCHOR_FILE=ring, ANCHOR_RING_MODE=mode)
         # 1024 slots = 64 KiB: a marking loop wraps it within milliseconds.
         env["ANCHOR_RING_SIZE"] = "64K" if wrap else "256M"
         p = subprocess.Popen([f"{B}/victims/marker", "loop", prog], env=env)
@@ -30,7 +31,7 @@ for wrap in (False, True):
             fails += 1
             print("FAIL", ring, line)
         elif i % 10 == 0:
-            print(f"wrap={wrap} run {i}: {line}")
+            print(f"wrap={wrap} {mode} run {i}: {line}")
         if os.path.exists(ring):
             os.unlink(ring)
 print("failures:", fails)

@@ -79,8 +79,11 @@ int cmd_info(int argc, char **argv)
 		printf("span       %s .. %s (%.6f s)\n", a, b,
 		       (double)(rl.rf.ev[rl.rf.nev - 1].ts_ns - rl.rf.ev[0].ts_ns) / 1e9);
 	}
-	printf("clock      %zu sync records, widest bracket %.3f us, %u realtime step(s)\n", rl.clock.n,
-	       rl.clock.max_bracket_us, rl.clock.steps);
+	if (rl.clock.from_creation)
+		printf("clock      0 sync records (all overwritten): UTC from the ring's creation stamp\n");
+	else
+		printf("clock      %zu sync records, widest bracket %.3f us, %u realtime step(s)\n", rl.clock.n,
+		       rl.clock.max_bracket_us, rl.clock.steps);
 	printf("processes  %zu\n", rl.procs.n);
 	for (size_t i = 0; i < rl.procs.n; i++)
 		print_proc(&rl.procs.p[i]);

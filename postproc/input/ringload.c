@@ -17,6 +17,7 @@ void ringload_open(struct ringload *rl, const char *path)
 	if (ring_clock_build(rl->rf.ev, rl->rf.nev, &rl->clock) != 0 ||
 	    ring_procs_build(rl->rf.ev, rl->rf.nev, rl->rf.hdr.hostname, &rl->procs) != 0)
 		diag_fatal(path, "out of memory");
+	ring_clock_use_creation(&rl->clock, &rl->rf.hdr);
 	if (rl->rf.stats.truncated_slots)
 		diag_warn(path, "file is truncated: %llu of %llu slots missing; reading the rest",
 			  (unsigned long long)rl->rf.stats.truncated_slots,

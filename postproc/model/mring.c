@@ -214,6 +214,7 @@ static void load_ring(const char *path, struct loaded *l)
 		worker_fatal(path, "%s", err);
 	if (ring_clock_build(l->rf.ev, l->rf.nev, &l->clk) || ring_procs_build(l->rf.ev, l->rf.nev, l->rf.hdr.hostname, &l->procs))
 		worker_fatal(path, "out of memory");
+	ring_clock_use_creation(&l->clk, &l->rf.hdr);
 	if (!l->rf.nev && l->rf.stats.bad_check)
 		worker_fatal(path, "no valid record: all %llu committed records fail the check hash (another "
 				   "format revision, or corrupted)",

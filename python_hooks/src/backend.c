@@ -64,22 +64,17 @@ static int env_true(const char *name)
 }
 
 /* "64M", "1G", "1048576" -> bytes; 0 when unparsable (as libanchor.so). */
+/* The one parser libanchor.so uses too (anchors/ring_path.c): overflow
+ * and sizes above 64G refused, below 64K raised with a note. */
 static uint64_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
+	const char *why;
+	int rc = anchor_parse_ring_size(s, &v, &why);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	return *end ? 0 : (uint64_t)v;
+	if (rc > 0)
+		fprintf(stderr, "anchor[%ld]: ANCHOR_RING_SIZE=%s %s\n", (long)getpid(), s, why);
+	return rc < 0 ? 0 : v;
 }
 
 static void warn(const char *what, const char *detail)

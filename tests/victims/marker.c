@@ -12,6 +12,19 @@
  *                                 signal handler marks too (same thread)
  *   marker stacks                 print &stack_probe, then mark from it
  *   marker crash                  mark, then segfault
+ *   marker stale COUNT            thread "tA" marks once and sleeps holding
+ *                                 its chunk while "tB" marks COUNT times
+ *                                 (wrapping a small ring), then "tA" marks
+ *                                 100 more
+ *   marker rawfork N COUNT        parent "tp" marks while N children made
+ *                                 with syscall(SYS_fork) (no atfork
+ *                                 handlers) mark "tc<i>" COUNT times each
+ *   marker dlsig SECONDS LIB      loop dlopen/dlclose of LIB while a
+ *                                 100 us timer's handler marks (with
+ *                                 ANCHOR_STACKS=1: no deadlock in the
+ *                                 loader's lock); prints "errno kept"
+ *                                 when a thread's first mark kept errno
+ * Streams the tests check print "stream NAME COUNT" on stdout.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,8 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +150,114 @@ __attribute__((noinline)) static int stack_probe(int n)
 	return 0;
 }
 
+static volatile int g_b_done;
+
+static void *stale_a(void *arg)
+{
+	(void)arg;
+	anchor_mark_value("tA", 0);
+	/* Hold the chunk claimed above while tB laps the ring. */
+	while (!__atomic_load_n(&g_b_done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	for (int i = 1; i <= 100; i++)
+		anchor_mark_value("tA", i);
+	return NULL;
+}
+
+static int run_stale(long n)
+{
+	pthread_t a;
+	pthread_create(&a, NULL, stale_a, NULL);
+	usleep(20000);
+	for (long i = 0; i < n; i++)
+		anchor_mark_value("tB", i);
+	__atomic_store_n(&g_b_done, 1, __ATOMIC_RELEASE);
+	pthread_join(a, NULL);
+	printf("stream tA 101\nstream tB %ld\n", n);
+	return 0;
+}
+
+static int run_rawfork(int n, long count)
+{
+	pid_t kids[64];
+	long seq = 0;
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		/* The parent holds a chunk with room left when it forks. */
+		for (int k = 0; k < 10; k++)
+			anchor_mark_value("tp", seq++);
+		kids[i] = (pid_t)syscall(SYS_fork);
+		if (kids[i] == 0) {
+			char name[16];
+			snprintf(name, sizeof name, "tc%d", i);
+			for (long k = 0; k < count; k++)
+				anchor_mark_value(name, k);
+			_exit(0);
+		}
+		for (long k = 0; k < count; k++)
+			anchor_mark_value("tp", seq++);
+	}
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		waitpid(kids[i], &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	}
+	printf("stream tp %ld\n", seq);
+	for (int i = 0; i < n; i++)
+		printf("stream tc%d %ld\n", i, count);
+	return bad ? 1 : 0;
+}
+
+static volatile long g_dl_sigs;
+
+static void on_dl_alarm(int sig)
+{
+	(void)sig;
+	anchor_mark("in-handler");
+	g_dl_sigs++;
+}
+
+static void *first_mark_errno(void *arg)
+{
+	errno = 1234;
+	anchor_mark("first");
+	*(int *)arg = errno;
+	return NULL;
+}
+
+static int run_dlsig(double secs, const char *lib)
+{
+	struct itimerval it = {{0, 100}, {0, 100}};
+	struct sigaction sa;
+	struct timespec t0, t;
+	long loops = 0;
+	pthread_t th;
+	int e = 0;
+
+	pthread_create(&th, NULL, first_mark_errno, &e);
+	pthread_join(th, NULL);
+	printf("%s\n", e == 1234 ? "errno kept" : "errno changed");
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_dl_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			dlclose(h);
+		loops++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < secs);
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("dlopen loops %ld, signal marks %ld\n", loops, g_dl_sigs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "threads")) {
@@ -144,6 +268,12 @@ int main(int argc, char **argv)
 		g_count = atol(argv[3]);
 		return run_forks(atoi(argv[2]), argv[4]);
 	}
+	if (argc >= 4 && !strcmp(argv[1], "dlsig"))
+		return run_dlsig(atof(argv[2]), argv[3]);
+	if (argc >= 3 && !strcmp(argv[1], "stale"))
+		return run_stale(atol(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "rawfork"))
+		return run_rawfork(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
 		return run_loop(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "signals"))

@@ -5,6 +5,14 @@
  *   ring_check seqs RING        for every (pid, name) of "t*" marks: values
  *                               are exactly 0..n-1 in order; prints
  *                               "pid name count" lines and totals
+ *   ring_check account RING     stdin: "stream NAME COUNT" lines (what the
+ *                               marker wrote).  Each stream: one pid,
+ *                               values contiguous; overwrite mode: they
+ *                               end at COUNT-1 (only the oldest are
+ *                               lost); discard mode: they start at 0.
+ *                               Then written = read + lost, with lost
+ *                               covered by what the reader counts:
+ *                               overwritten slots, dropped, torn
  *   ring_check loop RING LAST   "loop" marks: a contiguous run of values
  *                               that ends at LAST or LAST+1 (and starts at
  *                               0 unless the ring wrapped); no gaps
@@ -78,7 +86,23 @@ static int check_loop(struct ring_file *rf, int64_t last)
 		prev = (int64_t)e->value;
 		n++;
 	}
-	if (last >= 0 && (prev < last || prev > last + 1)) {
+	/* Discard mode: the oldest are kept and nothing is overwritten; once
+	 * full, the newest are dropped (and counted), so the run ends early. */
+	if (rf->hdr.mode == ANCHOR_RING_MODE_DISCARD) {
+		if (rf->stats.overwritten_slots || (n && first != 0)) {
+			printf("FAIL discard mode: first mark %" PRId64 ", overwritten %" PRIu64 "\n", first,
+			       rf->stats.overwritten_slots);
+			return 1;
+		}
+		if (rf->stats.dropped && last >= 0 && prev < last && (uint64_t)(last - prev) > rf->stats.dropped) {
+			printf("FAIL discard mode: %" PRId64 " marks missing, %" PRIu64 " dropped\n", last - prev,
+			       rf->stats.dropped);
+			return 1;
+		}
+	}
+	/* (in discard mode with drops, the end was dropped, as counted) */
+	if (last >= 0 && !(rf->hdr.mode == ANCHOR_RING_MODE_DISCARD && rf->stats.dropped) &&
+	    (prev < last || prev > last + 1)) {
 		printf("FAIL last committed mark %" PRId64 " but ring ends at %" PRId64 "\n", last, prev);
 		return 1;
 	}
@@ -115,6 +139,84 @@ static int check_stacks(struct ring_file *rf, uint64_t probe)
 	return n == 3 ? 0 : 1;
 }
 
+static int check_account(struct ring_file *rf)
+{
+	char line[256], names[64][32];
+	long counts[64], first[64], last[64], nread[64];
+	uint32_t pids[64];
+	int ns = 0, bad = 0;
+	uint64_t written = 0, read = 0, lost_allowed;
+
+	while (ns < 64 && fgets(line, sizeof line, stdin)) {
+		long c;
+		if (sscanf(line, "stream %31s %ld", names[ns], &c) == 2) {
+			counts[ns] = c;
+			first[ns] = last[ns] = -1;
+			nread[ns] = 0;
+			pids[ns] = 0;
+			ns++;
+		}
+	}
+	for (size_t i = 0; i < rf->nev; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		int k;
+		if (e->kind != ANCHOR_KIND_MARK)
+			continue;
+		for (k = 0; k < ns; k++)
+			if (!strcmp(names[k], e->text))
+				break;
+		if (k == ns)
+			continue;
+		if (pids[k] && pids[k] != e->pid) {
+			printf("FAIL %s: marks under pids %u and %u\n", names[k], pids[k], e->pid);
+			return 1;
+		}
+		pids[k] = e->pid;
+		if (last[k] >= 0 && (int64_t)e->value != last[k] + 1) {
+			printf("FAIL %s: %" PRId64 " after %ld (gap or reorder in the middle)\n", names[k],
+			       (int64_t)e->value, last[k]);
+			return 1;
+		}
+		if (first[k] < 0)
+			first[k] = (long)e->value;
+		last[k] = (long)e->value;
+		nread[k]++;
+	}
+	for (int k = 0; k < ns; k++) {
+		int disc = rf->hdr.mode == ANCHOR_RING_MODE_DISCARD;
+		printf("%s pid %u read %ld of %ld (%ld..%ld)\n", names[k], pids[k], nread[k], counts[k], first[k],
+		       last[k]);
+		if (!disc && last[k] != counts[k] - 1) {
+			printf("FAIL %s: newest marks lost (ends at %ld, wrote up to %ld)\n", names[k], last[k],
+			       counts[k] - 1);
+			bad = 1;
+		}
+		if (disc && nread[k] && first[k] != 0) {
+			printf("FAIL %s: discard mode lost its oldest marks (starts at %ld)\n", names[k], first[k]);
+			bad = 1;
+		}
+		written += (uint64_t)counts[k];
+		read += (uint64_t)nread[k];
+	}
+	/* Overwritten is counted in slots, dropped and torn in records: the
+	 * lost marks must fit within what the reader owns up to. */
+	lost_allowed = rf->stats.overwritten_slots + rf->stats.dropped + rf->stats.torn;
+	printf("written %" PRIu64 " read %" PRIu64 " lost %" PRIu64 " <= overwritten %" PRIu64 " + dropped %" PRIu64
+	       " + torn %" PRIu64 "; bad_check %" PRIu64 "\n",
+	       written, read, written - read, rf->stats.overwritten_slots, rf->stats.dropped, rf->stats.torn,
+	       rf->stats.bad_check);
+	if (written - read > lost_allowed) {
+		printf("FAIL %" PRIu64 " marks lost that the reader does not account for\n",
+		       written - read - lost_allowed);
+		bad = 1;
+	}
+	if (rf->hdr.mode == ANCHOR_RING_MODE_DISCARD && rf->stats.overwritten_slots) {
+		printf("FAIL discard mode ring reports overwritten slots\n");
+		bad = 1;
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct ring_file rf;
@@ -138,6 +240,8 @@ int main(int argc, char **argv)
 		rc = check_seqs(&rf);
 	else if (!strcmp(argv[1], "stacks") && argc >= 4)
 		rc = check_stacks(&rf, strtoull(argv[3], NULL, 16));
+	else if (!strcmp(argv[1], "account"))
+		rc = check_account(&rf);
 	else if (!strcmp(argv[1], "loop") && argc >= 4)
 		rc = check_loop(&rf, atoll(argv[3]));
 	else
