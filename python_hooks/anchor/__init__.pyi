@@ -21,7 +21,9 @@ class phase:
 
     @property
     def name(self) -> str: ...
-    def __init__(self, name: str) -> None: ...
+    @property
+    def device(self) -> int: ...
+    def __init__(self, name: str, device: bool = False) -> None: ...
     def __enter__(self) -> "phase": ...
     def __exit__(
         self,
@@ -45,6 +47,9 @@ def sync() -> None:
 
 def sync_pulse(bursts: int = 3, busy_ms: float = 20.0, idle_ms: float = 20.0) -> float:
     """Run the recognisable busy/idle pattern (100 ms by default); returns ms taken."""
+
+def device_edges(on: bool = True, backend: Any = None, all_phases: bool = True) -> Any:
+    """Device-side phase edges on the current CUDA/ROCm stream (True when active; on=False: stats)."""
 
 def auto(target: Literal["torch", "perun"] = "torch") -> None:
     """Automatic anchors: "torch" (forward/backward/step/data), "perun" (its sample clock)."""
