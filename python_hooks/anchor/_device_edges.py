@@ -71,7 +71,7 @@ class DeviceEdges:
         self.dev_since_first = 0.0  # device ns from the first reference to the latest
         self.rate = 1.0            # host ns per device ns
         self.next_calib = 0
-        self.stats = {"edges": 0, "resolved": 0, "calibrations": 0, "max_bracket_ns": 0,
+        self.stats = {"resolved": 0, "calibrations": 0, "max_bracket_ns": 0,
                       "drift_ppm": 0.0, "max_resid_ns": 0}
         self.stop = threading.Event()
         self.calibrate()
@@ -180,6 +180,8 @@ def _torch_cuda():
 
 
 def _label(b):
+    if getattr(b, "label", None):
+        return b.label
     try:
         return "%s:%d" % ("cuda", b.current_device())
     except Exception:
