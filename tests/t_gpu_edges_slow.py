@@ -13,12 +13,15 @@ Checks:
   2. each device-side forward/backward/optimizer.step occurrence holds the
      work item it launched (the stand-in's log) and ends with it; the
      host's launch windows are printed beside them;
-  3. `anchorpost phases`: GPU joules on the device-side phases, CPU
-     package joules on the host-side phases; their sums over the three
-     training phases within 20 % of the exact truth (per phase printed
-     only), truth (GPU: the stand-in's log x the emulated GPU's watts;
-     package: the emulator's ledger per host phase); 40 iterations
-     under perun's 0.1 s period, so 20 % (DESIGN asks 1 % at >= 200).  "emulated sensor" / "emulated device".
+  3. `anchorpost phases` (perun aligned exactly: ANCHOR_AUTO=torch,perun):
+     GPU joules on the device-side phases, CPU package joules on the
+     host-side phases: forward and backward each within 20 %, the sum
+     over forward+backward+optimizer.step within 10 % of the exact
+     truth (optimizer.step alone printed only).  Truth: GPU = the
+     stand-in's log x the emulated GPU's watts; package = the emulator's
+     ledger per host phase.  40 iterations under perun's 0.1 s period
+     (DESIGN asks 1 % only at >= 200 repetitions).  Everything is labelled
+     "emulated sensor" / "emulated device".
 """
 import csv
 import io
@@ -90,7 +93,7 @@ try:
             sys.exit(1)
         time.sleep(0.01)
     venv = dict(env, ANCHOR_FILE=p("run.ring"), LD_PRELOAD=os.path.join(BUILD, "libanchor.so"),
-                ANCHOR_AUTO="torch", GE_TESTS_DIR=TESTS)
+                ANCHOR_AUTO="torch,perun", GE_TESTS_DIR=TESTS)
     res = subprocess.run([sys.executable, "-m", "anchor_emul.perun", "--powercap", p("powercap"), "monitor",
                           "--data_out", p("perun"), "--sampling_period", "0.1",
                           os.path.join(TESTS, "gpu_edges_victim.py"), p("phase.mmap"), p("victim.json"), str(ITERS)],
@@ -144,13 +147,17 @@ for name, lab in DEV_OF.items():
     items = [(a, b) for l, a, b in vic["items"] if l == lab][:ITERS]  # the last fwd item is eval's
     dp = devp.get(name, [])
     ok = len(dp) == len(items) == ITERS
-    worst = 0
+    worst = late = 0
     for (a, b), (x, y) in zip(items, dp):
         # The item lies inside its device phase, and the END event runs
         # right after it (the BEGIN may precede it by device idle time).
-        worst = max(worst, x - a, b - y, y - b)
-    check(ok and worst <= tol, f"device-side {name}: {len(dp)} occurrences, each holds its {lab} item and ends "
-          f"with it (worst {worst / 1e3:.1f} us)")
+        worst = max(worst, x - a, b - y)
+        # How soon after the item the END event ran is the stand-in's
+        # scheduling (a loaded machine: ms), not anchor's error: loose.
+        late = max(late, y - b)
+    check(ok and worst <= tol, f"device-side {name}: {len(dp)} occurrences, each holds its {lab} item "
+          f"(worst {worst / 1e3:.1f} us outside)")
+    check(late <= 20_000_000, f"device-side {name} ends with its item (latest END {late / 1e3:.1f} us after it)")
     hd = sum(y - x for x, y in hostp.get(name, [])) / 1e6
     dd = sum(y - x for x, y in dp) / 1e6
     it = sum(b - a for a, b in items) / 1e6
@@ -177,11 +184,15 @@ for name, lab in DEV_OF.items():
         got = float(r["energy_j"]) if r and r["energy_j"] not in ("", "nan") else float("nan")
         sums[grp][0] += got
         sums[grp][1] += want
-        # Per phase: reported, not asserted (40 iterations under a 0.1 s
-        # period do not separate 10-60 ms phases well; see BENCHMARKS.md).
-        print(f"     {name} {grp}: {got:.2f} J vs truth {want:.2f} J ({(got - want) / want * 100:+.1f} %) [emulated sensor]")
+        # optimizer.step (~15 ms) is printed only: 40 iterations under a
+        # 0.1 s period, and NVML readings are point samples of power.
+        msg = f"{name} {grp}: {got:.2f} J vs truth {want:.2f} J ({(got - want) / want * 100:+.1f} %) [emulated sensor]"
+        if name == "optimizer.step":
+            print("     " + msg)
+        else:
+            check(abs(got - want) <= 0.2 * want, msg)
 for grp, (got, want) in sums.items():
-    check(abs(got - want) <= 0.2 * want, f"{grp} over forward+backward+optimizer.step: {got:.1f} J vs truth {want:.1f} J "
+    check(abs(got - want) <= 0.1 * want, f"{grp} over forward+backward+optimizer.step: {got:.1f} J vs truth {want:.1f} J "
           f"({(got - want) / want * 100:+.1f} %) [emulated sensor]")
 check(all("emulated" in r["sensor_note"] for r in table.values()), "every row says 'emulated sensor'")
 sys.exit(1 if fails else 0)

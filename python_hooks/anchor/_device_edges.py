@@ -115,7 +115,11 @@ class DeviceEdges:
         st["max_resid_ns"] = max(st["max_resid_ns"], abs(resid))
         _anchor._device_event(_KC, "dev=%s bracket_ns=%d drift_ppm=%.3f resid_ns=%d"
                               % (self.label, bracket, st["drift_ppm"], resid), host)
-        self.next_calib = host + self.calib_period_ns
+        # The first few come sooner (50 ms, 100 ms, ...): until a second
+        # reference exists the rate is assumed 1, so drift would go
+        # uncorrected for a whole period.
+        k = st["calibrations"]
+        self.next_calib = host + min(self.calib_period_ns, 50_000_000 << min(k - 1, 20))
 
     def resolve(self, wait=False):
         """Write every completed edge (all of them with wait=True)."""
