@@ -143,6 +143,19 @@ def pairs(kb, ke):
 
 devp, hostp = pairs("dev_begin", "dev_end"), pairs("begin", "end")
 gpu_truth = {}
+
+
+def gpu_j_in(windows):
+    """Exact emulated GPU joules inside host-clock windows (stand-in log)."""
+    busy = sorted((a, b, GPU_W[l]) for l, a, b in vic["items"])
+    total = 0.0
+    for x, y in windows:
+        run = sum(max(0, min(b, y) - max(a, x)) for a, b, _ in busy)
+        total += sum(w * max(0, min(b, y) - max(a, x)) for a, b, w in busy) / 1e9
+        total += GPU_W["idle"] * ((y - x) - run) / 1e9
+    return total
+
+
 for name, lab in DEV_OF.items():
     items = [(a, b) for l, a, b in vic["items"] if l == lab][:ITERS]  # the last fwd item is eval's
     dp = devp.get(name, [])
@@ -161,7 +174,8 @@ for name, lab in DEV_OF.items():
     hd = sum(y - x for x, y in hostp.get(name, [])) / 1e6
     dd = sum(y - x for x, y in dp) / 1e6
     it = sum(b - a for a, b in items) / 1e6
-    print(f"     {name}: device-side {dd:.0f} ms, stand-in busy {it:.0f} ms, host-side launch windows {hd:.0f} ms")
+    print(f"     {name}: device-side {dd:.0f} ms, stand-in busy {it:.0f} ms, host-side launch windows {hd:.0f} ms; "
+          f"GPU truth in device-side phases {gpu_j_in(dp):.1f} J, in host-side windows {gpu_j_in(hostp.get(name, [])):.1f} J")
     # GPU truth on the device-side phases: item power while it runs, idle
     # power for the rest of the phase (exact from the stand-in's log).
     gpu_truth[name] = sum(GPU_W[lab] * (b - a) / 1e9 + GPU_W["idle"] * ((y - x) - (b - a)) / 1e9
