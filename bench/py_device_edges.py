@@ -82,21 +82,31 @@ def run_hooks(b, e):
     return (time.perf_counter_ns() - t) / n
 
 
-print("| path | device (emulated) | ns per phase (2 edges), device edges off | on | added ns per edge |")
-print("|---|---|---:|---:|---:|")
+print("| path | device (emulated) | ns per phase (2 edges), device edges off | on, resolver running | "
+      "added ns per edge | on, resolver paused: hot path only | added ns per edge | resolver ns per edge |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
 for dname, dev in devs.items():
-    res = {k: [] for k in ("phase_off", "phase_on", "hooks_off", "hooks_on")}
-    for _ in range(rounds):
-        res["phase_off"].append(run_phase())
-        res["hooks_off"].append(run_hooks(_anchor.begin, _anchor.end))
-        anchor.device_edges(True, backend=dev)
-        res["phase_on"].append(run_phase())
-        res["hooks_on"].append(run_hooks(_device_edges.begin, _device_edges.end))
-        st = anchor.device_edges(False)  # resolves what is pending (off the timed loop)
-    med = {k: statistics.median(v) for k, v in res.items()}
-    print("| `with anchor.phase(name): pass` | %s | %.0f | %.0f | %.0f |"
-          % (dname, med["phase_off"], med["phase_on"], (med["phase_on"] - med["phase_off"]) / 2))
-    print("| torch hooks' begin/end | %s | %.0f | %.0f | %.0f |"
-          % (dname, med["hooks_off"], med["hooks_on"], (med["hooks_on"] - med["hooks_off"]) / 2))
-print("(%d rounds x %d phases; last round: %d edges resolved, %d calibrations)"
-      % (rounds, n, st["resolved"], st["calibrations"]))
+    for pname, off_fn, on_fn in (("`with anchor.phase(name): pass`", run_phase, run_phase),
+                                 ("torch hooks' begin/end", lambda: run_hooks(_anchor.begin, _anchor.end),
+                                  lambda: run_hooks(_device_edges.begin, _device_edges.end))):
+        res = {k: [] for k in ("off", "on", "hot", "resolve")}
+        for _ in range(rounds):
+            res["off"].append(off_fn())
+            anchor.device_edges(True, backend=dev)
+            res["on"].append(on_fn())
+            anchor.device_edges(False)  # resolves what is pending (off the timed loop)
+            anchor.device_edges(True, backend=dev)
+            e = _device_edges._edges
+            e.stop.set()
+            e.thread.join()  # resolver paused: the hot path alone
+            res["hot"].append(on_fn())
+            t = time.perf_counter_ns()
+            k = e.resolve(wait=True)
+            res["resolve"].append((time.perf_counter_ns() - t) / max(k, 1))
+            st = anchor.device_edges(False)
+        med = {k: statistics.median(v) for k, v in res.items()}
+        print("| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |"
+              % (pname, dname, med["off"], med["on"], (med["on"] - med["off"]) / 2, med["hot"],
+                 (med["hot"] - med["off"]) / 2, med["resolve"]))
+print("(%d rounds x %d phases; last round: %d edges resolved, %d calibrations; load average %.1f)"
+      % (rounds, n, st["resolved"], st["calibrations"], os.getloadavg()[0]))
