@@ -111,10 +111,13 @@ enum anchor_kind {
 	ANCHOR_KIND_END = 8,
 	ANCHOR_KIND_THREAD = 9,
 	ANCHOR_KIND_CHILD_EXIT = 10,
-	ANCHOR_KIND_DEV_BEGIN = 11, /* minor 1 */
-	ANCHOR_KIND_DEV_END = 12,   /* minor 1 */
-	ANCHOR_KIND_DEV_CLOCK = 13, /* minor 1 */
-	ANCHOR_KIND_MAX_ = 14,
+	/* Minor 1, device-side edges: numbered from 16 so that other
+	 * additions of the same minor (sensor records) can take 11.. without
+	 * a clash when branches meet. */
+	ANCHOR_KIND_DEV_BEGIN = 16,
+	ANCHOR_KIND_DEV_END = 17,
+	ANCHOR_KIND_DEV_CLOCK = 18,
+	ANCHOR_KIND_MAX_ = 19,
 };
 
 enum anchor_flag {
