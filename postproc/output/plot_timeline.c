@@ -72,9 +72,12 @@ static void build_lanes(struct tl_ctx *c)
 		if (dup || !own || (!device && phase_set_primary_of(&m->ph, pid) != (long)i))
 			continue;
 		c->lane[c->nlane].thr = i;
-		snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u%s%s%.24s%s", pid,
-			 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
-			 device ? " (device)" : m->ph.thr[i].tid != pid ? " (thr)" : "");
+		if (device) /* short: the lane label column is narrow */
+			snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u device", pid);
+		else
+			snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u%s%s%.24s%s", pid,
+				 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
+				 m->ph.thr[i].tid != pid ? " (thr)" : "");
 		for (size_t k = 0; k < m->ph.thr[i].nseg; k++)
 			c->shown[m->ph.thr[i].seg[k].phase] = 1;
 		c->nlane++;

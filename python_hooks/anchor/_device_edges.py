@@ -252,6 +252,7 @@ def end(name):
 # host-only one, unchanged.
 
 _hooks_mod = None
+_armed_cuda = None
 
 
 def _ready(b):
@@ -262,7 +263,9 @@ def _ready(b):
 
 
 def _start_from_hooks():
-    b = _backend or _torch_cuda()
+    # Until CUDA is initialised this runs at every edge: only the cheap
+    # is_initialized() check (torch.cuda was found available at arm time).
+    b = _backend or _armed_cuda
     if b is None or not _ready(b):
         return False
     if enable(b) is None:
@@ -288,7 +291,7 @@ def _lazy_end(name):
 
 def arm_torch(torch, hooks_mod):
     """Called by _torch_hooks._install.  ANCHOR_DEVICE_EDGES=0 turns it off."""
-    global _hooks_mod
+    global _hooks_mod, _armed_cuda
     if os.environ.get("ANCHOR_DEVICE_EDGES", "1") in ("0", "false", "no"):
         return
     if _backend is None:
@@ -297,6 +300,7 @@ def arm_torch(torch, hooks_mod):
                 return
         except Exception:
             return
+        _armed_cuda = torch.cuda
     _hooks_mod = hooks_mod
     hooks_mod._begin, hooks_mod._end = _lazy_begin, _lazy_end
 
