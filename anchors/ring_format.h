@@ -64,6 +64,21 @@
  *               value = number of counters n; text bytes = n raw uint64
  *               counter values in SENSOR_DESC order (trailing zero words
  *               may be trimmed by a reader: pad them back to n).
+ *   DEV_BEGIN/DEV_END  (minor 1) the same phase edge as seen by an
+ *               asynchronous device (a GPU stream): name = phase name,
+ *               value = CLOCK_MONOTONIC ns at which the device reached the
+ *               edge (calibrated from device events, flag VALUE always set);
+ *               ts_ns = when the host resolved it (later, off the hot path),
+ *               tid = the resolving thread.  Readers pair them by name like
+ *               BEGIN/END but on the device timeline of (pid, tid).
+ *   DEV_CLOCK   (minor 1) one calibration of device time against the host:
+ *               value = CLOCK_MONOTONIC ns of the calibration point; name =
+ *               text "dev=cuda:0 bracket_ns=N drift_ppm=X resid_ns=N"
+ *               (bracket: width of the host reads around the device event;
+ *               drift: device clock rate against the host's; resid: how far
+ *               the previous calibration's prediction missed this one).
+ *   A reader of minor 0 skips these kinds as unknown; a ring of minor 0
+ *   simply has none.
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the
@@ -77,7 +92,7 @@
 
 #define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
 #define ANCHOR_RING_VERSION_MAJOR 1
-#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version, SENSOR_DESC, SENSOR, END range ids */
+#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version, END range ids, DEV_*, SENSOR_DESC, SENSOR */
 #define ANCHOR_RING_ENDIAN 0x1234u
 #define ANCHOR_RING_HDR_SIZE 4096u
 #define ANCHOR_SLOT_SIZE 64u
@@ -111,7 +126,11 @@ enum anchor_kind {
 	ANCHOR_KIND_END = 8,
 	ANCHOR_KIND_THREAD = 9,
 	ANCHOR_KIND_CHILD_EXIT = 10,
-	/* 11..15 left free for device-side records (issue 14 point 1). */
+	/* Minor 1 (all additive: a minor-0 reader skips them as unknown). */
+	ANCHOR_KIND_DEV_BEGIN = 11,
+	ANCHOR_KIND_DEV_END = 12,
+	ANCHOR_KIND_DEV_CLOCK = 13,
+	/* 14..15 free. */
 	ANCHOR_KIND_SENSOR_DESC = 16,
 	ANCHOR_KIND_SENSOR = 17,
 	ANCHOR_KIND_MAX_ = 18,

@@ -2,8 +2,10 @@
 #include "phase_set.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct thr_state {
 	uint32_t pid, tid;
@@ -61,6 +63,39 @@ static struct thr_state *thread_of(struct builder *b, uint32_t pid, uint32_t tid
 	return &b->ts[b->nts++];
 }
 
+/* The time of a range edge: device edges carry it in value. */
+static uint64_t edge_ns(const struct ring_event *e)
+{
+	return e->kind == ANCHOR_KIND_DEV_BEGIN || e->kind == ANCHOR_KIND_DEV_END ? e->value : e->ts_ns;
+}
+
+static uint32_t edge_tid(const struct ring_event *e)
+{
+	return e->kind == ANCHOR_KIND_DEV_BEGIN || e->kind == ANCHOR_KIND_DEV_END ? PHASE_DEVICE_TID : e->tid;
+}
+
+/* "dev=cuda:0 bracket_ns=N drift_ppm=X resid_ns=N" (ring_format.h). */
+static void dev_clock(struct phase_set *ps, const char *text)
+{
+	long long bracket = 0, resid = 0;
+	double ppm = 0;
+	const char *p;
+	if ((p = strstr(text, "bracket_ns=")))
+		bracket = atoll(p + 11);
+	if ((p = strstr(text, "drift_ppm=")))
+		ppm = atof(p + 10);
+	if ((p = strstr(text, "resid_ns=")))
+		resid = atoll(p + 9);
+	if (resid < 0)
+		resid = -resid;
+	ps->dev_calibrations++;
+	if ((double)bracket / 1e3 > ps->dev_max_bracket_us)
+		ps->dev_max_bracket_us = (double)bracket / 1e3;
+	if ((double)resid / 1e3 > ps->dev_max_resid_us)
+		ps->dev_max_resid_us = (double)resid / 1e3;
+	ps->dev_drift_ppm = ppm; /* the latest: measured over the longest baseline */
+}
+
 static long new_occ(struct builder *b, const struct ring_event *e, int phase, int depth, int from_mark)
 {
 	struct phase_set *ps = b->ps;
@@ -74,9 +109,9 @@ static long new_occ(struct builder *b, const struct ring_event *e, int phase, in
 	}
 	struct phase_occ *o = &ps->occ[ps->nocc];
 	memset(o, 0, sizeof *o);
-	o->t0_ns = o->t1_ns = e->ts_ns;
+	o->t0_ns = o->t1_ns = edge_ns(e);
 	o->pid = e->pid;
-	o->tid = e->tid;
+	o->tid = edge_tid(e);
 	o->phase = phase;
 	o->depth = depth;
 	o->from_mark = (uint8_t)from_mark;
@@ -282,13 +317,17 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 	b.ps = ps;
 	/* Pass 1: which threads use ranges, and each thread's last record. */
 	for (size_t i = 0; i < n; i++) {
-		struct thr_state *t = thread_of(&b, ev[i].pid, ev[i].tid);
+		struct thr_state *t = thread_of(&b, ev[i].pid, edge_tid(&ev[i]));
 		if (!t)
 			goto out;
-		if ((ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END) &&
+		if ((ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END ||
+		     ev[i].kind == ANCHOR_KIND_DEV_BEGIN || ev[i].kind == ANCHOR_KIND_DEV_END) &&
 		    strncmp(ev[i].text, "perun.", 6))
 			t->has_ranges = 1;
-		t->last_ns = ev[i].ts_ns;
+		if (edge_ns(&ev[i]) > t->last_ns || edge_tid(&ev[i]) != PHASE_DEVICE_TID)
+			t->last_ns = edge_ns(&ev[i]);
+		if (ev[i].kind == ANCHOR_KIND_DEV_CLOCK)
+			dev_clock(ps, ev[i].text);
 	}
 	/* Pass 2: build occurrences. */
 	for (size_t i = 0; i < n; i++) {
@@ -296,15 +335,17 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		struct thr_state *t;
 		int ph;
 		long o;
-		if (e->kind != ANCHOR_KIND_BEGIN && e->kind != ANCHOR_KIND_END && e->kind != ANCHOR_KIND_MARK)
+		int kind = e->kind == ANCHOR_KIND_DEV_BEGIN ? ANCHOR_KIND_BEGIN
+			   : e->kind == ANCHOR_KIND_DEV_END ? ANCHOR_KIND_END : e->kind;
+		if (kind != ANCHOR_KIND_BEGIN && kind != ANCHOR_KIND_END && kind != ANCHOR_KIND_MARK)
 			continue;
 		/* anchor's own bookkeeping (perun's sample clock) is no phase. */
 		if (!strncmp(e->text, "perun.", 6))
 			continue;
-		t = thread_of(&b, e->pid, e->tid);
+		t = thread_of(&b, e->pid, edge_tid(e));
 		if (!t || (ph = intern(&b, e->text)) < 0)
 			goto out;
-		if (e->kind == ANCHOR_KIND_BEGIN) {
+		if (kind == ANCHOR_KIND_BEGIN) {
 			/* A mark segment between ranges ends where the next range
 			 * starts; anchor's sync pulses and MPI calls (perun's own,
 			 * or a collective inside the marked step) nest in it. */
@@ -314,22 +355,24 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			}
 			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
 				goto out;
-			if (e->flags & ANCHOR_FLAG_VALUE) {
+			/* A device edge's value is its time, not a range id. */
+			if (e->kind == ANCHOR_KIND_BEGIN && (e->flags & ANCHOR_FLAG_VALUE)) {
 				ps->occ[o].has_id = 1;
 				ps->occ[o].id = e->value;
 			}
-		} else if (e->kind == ANCHOR_KIND_END) {
+		} else if (kind == ANCHOR_KIND_END) {
 			/* An END with a value names its range (asyncio tasks
 			 * interleave on one thread): that BEGIN first, then
 			 * by name alone as for any END. */
-			const uint64_t *id = (e->flags & ANCHOR_FLAG_VALUE) ? &e->value : NULL;
+			const uint64_t *id = (e->kind == ANCHOR_KIND_END && (e->flags & ANCHOR_FLAG_VALUE)) ? &e->value : NULL;
 			int found = 0;
 			for (int pass = id ? 0 : 1; pass < 2 && !found; pass++) {
 				const uint64_t *want = pass ? NULL : id;
-				found = close_on(ps, t, ph, want, e->ts_ns);
-				/* Ranges may cross threads: look in the process's others. */
-				for (size_t k = 0; k < b.nts && !found; k++)
-					if (b.ts[k].pid == e->pid && &b.ts[k] != t)
+				found = close_on(ps, t, ph, want, edge_ns(e));
+				/* Ranges may cross threads: look in the process's others
+				 * (host ranges only: the device timeline is its own). */
+				for (size_t k = 0; k < b.nts && !found && t->tid != PHASE_DEVICE_TID; k++)
+					if (b.ts[k].pid == e->pid && &b.ts[k] != t && b.ts[k].tid != PHASE_DEVICE_TID)
 						found = close_on(ps, &b.ts[k], ph, want, e->ts_ns);
 			}
 			if (!found)
@@ -391,7 +434,9 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		th->tid = ps->occ[lo].tid;
 		if (thread_timeline(ps, lo, hi, th))
 			goto out;
-		if (th->phase_ns > ps->thr[ps->primary].phase_ns)
+		/* The primary is a host thread (device timelines: phase_set_device_of). */
+		if (th->tid != PHASE_DEVICE_TID &&
+		    (ps->thr[ps->primary].tid == PHASE_DEVICE_TID || th->phase_ns > ps->thr[ps->primary].phase_ns))
 			ps->primary = ps->nthr - 1;
 		lo = hi;
 	}
@@ -432,7 +477,24 @@ long phase_set_primary_of(const struct phase_set *ps, uint32_t pid)
 {
 	long best = -1;
 	for (size_t i = 0; i < ps->nthr; i++)
-		if (ps->thr[i].pid == pid && (best < 0 || ps->thr[i].phase_ns > ps->thr[best].phase_ns))
+		if (ps->thr[i].pid == pid && ps->thr[i].tid != PHASE_DEVICE_TID &&
+		    (best < 0 || ps->thr[i].phase_ns > ps->thr[best].phase_ns))
 			best = (long)i;
 	return best;
+}
+
+long phase_set_device_of(const struct phase_set *ps, uint32_t pid)
+{
+	long best = -1;
+	for (size_t i = 0; i < ps->nthr; i++)
+		if ((!pid || ps->thr[i].pid == pid) && ps->thr[i].tid == PHASE_DEVICE_TID &&
+		    (best < 0 || ps->thr[i].phase_ns > ps->thr[best].phase_ns))
+			best = (long)i;
+	return best;
+}
+
+int phase_set_group_is_device(const char *group)
+{
+	/* perun's device groups: "gpu" (NVML, and AMD's under the same name). */
+	return group && !strncasecmp(group, "gpu", 3);
 }

@@ -23,6 +23,13 @@
  * or after the thread's last range with no mark or range following, stays
  * an instant (no row) and is counted in marks_in_range.
  *
+ * Device-side edges (DEV_BEGIN/DEV_END, ring minor 1): the same phases as
+ * an asynchronous device (GPU stream) reached them, at the calibrated
+ * CLOCK_MONOTONIC time in the record's value.  They form one more thread
+ * per process, tid PHASE_DEVICE_TID, never the primary thread;
+ * phase_set_device_of() finds it so GPU device groups are attributed on
+ * the device timeline and CPU/DRAM on the host's.
+ *
  * Exclusive timeline: on each thread, every instant belongs to the
  * innermost open range there.  The primary thread (most phase time) gives
  * the single timeline attributed against whole-machine power; other
@@ -37,6 +44,9 @@
 
 #include "ring_procs.h"
 #include "ring_reader.h"
+
+/* The pseudo-thread id of a process's device-side timeline. */
+#define PHASE_DEVICE_TID 0xfffffff0u
 
 /* One occurrence of a phase on one thread (inclusive: children inside). */
 struct phase_occ {
@@ -77,6 +87,9 @@ struct phase_set {
 	uint64_t unmatched_end, unclosed_begin;
 	uint64_t marks_in_range;  /* marks kept as instants (in a range, or trailing) */
 	uint8_t *tool;            /* per name: the tools' own activity (phase_set_is_tool) */
+	/* Device clock calibrations (DEV_CLOCK records). */
+	uint64_t dev_calibrations;
+	double dev_max_bracket_us, dev_drift_ppm, dev_max_resid_us;
 };
 
 /* Build from sorted ring events.  0 or -ENOMEM. */
@@ -94,7 +107,15 @@ int phase_set_is_tool(const struct phase_set *ps, int phase);
 /* Index of a name, or -1. */
 int phase_set_find(const struct phase_set *ps, const char *name);
 
-/* The primary thread of process pid (most phase time), or -1. */
+/* The primary thread of process pid (most phase time), or -1.  Never a
+ * device timeline. */
 long phase_set_primary_of(const struct phase_set *ps, uint32_t pid);
+
+/* The device timeline of process pid (pid 0: the one with most phase
+ * time in the run), or -1 when the ring has no device-side edges. */
+long phase_set_device_of(const struct phase_set *ps, uint32_t pid);
+
+/* 1 if a device group (GPU) should be attributed on the device timeline. */
+int phase_set_group_is_device(const char *group);
 
 #endif

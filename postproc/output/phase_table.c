@@ -41,7 +41,8 @@ static double quantile(const double *v, size_t n, double q)
 	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
 }
 
-static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struct phase_stats *st)
+/* device: 1 = occurrences on device timelines only, 0 = host only. */
+static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, int device, struct phase_stats *st)
 {
 	double *d = malloc((ph->nocc ? ph->nocc : 1) * sizeof *d);
 	size_t n = 0;
@@ -50,7 +51,7 @@ static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struc
 		diag_fatal(NULL, "out of memory");
 	for (size_t i = 0; i < ph->nocc; i++) {
 		const struct phase_occ *o = &ph->occ[i];
-		if (o->phase != phase || (pid && o->pid != pid))
+		if (o->phase != phase || (pid && o->pid != pid) || (o->tid == PHASE_DEVICE_TID) != device)
 			continue;
 		d[n++] = (double)(o->t1_ns - o->t0_ns) / 1e9;
 		st->total_s += d[n - 1];
@@ -68,8 +69,9 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 			   struct phase_scope *sr)
 {
 	size_t np = m->ph.nnames, ng = m->ngroups;
-	const struct phase_thread *th;
+	const struct phase_thread *th, *host, *dev = NULL;
 	struct attrib_interval *iv;
+	long dthr = phase_set_device_of(&m->ph, sr->pid);
 
 	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
 	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
@@ -77,8 +79,11 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 		diag_fatal(NULL, "out of memory");
 	if (sr->thr < 0 || !m->nsen)
 		return;
-	th = &m->ph.thr[sr->thr];
-	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
+	host = &m->ph.thr[sr->thr];
+	/* GPU groups on the device timeline when the ring has one. */
+	if (dthr >= 0)
+		dev = &m->ph.thr[dthr];
+	iv = malloc((host->nseg > (dev ? dev->nseg : 0) ? host->nseg + 1 : dev->nseg + 1) * sizeof *iv);
 	if (!iv)
 		diag_fatal(NULL, "out of memory");
 	/* An alignment known only to within its 95 % interval (the fallback
@@ -94,6 +99,7 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 		struct attrib_result r;
 		int rc;
 		size_t niv = 0;
+		th = dev && phase_set_group_is_device(es->group) ? dev : host;
 		/* Sensor time = timeline - offset.  The tools' own activity
 		 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
 		 * phase to fit a power to: its time stays unattributed. */
@@ -140,6 +146,7 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 	/* Inclusive energy: the self energy of every segment inside each
 	 * outermost occurrence of the phase on the primary thread. */
 	for (size_t g = 0; g < ng; g++) {
+		th = dev && phase_set_group_is_device(m->groups[g]) ? dev : host;
 		for (size_t i = 0; i < m->ph.nocc; i++) {
 			const struct phase_occ *o = &m->ph.occ[i];
 			int outer = 1;
@@ -267,6 +274,8 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	size_t np = m->ph.nnames, ng = m->ngroups ? m->ngroups : 1;
 	char scope[32], fl[96];
 	const struct phase_thread *th = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL;
+	long dthr = phase_set_device_of(&m->ph, sr->pid);
+	const struct phase_thread *dev = dthr >= 0 && th ? &m->ph.thr[dthr] : NULL;
 
 	if (sr->pid)
 		snprintf(scope, sizeof scope, "%u", sr->pid);
@@ -281,6 +290,11 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
 			fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
 				m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);
+		if (dev)
+			fprintf(tty, "GPU groups on the device-side timeline (%llu clock calibrations, drift %.1f ppm, "
+				     "bracket <= %.1f us, fit residual <= %.1f us)\n",
+				(unsigned long long)m->ph.dev_calibrations, m->ph.dev_drift_ppm,
+				m->ph.dev_max_bracket_us, m->ph.dev_max_resid_us);
 		fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
 		for (size_t g = 0; g < m->ngroups; g++)
 			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
@@ -296,32 +310,43 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		int unattr = k == np, total = k == np + 1;
 		/* The tools' own activity: CSV only (flag "tool"). */
 		int hide = k < np && phase_set_is_tool(&m->ph, (int)k);
-		struct phase_stats st;
+		struct phase_stats st, hst, dst;
 		tty = hide ? NULL : all_tty;
 		const char *name = total ? "(total)" : unattr ? "(unattributed)" : m->ph.names[k];
-		int on_primary = 0;
-		double self_s = 0;
+		int on_primary = 0, on_host = 0, on_dev = 0;
+		double self_s = 0, host_s = 0, dev_s = 0;
 		if (!unattr && !total) {
-			stats_for(&m->ph, (int)k, sr->pid, &st);
-			if (!st.count)
+			stats_for(&m->ph, (int)k, sr->pid, 0, &hst);
+			stats_for(&m->ph, (int)k, sr->pid, 1, &dst);
+			if (!hst.count && !dst.count)
 				continue;
 			if (th)
 				for (size_t i = 0; i < th->nseg; i++)
 					if (th->seg[i].phase == (int)k) {
-						on_primary = 1;
-						self_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
+						on_host = 1;
+						host_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
+					}
+			if (dev)
+				for (size_t i = 0; i < dev->nseg; i++)
+					if (dev->seg[i].phase == (int)k) {
+						on_dev = 1;
+						dev_s += (double)(dev->seg[i].t1_ns - dev->seg[i].t0_ns) / 1e9;
 					}
 		} else {
 			/* Summary rows: no occurrences (count 0, an integer like
 			 * every row's), their seconds in total_s as in self_s. */
-			memset(&st, 0, sizeof st);
-			st.mean_ms = NAN;
-			on_primary = 1;
+			memset(&hst, 0, sizeof hst);
+			hst.mean_ms = NAN;
 			if (total)
-				st.total_s = m->span_t1_s - m->span_t0_s;
+				hst.total_s = m->span_t1_s - m->span_t0_s;
 			else if (m->nsen)
-				st.total_s = sr->row[k * ng].time_s;
+				hst.total_s = sr->row[k * ng].time_s;
+			dst = hst;
+			on_host = on_dev = 1;
 		}
+		st = hst.count ? hst : dst;
+		on_primary = on_host;
+		self_s = host_s;
 		if (tty) {
 			if (isnan(st.mean_ms))
 				fprintf(tty, "%-22.22s %6zu %9.3f %9s", name, st.count, st.total_s, "-");
@@ -329,6 +354,13 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 				fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
 		}
 		for (size_t g = 0; g < ng; g++) {
+			/* A GPU group reads the device timeline's time and stats. */
+			int gdev = dev && m->ngroups && phase_set_group_is_device(m->groups[g]);
+			if (!unattr && !total) {
+				st = gdev ? dst : hst;
+				on_primary = gdev ? on_dev : on_host;
+				self_s = gdev ? dev_s : host_s;
+			}
 			const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
 			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
 			double gt = m->nsen ? sr->total_j[g] : NAN;
@@ -379,6 +411,7 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			}
 		}
 		if (tty) {
+			on_primary = on_host || on_dev;
 			const struct phase_group_row *r0 = m->nsen && !total ? &sr->row[k * ng] : NULL;
 			int any = 0;
 			for (size_t g = 0; g < ng; g++)

@@ -61,20 +61,24 @@ static void build_lanes(struct tl_ctx *c)
 		const struct ring_proc *p = ring_procs_find(&m->rl.procs, pid);
 		const char *exe = p && p->exe[0] ? p->exe : "";
 		const char *base = strrchr(exe, '/');
-		int dup = 0, own = 0;
-		for (size_t k = 0; k < c->nlane; k++)
-			dup |= m->ph.thr[c->lane[k].thr].pid == pid;
+		int dup = 0, own = 0, device = m->ph.thr[i].tid == PHASE_DEVICE_TID;
+		/* A process's device-side timeline (GPU stream) gets its own lane. */
+		for (size_t k = 0; k < c->nlane && !device; k++)
+			dup |= m->ph.thr[c->lane[k].thr].pid == pid && m->ph.thr[c->lane[k].thr].tid != PHASE_DEVICE_TID;
 		/* A process whose only phases are the tools' own activity
 		 * ("anchor.sync_pulse" in every Python process, perun's MPI
 		 * calls) gets no lane. */
 		for (size_t k = 0; k < m->ph.thr[i].nseg && !own; k++)
 			own = !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
-		if (dup || !own || phase_set_primary_of(&m->ph, pid) != (long)i)
+		if (dup || !own || (!device && phase_set_primary_of(&m->ph, pid) != (long)i))
 			continue;
 		c->lane[c->nlane].thr = i;
-		snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u%s%s%.24s%s", pid,
-			 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
-			 m->ph.thr[i].tid != pid ? " (thr)" : "");
+		if (device) /* short: the lane label column is narrow */
+			snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u device", pid);
+		else
+			snprintf(c->lane[c->nlane].label, sizeof c->lane[c->nlane].label, "pid %u%s%s%.24s%s", pid,
+				 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
+				 m->ph.thr[i].tid != pid ? " (thr)" : "");
 		for (size_t k = 0; k < m->ph.thr[i].nseg; k++)
 			c->shown[m->ph.thr[i].seg[k].phase] = !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
 		c->nlane++;

@@ -149,7 +149,9 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 			double t0 = energy_model_tl(m, o->t0_ns), t1 = energy_model_tl(m, o->t1_ns);
 			if (a->type == AEV_SLICE) {
 				open_ev(w, "X", a->pid, a->tid);
-				fputs(",\"cat\":\"anchor\",\"name\":", w->fp);
+				/* Device-side phases: their own category and track. */
+				fputs(o->tid == PHASE_DEVICE_TID ? ",\"cat\":\"anchor.device\",\"name\":"
+								 : ",\"cat\":\"anchor\",\"name\":", w->fp);
 				put_str(w, name);
 				put_ts(w, "ts", t0);
 				fprintf(w->fp, ",\"dur\":%.3f", (t1 - t0) * 1e6);
@@ -215,6 +217,15 @@ static void write_names(struct w *w, const struct energy_model *m)
 		snprintf(buf, sizeof buf, "%.200s (tid %" PRIu32 ")", e->text && e->text[0] ? e->text : "thread", e->tid);
 		meta(w, "thread_name", e->pid, e->tid, buf);
 		sort_index(w, "thread_sort_index", e->pid, e->tid, 2 * (long)e->tid);
+	}
+	/* Device-side timelines (phase_set.h): named, sorted after the host's. */
+	for (size_t i = 0; i < m->ph.nthr; i++) {
+		if (m->ph.thr[i].tid != PHASE_DEVICE_TID)
+			continue;
+		snprintf(buf, sizeof buf, "device-side phases (GPU stream, calibrated: drift %.1f ppm, bracket <= %.1f us)",
+			 m->ph.dev_drift_ppm, m->ph.dev_max_bracket_us);
+		meta(w, "thread_name", m->ph.thr[i].pid, PHASE_DEVICE_TID, buf);
+		sort_index(w, "thread_sort_index", m->ph.thr[i].pid, PHASE_DEVICE_TID, 1L << 40);
 	}
 	/* The primary thread's process first: that is where the joules go. */
 	if (m->ph.nthr)

@@ -51,6 +51,7 @@ __all__ = [
     "NAME_MAX",
     "auto",
     "begin",
+    "device_edges",
     "enabled",
     "end",
     "mark",
@@ -171,3 +172,21 @@ def auto(target="torch"):
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()
+
+
+def device_edges(on=True, backend=None, all_phases=True):
+    """Device-side phase edges (CUDA/ROCm streams), see anchor._device_edges.
+
+    on=True: every ``anchor.phase`` (all_phases=True) or only those made with
+    ``phase(name, device=True)`` also record a device event on the current
+    stream at each edge; a background thread resolves them into DEV_BEGIN/
+    DEV_END ring records on CLOCK_MONOTONIC (calibrated, drift reported).
+    Never synchronizes the calling thread.  backend: a torch.cuda-shaped
+    object (default torch.cuda when available).  Returns True when active.
+    on=False stops it and resolves what is pending; returns the stats dict.
+    """
+    from . import _device_edges
+
+    if not on:
+        return _device_edges.disable()
+    return _device_edges.enable(backend, all_phases=all_phases) is not None

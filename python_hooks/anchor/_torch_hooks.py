@@ -30,6 +30,10 @@ optimizer or data changes.  Names written:
                    wait.  DDP's gradient buckets go through the C++ reducer,
                    not these functions: they are not seen (docs/mpi.md).
 
+On a CUDA or ROCm build every edge above also records a device event
+(anchor/_device_edges.py): DEV_BEGIN/DEV_END records say when the GPU
+reached the edge.  ANCHOR_DEVICE_EDGES=0 turns that off.
+
 torch is never imported by us: if it is not imported yet, the meta-path
 watcher of anchor._import_hook installs the hooks right after
 ``import torch`` finishes, and removes itself.
@@ -202,12 +206,20 @@ def _install(torch):
         if not getattr(orig, "__anchor_wrapped__", False):
             setattr(owner, attr, wrap(orig))
             _restore.append((owner, attr, orig))
+    # Device-side edges on CUDA/ROCm builds (anchor/_device_edges.py).
+    import sys
+    from . import _device_edges
+
+    _device_edges.arm_torch(torch, sys.modules[__name__])
 
 
 def uninstall():
     """Remove the hooks and wrappers again (benchmarks switch auto mode
     off and on in one process to compare like with like)."""
     global _installed
+    from . import _device_edges
+
+    _device_edges.disarm_torch()
     with _lock:
         while _handles:
             _handles.pop().remove()

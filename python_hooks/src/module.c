@@ -164,6 +164,46 @@ static PyObject *py_set_decorator(PyObject *self, PyObject *fn)
 	Py_RETURN_NONE;
 }
 
+/* _device_event(kind, name, mono_ns): a DEV_BEGIN/DEV_END/DEV_CLOCK
+ * record (ring_format.h) from anchor/_device_edges.py's resolver thread. */
+static PyObject *py_device_event(PyObject *self, PyObject *args)
+{
+	int kind;
+	PyObject *name;
+	unsigned long long v;
+	const char *s;
+	Py_ssize_t n;
+
+	if (!PyArg_ParseTuple(args, "iOK:_device_event", &kind, &name, &v))
+		return NULL;
+	if (kind != ANCHOR_KIND_DEV_BEGIN && kind != ANCHOR_KIND_DEV_END && kind != ANCHOR_KIND_DEV_CLOCK) {
+		PyErr_SetString(PyExc_ValueError, "_device_event: not a device kind");
+		return NULL;
+	}
+	if (pya_name_utf8(name, &s, &n) < 0)
+		return NULL;
+	pya.event(kind, s, (size_t)n, ANCHOR_FLAG_VALUE, (uint64_t)v);
+	Py_RETURN_NONE;
+}
+
+/* _set_device_hook(fn or None, all): see pya_device_hook. */
+static PyObject *py_set_device_hook(PyObject *self, PyObject *args)
+{
+	PyObject *fn;
+	int all = 0;
+
+	if (!PyArg_ParseTuple(args, "O|p:_set_device_hook", &fn, &all))
+		return NULL;
+	if (fn != Py_None && !PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "_set_device_hook needs a callable or None");
+		return NULL;
+	}
+	Py_XINCREF(fn == Py_None ? NULL : fn);
+	Py_XSETREF(pya_device_hook, fn == Py_None ? NULL : fn);
+	pya_device_all = pya_device_hook ? all : 0;
+	Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(mark_doc,
 "mark(name, value=None)\n--\n\n"
 "Record an instant named `name` (str) now.\n\n"
@@ -207,6 +247,8 @@ static PyMethodDef methods[] = {
 	{"_set_decorator", py_set_decorator, METH_O, "Internal: phase(name)(func) calls fn(phase, func)."},
 	{"_set_nvtx", (PyCFunction)(void (*)(void))pya_set_nvtx, METH_FASTCALL,
 	 "Internal: `with phase` also calls push(name)/pop() (None, None: off)."},
+	{"_device_event", py_device_event, METH_VARARGS, "Internal: _device_event(kind, name, mono_ns)."},
+	{"_set_device_hook", py_set_device_hook, METH_VARARGS, "Internal: _set_device_hook(fn|None, all=False)."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -227,7 +269,10 @@ PyMODINIT_FUNC PyInit__anchor(void)
 		return NULL;
 	if (PyModule_AddType(m, &pya_phase_type) < 0 ||
 	    PyModule_AddIntConstant(m, "NAME_MAX", ANCHOR_NAME_MAX) < 0 ||
-	    PyModule_AddStringConstant(m, "__version__", ANCHOR_VERSION) < 0) {
+	    PyModule_AddStringConstant(m, "__version__", ANCHOR_VERSION) < 0 ||
+	    PyModule_AddIntConstant(m, "_KIND_DEV_BEGIN", ANCHOR_KIND_DEV_BEGIN) < 0 ||
+	    PyModule_AddIntConstant(m, "_KIND_DEV_END", ANCHOR_KIND_DEV_END) < 0 ||
+	    PyModule_AddIntConstant(m, "_KIND_DEV_CLOCK", ANCHOR_KIND_DEV_CLOCK) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -111,15 +111,18 @@ static void nvtx_call(PyObject *fn, PyObject *arg)
 	else
 		PyErr_Clear();
 }
+PyObject *pya_device_hook;
+int pya_device_all;
 
 typedef struct {
 	PyObject_HEAD
 	PyObject *name;   /* the str, kept alive for its cached UTF-8 */
 	const char *utf8; /* borrowed from name */
 	Py_ssize_t len;
+	int device;       /* phase(name, device=True) */
 } phase_object;
 
-static PyObject *phase_make(PyTypeObject *type, PyObject *name)
+static PyObject *phase_make(PyTypeObject *type, PyObject *name, int device)
 {
 	phase_object *p;
 	const char *s;
@@ -134,27 +137,51 @@ static PyObject *phase_make(PyTypeObject *type, PyObject *name)
 	p->name = name;
 	p->utf8 = s;
 	p->len = n;
+	p->device = device;
 	return (PyObject *)p;
 }
 
 static PyObject *phase_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+	int device = 0;
 
-	if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
-		PyErr_SetString(PyExc_TypeError, "phase(name) takes exactly one positional argument");
-		return NULL;
+	if (nargs != 1)
+		goto usage;
+	if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+		/* Only device=...: the one keyword, off the common path. */
+		if (PyTuple_GET_SIZE(kwnames) != 1 ||
+		    PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "device"))
+			goto usage;
+		if ((device = PyObject_IsTrue(args[1])) < 0)
+			return NULL;
 	}
-	return phase_make((PyTypeObject *)type, args[0]);
+	return phase_make((PyTypeObject *)type, args[0], device);
+usage:
+	PyErr_SetString(PyExc_TypeError, "phase(name, device=False) takes one positional argument");
+	return NULL;
 }
 
 static PyObject *phase_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-	if (PyTuple_GET_SIZE(args) != 1 || (kwargs && PyDict_GET_SIZE(kwargs))) {
-		PyErr_SetString(PyExc_TypeError, "phase(name) takes exactly one positional argument");
+	static char *kw[] = {"name", "device", NULL};
+	PyObject *name;
+	int device = 0;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:phase", kw, &name, &device))
 		return NULL;
-	}
-	return phase_make(type, PyTuple_GET_ITEM(args, 0));
+	return phase_make(type, name, device);
+}
+
+/* The device edge after the host record.  An error in the hook must not
+ * break the user's `with` block: it is reported as unraisable. */
+static void device_edge(phase_object *p, int is_end)
+{
+	PyObject *r = PyObject_CallFunction(pya_device_hook, "Oi", p->name, is_end);
+	if (r)
+		Py_DECREF(r);
+	else
+		PyErr_WriteUnraisable(pya_device_hook);
 }
 
 static void phase_dealloc(phase_object *p)
@@ -186,6 +213,8 @@ static PyObject *phase_enter(phase_object *p, PyObject *unused)
 	pya.event(ANCHOR_KIND_BEGIN, p->utf8, (size_t)p->len, 0, 0);
 	if (pya_nvtx_push)
 		nvtx_call(pya_nvtx_push, p->name);
+	if (pya_device_hook && (p->device || pya_device_all))
+		device_edge(p, 0);
 	Py_INCREF(p);
 	return (PyObject *)p;
 }
@@ -195,6 +224,8 @@ static PyObject *phase_exit(phase_object *p, PyObject *const *args, Py_ssize_t n
 	if (pya_nvtx_pop)
 		nvtx_call(pya_nvtx_pop, NULL);
 	pya.event(ANCHOR_KIND_END, p->utf8, (size_t)p->len, 0, 0);
+	if (pya_device_hook && (p->device || pya_device_all))
+		device_edge(p, 1);
 	Py_RETURN_FALSE; /* never swallow the block's exception */
 }
 
@@ -248,6 +279,7 @@ static PyMethodDef phase_methods[] = {
 
 static PyMemberDef phase_members[] = {
 	{"name", T_OBJECT, offsetof(phase_object, name), READONLY, "The phase name (str)."},
+	{"device", T_INT, offsetof(phase_object, device), READONLY, "1: also device-side edges."},
 	{NULL, 0, 0, 0, NULL},
 };
 
@@ -259,14 +291,16 @@ PyTypeObject pya_phase_type = {
 	.tp_repr = (reprfunc)phase_repr,
 	.tp_call = (ternaryfunc)phase_call,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
-	.tp_doc = "phase(name)\n--\n\n"
+	.tp_doc = "phase(name, device=False)\n--\n\n"
 		  "A named range: `with anchor.phase(name):` writes BEGIN on entry and END\n"
 		  "on exit (also when the block raises; the exception propagates).\n"
 		  "`async with anchor.phase(name):` does the same inside coroutines, tagging\n"
 		  "BEGIN/END with the task's range id so concurrent tasks pair correctly.\n"
 		  "`@anchor.phase(name)` wraps a function (or coroutine function) so each\n"
 		  "call runs inside the range.  The object holds only the name: reuse it,\n"
-		  "nest it, share it between threads.  Name rules as for mark().",
+		  "nest it, share it between threads.  Name rules as for mark().\n"
+		  "device=True: each edge also records a device event on the current\n"
+		  "stream (anchor.device_edges(); a no-op until that is enabled).",
 	.tp_methods = phase_methods,
 	.tp_members = phase_members,
 	.tp_new = phase_new,

@@ -43,6 +43,12 @@ void pya_record_start(void);
 /* The `phase` type (phase.c), ready for PyModule_AddType. */
 extern PyTypeObject pya_phase_type;
 
+/* Device-side edges (anchor/_device_edges.py): when set, phase objects
+ * made with device=True (or every phase, when pya_device_all) call
+ * hook(name, is_end) at each edge, after the host record. */
+extern PyObject *pya_device_hook;
+extern int pya_device_all;
+
 /* Called by phase(name)(func): set from Python with _set_decorator(). */
 extern PyObject *pya_decorator;
 
