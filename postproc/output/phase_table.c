@@ -252,7 +252,11 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 			memset(&st, 0, sizeof st);
 			on_primary = 1;
 		}
-		if (tty) {
+		if (tty && (unattr || total)) {
+			/* The CSV's self_s of these rows (group 0's for unattributed). */
+			double row_s = total ? m->span_t1_s - m->span_t0_s : m->nsen ? sr->row[k * ng].time_s : NAN;
+			fprintf(tty, "%-22.22s %6s %9.3f %9s", name, "-", row_s, "-");
+		} else if (tty) {
 			fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
 		}
 		for (size_t g = 0; g < ng; g++) {
