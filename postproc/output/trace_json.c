@@ -14,7 +14,8 @@
 #include "ring_clock.h"
 #include "ring_format.h"
 
-/* Pseudo-process of the power counters; real pids stay below 2^22. */
+/* Pseudo-process of the power counters when no phase ran; real pids stay
+ * below 2^22. */
 #define POWER_PID 1073741824u
 /* py-spy tracks: tid | STACK_TID_BIT beside the thread they sample. */
 #define STACK_TID_BIT (1u << 30)
@@ -255,12 +256,21 @@ static void write_names(struct w *w, const struct energy_model *m)
 static void write_power(struct w *w, const struct energy_model *m)
 {
 	char buf[256];
+	uint32_t pid = POWER_PID;
 	if (!m->ngroups)
 		return;
-	snprintf(buf, sizeof buf, "perun %s: power per device group%s%s", m->host->name, m->emulated ? " - " : "",
-		 energy_model_sensor_note(m));
-	meta(w, "process_name", POWER_PID, 0, buf);
-	sort_index(w, "process_sort_index", POWER_PID, 0, -2);
+	/* The Perfetto UI orders processes by their slices, whatever the
+	 * sort_index says: a counter-only process always ends up last.  So
+	 * the counters go on the primary thread's process, the one listed
+	 * first, and a pseudo-process holds them only when no phase ran. */
+	if (m->ph.nthr) {
+		pid = m->ph.thr[m->ph.primary].pid;
+	} else {
+		snprintf(buf, sizeof buf, "perun %s: power per device group%s%s", m->host->name,
+			 m->emulated ? " - " : "", energy_model_sensor_note(m));
+		meta(w, "process_name", pid, 0, buf);
+		sort_index(w, "process_sort_index", pid, 0, -2);
+	}
 	for (size_t g = 0; g < m->ngroups; g++) {
 		struct group_power gp;
 		char *name;
@@ -270,7 +280,7 @@ static void write_power(struct w *w, const struct energy_model *m)
 		/* A counter holds its value until the next event: each window's
 		 * mean at the window's start, and 0 after the last window. */
 		for (size_t i = 1; i <= gp.n && gp.n > 1; i++) {
-			open_ev(w, "C", POWER_PID, 0);
+			open_ev(w, "C", pid, 0);
 			fprintf(w->fp, ",\"name\":%s", name);
 			put_ts(w, "ts", gp.t_s[i - 1]);
 			fputs(",\"args\":{\"power (W)\":", w->fp);
