@@ -185,7 +185,8 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 					   : r->method == ATTRIB_SPLIT ? "split" : "";
 			snprintf(buf, sizeof buf, "%.2f s, %s", r->time_s, r->mixed ? "mixed" : meth);
 		} else {
-			snprintf(buf, sizeof buf, "%.2f s", bar_value(c, k, 0));
+			/* The time is on the bar already. */
+			snprintf(buf, sizeof buf, "no energy");
 		}
 		if (c->slanted) {
 			/* Name and detail on one slanted line ending under the bar. */
