@@ -184,6 +184,9 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 	}
 	cairo_restore(cr);
 	cairo_set_source_rgb(cr, 0, 0, 0);
+	if (!m->ngroups)
+		plot_text(cr, x0 + w / 2, y + ph / 2, 13, 0.5, 0.5, 0,
+			  "no power sensor in the perun file: no power to draw, phases only");
 	cairo_set_line_width(cr, 1);
 	cairo_rectangle(cr, x0 + 0.5, y + 0.5, w, ph);
 	cairo_stroke(cr);
