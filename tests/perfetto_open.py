@@ -17,11 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 EXPAND = ("document.querySelectorAll('.pf-track__collapse-button').forEach("
 	  "b => { if (b.innerText.includes('expand_more')) b.click(); })")
+MODAL = ("Array.from(document.querySelectorAll('.pf-modal-dialog, .modal-dialog, [class*=modal]'))"
+	 ".map(e => e.innerText).join(' | ')")
 LOAD_S = 90  # generous: the UI's wasm trace processor on a loaded 2-core machine
 
 
@@ -111,7 +114,6 @@ def main():
 		os.dup2(a, 3)
 		os.dup2(b, 4)
 
-	import tempfile
 	prof = tempfile.mkdtemp(prefix="anchor-chromium-")
 	proc = subprocess.Popen([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 				 "--no-first-run", "--remote-debugging-pipe", f"--user-data-dir={prof}",
@@ -136,6 +138,9 @@ def main():
 		text = ""
 		while time.monotonic() - t0 < LOAD_S:
 			time.sleep(1)
+			if cdp.call("Runtime.evaluate", {"expression": MODAL, "returnByValue": True},
+				    session=sid)["result"].get("value", "").strip():
+				break  # an error dialog: no need to wait for the tracks
 			text = cdp.call("Runtime.evaluate", {"expression": "document.body ? document.body.innerText : ''",
 							   "returnByValue": True}, session=sid)["result"].get("value", "")
 			if any(p.endswith("localtrace") for p in served) and all(s in text for s in want):
@@ -147,13 +152,8 @@ def main():
 				# that counter and thread track names are on the page.
 				cdp.call("Runtime.evaluate", {"expression": EXPAND}, session=sid)
 		time.sleep(2)  # let the track canvas paint
-		if os.environ.get("PERFETTO_DUMP"):
-			html = cdp.call("Runtime.evaluate", {"expression": "document.body.outerHTML", "returnByValue": True},
-					session=sid)["result"].get("value", "")
-			open(os.environ["PERFETTO_DUMP"], "w").write(html)
-		modal = cdp.call("Runtime.evaluate", {"expression":
-			"Array.from(document.querySelectorAll('.pf-modal-dialog, .modal-dialog, [class*=modal]'))"
-			".map(e => e.innerText).join(' | ')", "returnByValue": True}, session=sid)["result"].get("value", "")
+		modal = cdp.call("Runtime.evaluate", {"expression": MODAL, "returnByValue": True},
+				 session=sid)["result"].get("value", "")
 		png = cdp.call("Page.captureScreenshot", {"format": "png"}, session=sid)["data"]
 		with open(shot, "wb") as f:
 			f.write(base64.b64decode(png))
@@ -171,7 +171,7 @@ def main():
 			proc.kill()
 		srv.shutdown()
 		shutil.rmtree(prof, ignore_errors=True)
-	print(f"perfetto: loaded in {time.monotonic() - t0:.1f} s; screenshot {shot}")
+	print(f"perfetto: page watched for {time.monotonic() - t0:.1f} s; screenshot {shot}")
 	if not any(p.endswith("localtrace") for p in served):
 		print("FAIL: the Perfetto UI never asked for the trace; requests: " + " ".join(served[:20]))
 		return 1
