@@ -151,6 +151,11 @@ def main():
 				# Expand every track group (process, then thread groups) so
 				# that counter and thread track names are on the page.
 				cdp.call("Runtime.evaluate", {"expression": EXPAND}, session=sid)
+		if want:
+			# Bring the first wanted track (power) into the screenshot.
+			cdp.call("Runtime.evaluate", {"expression":
+				 "Array.from(document.querySelectorAll('.pf-track__title')).find(e => e.innerText.includes("
+				 + json.dumps(want[0]) + "))?.scrollIntoView({block: 'center'})"}, session=sid)
 		time.sleep(2)  # let the track canvas paint
 		modal = cdp.call("Runtime.evaluate", {"expression": MODAL, "returnByValue": True},
 				 session=sid)["result"].get("value", "")
