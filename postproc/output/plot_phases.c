@@ -2,7 +2,12 @@
  * plot_phases.c - phases.svg/png: self energy per phase, one bar per
  * device group side by side (grouped, not stacked, so each bar carries
  * its own 95 % interval as an error bar, exactly the phases.csv row), and
- * "(unattributed)": perun's energy while no phase ran.
+ * "(unattributed)": perun's energy while no phase ran.  Without a power
+ * sensor the bars are the phases' self times and the picture says so.
+ * The tools' own phases (phase_set_is_tool) are left out.  Phase names
+ * that do not fit under their bar are written at a slant, and names
+ * longer than LABEL_MAX characters are cut (the full name is in
+ * phases.csv).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +23,8 @@
 #define RIGHT_PX 170.0
 #define TOP_PX 90.0
 #define BOTTOM_PX 80.0
+#define LABEL_MAX 40      /* characters of a phase name under its bar */
+#define SLANT_DEG 35.0
 
 struct bars_ctx {
 	const struct energy_model *m;
@@ -26,35 +33,72 @@ struct bars_ctx {
 	int *cat;       /* phase index per category (nnames: unattributed) */
 	size_t ncat;
 	double ymax;
-	double hidden_j;  /* energy of the phases not drawn (anchor.*) */
+	double bottom_px, left_px; /* margins the names need */
+	double hidden_j;  /* energy of the phases not drawn (the tool's own) */
 	size_t nhidden;
+	int slanted;      /* names too wide for their slot: drawn at a slant */
+	char (*label)[LABEL_MAX + 8];
 };
+
+static double bar_value(const struct bars_ctx *c, size_t k, size_t g);
+
+/* Name of category k, cut to LABEL_MAX characters (UTF-8 safe). */
+static void make_label(const struct energy_model *m, int p, char *buf, size_t cap)
+{
+	const char *name = p == (int)m->ph.nnames ? "(unattributed)" : m->ph.names[p];
+	size_t n = 0, chars = 0;
+	while (name[n] && chars < LABEL_MAX) {
+		n++;
+		while ((name[n] & 0xC0) == 0x80)
+			n++;
+		chars++;
+	}
+	snprintf(buf, cap, "%.*s%s", (int)n, name, name[n] ? "\xe2\x80\xa6" : "");
+}
 
 static const struct phase_group_row *row(const struct bars_ctx *c, size_t k, size_t g)
 {
 	return &c->sr->row[(size_t)c->cat[k] * c->m->ngroups + g];
 }
 
+/* Bar height: self energy, or self seconds without a power sensor. */
+static double bar_value(const struct bars_ctx *c, size_t k, size_t g)
+{
+	double v;
+	if (!c->m->ngroups)
+		return phase_scope_self_s(c->m, c->sr, c->cat[k]);
+	v = row(c, k, g)->energy_j;
+	return isfinite(v) ? v : 0;
+}
+
 static void draw(cairo_t *cr, double w, double h, void *ctx)
 {
 	const struct bars_ctx *c = ctx;
 	const struct energy_model *m = c->m;
-	size_t ng = m->ngroups;
-	double x0 = LEFT_PX, pw = w - LEFT_PX - RIGHT_PX, y0 = TOP_PX, ph = h - TOP_PX - BOTTOM_PX;
-	double slot = c->ncat ? pw / (double)c->ncat : pw, bw = slot * 0.8 / (double)(ng ? ng : 1);
+	size_t ng = m->ngroups, nbar = ng ? ng : 1;
+	double x0 = c->left_px, pw = w - c->left_px - RIGHT_PX, y0 = TOP_PX, ph = h - TOP_PX - c->bottom_px;
+	double slot = c->ncat ? pw / (double)c->ncat : pw, bw = slot * 0.8 / (double)nbar;
 	double step = plot_tick_step(c->ymax, 6);
 	char buf[512];
 
 	cairo_set_source_rgb(cr, 0, 0, 0);
-	snprintf(buf, sizeof buf, "energy per phase: %s", c->title);
+	snprintf(buf, sizeof buf, "%s per phase: %s", ng ? "energy" : "time", c->title);
 	plot_text(cr, 20, 14, 17, 0, 0, 1, buf);
-	snprintf(buf, sizeof buf, "self energy on the primary thread's timeline (nested phases excluded); "
-				  "error bars: 95 %% interval; alignment %s (+-%.3g ms)",
-		 m->align.method, m->align.uncert_ms);
+	if (ng)
+		snprintf(buf, sizeof buf, "self energy on the primary thread's timeline (nested phases excluded); "
+					  "error bars: 95 %% interval; alignment %s (+-%.3g ms)",
+			 m->align.method, m->align.uncert_ms);
+	else
+		snprintf(buf, sizeof buf, "no power sensor in the perun file: no energy; bars are each phase's self "
+					  "time on the primary thread (nested phases excluded)");
 	plot_text(cr, 20, 40, 12, 0, 0, 0, buf);
 	if (c->nhidden) {
-		snprintf(buf, sizeof buf, "not drawn: anchor's own sync pulses (%.3g J in all groups, rows in phases.csv)",
-			 c->hidden_j);
+		if (ng)
+			snprintf(buf, sizeof buf, "not drawn: %zu phase(s) of the tool itself (anchor.*, perun's MPI "
+						  "calls): %.3g J in all groups, rows in phases.csv", c->nhidden, c->hidden_j);
+		else
+			snprintf(buf, sizeof buf, "not drawn: %zu phase(s) of the tool itself (anchor.*, perun's MPI "
+						  "calls), rows in phases.csv", c->nhidden);
 		plot_text(cr, 20, 58, 11, 0, 0, 0, buf);
 	}
 	if (m->emulated) {
@@ -76,22 +120,25 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 	cairo_save(cr);
 	cairo_translate(cr, x0 - 60, y0 + ph / 2);
 	cairo_rotate(cr, -M_PI / 2);
-	plot_text(cr, 0, 0, 12, 0.5, 0.5, 0, "energy (J)");
+	plot_text(cr, 0, 0, 12, 0.5, 0.5, 0, ng ? "energy (J)" : "self time (s)");
 	cairo_restore(cr);
 
 	for (size_t k = 0; k < c->ncat; k++) {
 		double cx = x0 + slot * ((double)k + 0.5);
 		int p = c->cat[k];
-		for (size_t g = 0; g < ng; g++) {
-			const struct phase_group_row *r = row(c, k, g);
-			double bx = cx - bw * (double)ng / 2 + bw * (double)g;
-			double e = isfinite(r->energy_j) ? r->energy_j : 0;
+		for (size_t g = 0; g < nbar; g++) {
+			const struct phase_group_row *r = ng ? row(c, k, g) : NULL;
+			double bx = cx - bw * (double)nbar / 2 + bw * (double)g;
+			double e = bar_value(c, k, g);
 			double yb = y0 + ph - e / c->ymax * ph;
-			plot_set_group_colour(cr, g);
+			if (ng)
+				plot_set_group_colour(cr, g);
+			else
+				cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
 			cairo_rectangle(cr, bx + 1, yb, bw - 2, y0 + ph - yb);
 			cairo_fill(cr);
 			/* Error bar: the row's own 95 % interval. */
-			if (isfinite(r->lo_j) && isfinite(r->hi_j) && r->hi_j > r->lo_j) {
+			if (r && isfinite(r->lo_j) && isfinite(r->hi_j) && r->hi_j > r->lo_j) {
 				int clipped = r->hi_j > c->ymax;
 				double ylo = y0 + ph - r->lo_j / c->ymax * ph;
 				double yhi = clipped ? y0 : y0 + ph - r->hi_j / c->ymax * ph;
@@ -119,16 +166,39 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 				}
 			}
 			cairo_set_source_rgb(cr, 0, 0, 0);
-			snprintf(buf, sizeof buf, e >= 100 ? "%.0f" : "%.3g", e);
-			plot_text(cr, bx + bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
+			snprintf(buf, sizeof buf, ng ? (e >= 100 ? "%.0f" : "%.3g") : "%.3g s", e);
+			if (plot_text_width(cr, 10, 0, buf) <= bw) {
+				plot_text(cr, bx + bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
+			} else {
+				/* Narrow bars (many phases): the value reads upwards. */
+				cairo_save(cr);
+				cairo_translate(cr, bx + bw / 2, yb - 3);
+				cairo_rotate(cr, -M_PI / 2);
+				plot_text(cr, 0, 0, 10, 0, 0.65, 0, buf);
+				cairo_restore(cr);
+			}
 		}
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		plot_text(cr, cx, y0 + ph + 8, 12, 0.5, 0, 1, p == (int)m->ph.nnames ? "(unattributed)" : m->ph.names[p]);
-		{
+		if (ng) {
 			const struct phase_group_row *r = row(c, k, 0);
 			const char *meth = r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
 					   : r->method == ATTRIB_SPLIT ? "split" : "";
 			snprintf(buf, sizeof buf, "%.2f s, %s", r->time_s, r->mixed ? "mixed" : meth);
+		} else {
+			/* The time is on the bar already. */
+			snprintf(buf, sizeof buf, "no energy");
+		}
+		if (c->slanted) {
+			/* Name and detail on one slanted line ending under the bar. */
+			char line[640];
+			snprintf(line, sizeof line, "%s (%s)", c->label[k], buf);
+			cairo_save(cr);
+			cairo_translate(cr, cx + 4, y0 + ph + 8);
+			cairo_rotate(cr, -SLANT_DEG * M_PI / 180);
+			plot_text(cr, 0, 0, 11, 1, 0.65, p != (int)m->ph.nnames, line);
+			cairo_restore(cr);
+		} else {
+			plot_text(cr, cx, y0 + ph + 8, 12, 0.5, 0, 1, c->label[k]);
 			plot_text(cr, cx, y0 + ph + 26, 10, 0.5, 0, 0, buf);
 		}
 	}
@@ -151,9 +221,35 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 			cairo_set_source_rgb(cr, 0, 0, 0);
 			plot_text(cr, lx + 28, ly + 7, 11, 0, 0.65, 0, m->groups[g]);
 		}
-		if (!ng)
-			plot_text(cr, lx, ly, 11, 0, 0, 0, "no power sensor");
+		if (!ng) {
+			plot_text(cr, lx, ly, 11, 0, 0, 0, "no power sensor:");
+			plot_text(cr, lx, ly + 15, 11, 0, 0, 0, "no energy, times only");
+		}
 	}
+}
+
+/* Horizontal names when every one fits its slot, else slanted ones with
+ * the bottom margin their longest needs. */
+static void layout_labels(struct bars_ctx *c)
+{
+	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+	cairo_t *cr = cairo_create(sf);
+	double slot = c->ncat ? (W_PX - LEFT_PX - RIGHT_PX) / (double)c->ncat : 0, widest = 0, left = 0;
+	double detail = plot_text_width(cr, 11, 0, " (000.00 s, integrate)");
+	c->slanted = 0;
+	for (size_t k = 0; k < c->ncat; k++) {
+		double wd = plot_text_width(cr, 12, 1, c->label[k]), line;
+		c->slanted |= wd > slot - 6 || plot_text_width(cr, 10, 0, "000.00 s, integrate") > slot - 6;
+		/* Slanted line: the name and "(123.45 s, integrate)", ending
+		 * under its bar and reaching down to the left. */
+		line = plot_text_width(cr, 11, 1, c->label[k]) + detail;
+		widest = fmax(widest, line);
+		left = fmax(left, line * cos(SLANT_DEG * M_PI / 180) - slot * ((double)k + 0.5));
+	}
+	c->bottom_px = c->slanted ? fmax(BOTTOM_PX, widest * sin(SLANT_DEG * M_PI / 180) + 30) : BOTTOM_PX;
+	c->left_px = c->slanted ? fmax(LEFT_PX, left + 20) : LEFT_PX;
+	cairo_destroy(cr);
+	cairo_surface_destroy(sf);
 }
 
 void plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title,
@@ -163,13 +259,17 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	size_t ng = m->ngroups;
 	char doc_title[512];
 	c.cat = malloc((m->ph.nnames + 1) * sizeof *c.cat);
-	if (!c.cat)
+	c.label = malloc((m->ph.nnames + 1) * sizeof *c.label);
+	if (!c.cat || !c.label)
 		diag_fatal(NULL, "out of memory");
-	/* Phases that got joules (on the primary thread), then unattributed;
-	 * the tools' own activity (sync pulses, perun's MPI calls:
-	 * phase_set_is_tool) stays in phases.csv only. */
+	/* Phases with time on the primary thread, then unattributed (with a
+	 * power sensor); the tools' own activity (sync pulses, perun's MPI calls:
+	 * phase_set_is_tool) stays in phases.csv only, the
+	 * subtitle says how much they got. */
 	for (size_t k = 0; k <= m->ph.nnames; k++) {
 		if (k < m->ph.nnames && !(phase_scope_self_s(m, sr, (int)k) > 0))
+			continue;
+		if (k == m->ph.nnames && !ng)
 			continue;
 		if (k < m->ph.nnames && phase_set_is_tool(&m->ph, (int)k)) {
 			for (size_t g = 0; g < ng; g++)
@@ -178,23 +278,27 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 			c.nhidden++;
 			continue;
 		}
+		make_label(m, (int)k, c.label[c.ncat], sizeof c.label[c.ncat]);
 		c.cat[c.ncat++] = (int)k;
 	}
+	layout_labels(&c);
 	/* The axis fits the bars and every interval up to twice the largest
 	 * bar; a wider interval (an unidentifiable phase) is clipped with an
 	 * arrow and its upper end written, so it does not flatten the rest. */
 	double emax = 0, hmax = 0;
 	for (size_t k = 0; k < c.ncat; k++)
-		for (size_t g = 0; g < ng; g++) {
-			const struct phase_group_row *r = row(&c, k, g);
-			emax = fmax(emax, isfinite(r->energy_j) ? r->energy_j : 0);
-			hmax = fmax(hmax, isfinite(r->hi_j) ? r->hi_j : 0);
+		for (size_t g = 0; g < (ng ? ng : 1); g++) {
+			emax = fmax(emax, bar_value(&c, k, g));
+			if (ng)
+				hmax = fmax(hmax, isfinite(row(&c, k, g)->hi_j) ? row(&c, k, g)->hi_j : 0);
 		}
 	c.ymax = fmax(emax, fmin(hmax, 2 * emax));
 	c.ymax = c.ymax > 0 ? c.ymax * 1.12 : 1;
 	c.ymax = ceil(c.ymax / plot_tick_step(c.ymax, 6)) * plot_tick_step(c.ymax, 6);
-	snprintf(doc_title, sizeof doc_title, "energy per phase: %s%s%s", title, m->emulated ? " (" : "",
-		 m->emulated ? "emulated sensor, not a measurement)" : "");
-	plot_write(path, kind, W_PX, H_PX, doc_title, draw, &c);
+	snprintf(doc_title, sizeof doc_title, "%s per phase: %s%s%s%s", ng ? "energy" : "time", title,
+		 m->emulated ? " (" : "", m->emulated ? "emulated sensor, not a measurement)" : "",
+		 ng ? "" : " (no power sensor: no energy)");
+	plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c);
 	free(c.cat);
+	free(c.label);
 }

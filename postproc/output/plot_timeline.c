@@ -6,7 +6,10 @@
  *
  * Power is drawn as steps, one per perun window (group_power.h).  Bands
  * are each process's primary thread's exclusive timeline: the innermost
- * phase at every instant.
+ * phase at every instant.  The tools' own phases (phase_set_is_tool)
+ * are not drawn; the others get colours in order of first appearance in
+ * the legend, 20 distinct ones.  The legend is as wide as its longest
+ * name (cut at LEGEND_MAX characters).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #define POWER_PX 200.0
 #define LANE_PX 22.0
 #define AXIS_PX 44.0
+#define LEGEND_MAX 48   /* characters of a phase name in the legend */
 
 struct lane {
 	size_t thr;  /* index into m->ph.thr */
@@ -41,7 +45,21 @@ struct tl_ctx {
 	double wmax;         /* power axis top */
 	double period_s;     /* median perun window */
 	char *shown;         /* per phase: drawn in some lane */
+	size_t *colour;      /* per phase: palette index among the drawn ones */
+	double w_px, right_px; /* picture width, legend column */
 };
+
+static void legend_label(const char *name, char *buf, size_t cap)
+{
+	size_t n = 0, chars = 0;
+	while (name[n] && chars < LEGEND_MAX) {
+		n++;
+		while ((name[n] & 0xC0) == 0x80)
+			n++;
+		chars++;
+	}
+	snprintf(buf, cap, "%.*s%s", (int)n, name, name[n] ? "\xe2\x80\xa6" : "");
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -54,7 +72,8 @@ static void build_lanes(struct tl_ctx *c)
 	const struct energy_model *m = c->m;
 	c->lane = calloc(m->ph.nthr ? m->ph.nthr : 1, sizeof *c->lane);
 	c->shown = calloc(m->ph.nnames ? m->ph.nnames : 1, 1);
-	if (!c->lane || !c->shown)
+	c->colour = calloc(m->ph.nnames ? m->ph.nnames : 1, sizeof *c->colour);
+	if (!c->lane || !c->shown || !c->colour)
 		diag_fatal(NULL, "out of memory");
 	for (size_t i = 0; i < m->ph.nthr; i++) {
 		uint32_t pid = m->ph.thr[i].pid;
@@ -80,9 +99,12 @@ static void build_lanes(struct tl_ctx *c)
 				 i == m->ph.primary ? "*" : "", *exe ? " " : "", base ? base + 1 : exe,
 				 m->ph.thr[i].tid != pid ? " (thr)" : "");
 		for (size_t k = 0; k < m->ph.thr[i].nseg; k++)
-			c->shown[m->ph.thr[i].seg[k].phase] = !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
+			c->shown[m->ph.thr[i].seg[k].phase] |= !phase_set_is_tool(&m->ph, m->ph.thr[i].seg[k].phase);
 		c->nlane++;
 	}
+	for (size_t k = 0, n = 0; k < m->ph.nnames; k++)
+		if (c->shown[k])
+			c->colour[k] = n++;
 }
 
 static double xof(double t, double t0, double t1, double x0, double w)
@@ -114,7 +136,7 @@ static void draw_time_axis(cairo_t *cr, double t0, double t1, double x0, double 
 static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double y, const char *label)
 {
 	const struct energy_model *m = c->m;
-	double x0 = LEFT_PX, w = W_PX - LEFT_PX - RIGHT_PX, ph = POWER_PX;
+	double x0 = LEFT_PX, w = c->w_px - LEFT_PX - c->right_px, ph = POWER_PX;
 	double ystep = plot_tick_step(c->wmax, 5);
 	char buf[64];
 
@@ -167,6 +189,9 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 	}
 	cairo_restore(cr);
 	cairo_set_source_rgb(cr, 0, 0, 0);
+	if (!m->ngroups)
+		plot_text(cr, x0 + w / 2, y + ph / 2, 13, 0.5, 0.5, 0,
+			  "no power sensor in the perun file: no power to draw, phases only");
 	cairo_set_line_width(cr, 1);
 	cairo_rectangle(cr, x0 + 0.5, y + 0.5, w, ph);
 	cairo_stroke(cr);
@@ -184,9 +209,9 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 		cairo_clip(cr);
 		for (size_t s = 0; s < th->nseg; s++) {
 			double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
-			if (b < t0 || a > t1 || phase_set_is_tool(&m->ph, th->seg[s].phase))
+			if (b < t0 || a > t1 || !c->shown[th->seg[s].phase])
 				continue;
-			plot_set_phase_colour(cr, (size_t)th->seg[s].phase, 1);
+			plot_set_phase_colour(cr, c->colour[th->seg[s].phase], 1);
 			cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);
 			cairo_fill(cr);
 		}
@@ -214,7 +239,8 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 static void draw_legend(cairo_t *cr, const struct tl_ctx *c, double y)
 {
 	const struct energy_model *m = c->m;
-	double x = W_PX - RIGHT_PX + 20;
+	double x = c->w_px - c->right_px + 20;
+	char buf[LEGEND_MAX * 4 + 8];
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	plot_text(cr, x, y, 12, 0, 0, 1, "power (perun)");
 	y += 20;
@@ -237,11 +263,12 @@ static void draw_legend(cairo_t *cr, const struct tl_ctx *c, double y)
 	for (size_t k = 0; k < m->ph.nnames; k++) {
 		if (!c->shown[k])
 			continue;
-		plot_set_phase_colour(cr, k, 1);
+		plot_set_phase_colour(cr, c->colour[k], 1);
 		cairo_rectangle(cr, x, y + 1, 22, 12);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		plot_text(cr, x + 28, y + 7, 11, 0, 0.65, 0, m->ph.names[k]);
+		legend_label(m->ph.names[k], buf, sizeof buf);
+		plot_text(cr, x + 28, y + 7, 11, 0, 0.65, 0, buf);
 		y += 18;
 	}
 	cairo_set_source_rgb(cr, 0, 0, 0);
@@ -255,7 +282,7 @@ static void draw_legend(cairo_t *cr, const struct tl_ctx *c, double y)
 	plot_text(cr, x, y + 13, 10, 0, 0, 0, "  whose phases get the joules");
 }
 
-static double header(cairo_t *cr, const struct energy_model *m, const char *title, const char *what)
+static double header(cairo_t *cr, const struct energy_model *m, const char *title, const char *what, double w_px)
 {
 	char buf[512];
 	cairo_set_source_rgb(cr, 0, 0, 0);
@@ -266,7 +293,7 @@ static double header(cairo_t *cr, const struct energy_model *m, const char *titl
 	plot_text(cr, 20, 40, 12, 0, 0, 0, buf);
 	if (m->emulated) {
 		cairo_set_source_rgb(cr, 0.8, 0, 0);
-		plot_text(cr, W_PX - 20, 14, 15, 1, 0, 1, "emulated sensor, not a measurement");
+		plot_text(cr, w_px - 20, 14, 15, 1, 0, 1, "emulated sensor, not a measurement");
 		cairo_set_source_rgb(cr, 0, 0, 0);
 	}
 	return 66;
@@ -275,7 +302,7 @@ static double header(cairo_t *cr, const struct energy_model *m, const char *titl
 static void draw(cairo_t *cr, double w, double h, void *ctx)
 {
 	const struct tl_ctx *c = ctx;
-	double y = header(cr, c->m, c->title, "anchor timeline");
+	double y = header(cr, c->m, c->title, "anchor timeline", c->w_px);
 	draw_legend(cr, c, y + 20);
 	y += draw_view(cr, c, c->t0, c->t1, y, "whole run");
 	if (c->z1 > c->z0) {
@@ -298,14 +325,23 @@ static void pick_zoom(const struct energy_model *m, struct tl_ctx *c)
 	if (!m->ph.nthr || !m->ph.thr[m->ph.primary].nseg)
 		return;
 	th = &m->ph.thr[m->ph.primary];
-	a = energy_model_tl(m, th->seg[0].t0_ns);
-	b = energy_model_tl(m, th->seg[th->nseg - 1].t1_ns);
+	/* The user's phases only: the tool's (sync pulses, perun's MPI calls)
+	 * sit at the ends and would pull the zoom off the work. */
+	a = INFINITY, b = -INFINITY;
+	for (size_t i = 0; i < th->nseg; i++)
+		if (!phase_set_is_tool(&m->ph, th->seg[i].phase)) {
+			a = fmin(a, energy_model_tl(m, th->seg[i].t0_ns));
+			b = fmax(b, energy_model_tl(m, th->seg[i].t1_ns));
+		}
+	if (!(b > a))
+		return;
 	count = calloc(m->ph.nnames, sizeof *count);
 	gap = malloc((m->ph.nocc ? m->ph.nocc : 1) * sizeof *gap);
 	if (!count || !gap)
 		diag_fatal(NULL, "out of memory");
 	for (size_t i = 0; i < m->ph.nocc; i++)
-		if (m->ph.occ[i].pid == th->pid && m->ph.occ[i].tid == th->tid)
+		if (m->ph.occ[i].pid == th->pid && m->ph.occ[i].tid == th->tid &&
+		    !phase_set_is_tool(&m->ph, m->ph.occ[i].phase))
 			count[m->ph.occ[i].phase]++;
 	for (size_t k = 0; k < m->ph.nnames; k++)
 		if (count[k] > best)
@@ -361,6 +397,22 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 	}
 	c.wmax = c.wmax > 0 ? ceil(c.wmax * 1.08 / plot_tick_step(c.wmax * 1.08, 5)) * plot_tick_step(c.wmax * 1.08, 5) : 1;
 	build_lanes(&c);
+	/* The legend column: as wide as its longest phase name needs. */
+	{
+		cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+		cairo_t *cr = cairo_create(sf);
+		char buf[LEGEND_MAX * 4 + 8];
+		double widest = 0;
+		for (size_t k = 0; k < m->ph.nnames; k++)
+			if (c.shown[k]) {
+				legend_label(m->ph.names[k], buf, sizeof buf);
+				widest = fmax(widest, plot_text_width(cr, 11, 0, buf));
+			}
+		cairo_destroy(cr);
+		cairo_surface_destroy(sf);
+		c.right_px = fmax(RIGHT_PX, widest + 28 + 30);
+		c.w_px = W_PX - RIGHT_PX + c.right_px;
+	}
 
 	/* The whole view: the ring's records and perun's span together. */
 	c.t0 = fmin(0, m->span_t0_s);
@@ -387,11 +439,12 @@ void plot_timeline(const struct energy_model *m, const char *title, const char *
 	legend_h = 66 + 20 + 40 + 18.0 * (double)m->ngroups + 32 + 18.0 * (double)m->ph.nnames + 40;
 	snprintf(doc_title, sizeof doc_title, "anchor timeline: %s%s%s", title, m->emulated ? " (" : "",
 		 m->emulated ? "emulated sensor, not a measurement)" : "");
-	plot_write(path, kind, W_PX, fmax(h, legend_h), doc_title, draw, &c);
+	plot_write(path, kind, c.w_px, fmax(h, legend_h), doc_title, draw, &c);
 	for (size_t g = 0; g < m->ngroups; g++) {
 		group_power_free(&c.gp[g]);
 	}
 	free(c.gp);
 	free(c.lane);
 	free(c.shown);
+	free(c.colour);
 }

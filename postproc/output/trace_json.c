@@ -11,9 +11,11 @@
 #include "diag.h"
 #include "group_power.h"
 #include "outfile.h"
+#include "ring_clock.h"
 #include "ring_format.h"
 
-/* Pseudo-process of the power counters; real pids stay below 2^22. */
+/* Pseudo-process of the power counters when no phase ran; real pids stay
+ * below 2^22. */
 #define POWER_PID 1073741824u
 /* py-spy tracks: tid | STACK_TID_BIT beside the thread they sample. */
 #define STACK_TID_BIT (1u << 30)
@@ -25,7 +27,35 @@ struct w {
 	int first;
 	double origin_s; /* timeline seconds at ts 0 */
 	struct trace_stats *st;
+	uint32_t *shown; /* sorted pids that carry something: the others get no track */
+	size_t nshown;
 };
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int shown(const struct w *w, uint32_t pid)
+{
+	return bsearch(&pid, w->shown, w->nshown, sizeof pid, cmp_u32) != NULL;
+}
+
+/* Strict JSON has no nan/inf: a number that is not finite is null. */
+static void put_val(struct w *w, const char *fmt, double v)
+{
+	if (isfinite(v))
+		fprintf(w->fp, fmt, v);
+	else
+		fputs("null", w->fp);
+}
+
+static void put_num(struct w *w, const char *key, const char *fmt, double v)
+{
+	fprintf(w->fp, ",\"%s\":", key);
+	put_val(w, fmt, v);
+}
 
 /* Strings go through cJSON: its escaping is the JSON spec's, not ours. */
 static char *json_string(const char *s)
@@ -53,7 +83,7 @@ static void open_ev(struct w *w, const char *ph, uint32_t pid, uint32_t tid)
 
 static void put_ts(struct w *w, const char *key, double t_s)
 {
-	fprintf(w->fp, ",\"%s\":%.3f", key, (t_s - w->origin_s) * 1e6);
+	put_num(w, key, "%.3f", (t_s - w->origin_s) * 1e6);
 }
 
 static void meta(struct w *w, const char *what, uint32_t pid, uint32_t tid, const char *name)
@@ -136,7 +166,7 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 		const struct ring_event *e = &rf->ev[i];
 		if (e->kind == ANCHOR_KIND_MARK)
 			v[n++] = (struct aev){e->pid, e->tid, e->ts_ns, n, i, AEV_MARK};
-		else if (e->kind == ANCHOR_KIND_PROC_EXIT)
+		else if (e->kind == ANCHOR_KIND_PROC_EXIT && shown(w, e->pid))
 			v[n++] = (struct aev){e->pid, e->pid, e->ts_ns, n, i, AEV_EXIT};
 	}
 	qsort(v, n, sizeof *v, cmp_aev);
@@ -154,7 +184,7 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 								 : ",\"cat\":\"anchor\",\"name\":", w->fp);
 				put_str(w, name);
 				put_ts(w, "ts", t0);
-				fprintf(w->fp, ",\"dur\":%.3f", (t1 - t0) * 1e6);
+				put_num(w, "dur", "%.3f", (t1 - t0) * 1e6);
 				fprintf(w->fp, ",\"args\":{\"depth\":%d%s}}", o->depth,
 					o->unclosed ? ",\"unclosed\":true" : o->from_mark ? ",\"from_mark\":true" : "");
 				w->st->slices++;
@@ -205,14 +235,14 @@ static void write_names(struct w *w, const struct energy_model *m)
 		/* A pid reused (fork then exec): name it after its last image. */
 		for (size_t k = i + 1; k < m->rl.procs.n; k++)
 			later |= m->rl.procs.p[k].pid == p->pid;
-		if (later)
+		if (later || !shown(w, p->pid))
 			continue;
 		snprintf(buf, sizeof buf, "%.500s", p->argv[0] ? p->argv : p->exe);
 		meta(w, "process_name", p->pid, 0, buf);
 	}
 	for (size_t i = 0; i < rf->nev; i++) {
 		const struct ring_event *e = &rf->ev[i];
-		if (e->kind != ANCHOR_KIND_THREAD)
+		if (e->kind != ANCHOR_KIND_THREAD || !shown(w, e->pid))
 			continue;
 		snprintf(buf, sizeof buf, "%.200s (tid %" PRIu32 ")", e->text && e->text[0] ? e->text : "thread", e->tid);
 		meta(w, "thread_name", e->pid, e->tid, buf);
@@ -237,23 +267,36 @@ static void write_names(struct w *w, const struct energy_model *m)
 static void write_power(struct w *w, const struct energy_model *m)
 {
 	char buf[256];
-	snprintf(buf, sizeof buf, "perun %s: power per device group%s%s", m->host->name, m->emulated ? " - " : "",
-		 energy_model_sensor_note(m));
-	meta(w, "process_name", POWER_PID, 0, buf);
-	sort_index(w, "process_sort_index", POWER_PID, 0, -2);
+	uint32_t pid = POWER_PID;
+	if (!m->ngroups)
+		return;
+	/* The Perfetto UI orders processes by their slices, whatever the
+	 * sort_index says: a counter-only process always ends up last.  So
+	 * the counters go on the primary thread's process, the one listed
+	 * first, and a pseudo-process holds them only when no phase ran. */
+	if (m->ph.nthr) {
+		pid = m->ph.thr[m->ph.primary].pid;
+	} else {
+		snprintf(buf, sizeof buf, "perun %s: power per device group%s%s", m->host->name,
+			 m->emulated ? " - " : "", energy_model_sensor_note(m));
+		meta(w, "process_name", pid, 0, buf);
+		sort_index(w, "process_sort_index", pid, 0, -2);
+	}
 	for (size_t g = 0; g < m->ngroups; g++) {
 		struct group_power gp;
 		char *name;
-		snprintf(buf, sizeof buf, "power %s (W)", m->groups[g]);
-		name = json_string(buf);
+		/* Perfetto names a counter track "<name> <arg key>": "cpu power (W)". */
+		name = json_string(m->groups[g]);
 		group_power_build(m, g, &gp);
 		/* A counter holds its value until the next event: each window's
 		 * mean at the window's start, and 0 after the last window. */
 		for (size_t i = 1; i <= gp.n && gp.n > 1; i++) {
-			open_ev(w, "C", POWER_PID, 0);
+			open_ev(w, "C", pid, 0);
 			fprintf(w->fp, ",\"name\":%s", name);
 			put_ts(w, "ts", gp.t_s[i - 1]);
-			fprintf(w->fp, ",\"args\":{\"W\":%.6g}}", i < gp.n ? gp.power_w[i] : 0.0);
+			fputs(",\"args\":{\"power (W)\":", w->fp);
+			put_val(w, "%.6g", i < gp.n ? gp.power_w[i] : 0.0);
+			fputs("}}", w->fp);
 			w->st->counters++;
 		}
 		cJSON_free(name);
@@ -299,6 +342,19 @@ static long os_tid(const struct energy_model *m, const struct pyspy_thread *t, u
 	return -1;
 }
 
+/* The process a py-spy thread's track goes on, and whether it is drawn. */
+static uint32_t stack_pid(const struct trace_pyspy *ps, uint32_t t, uint32_t default_pid)
+{
+	const struct pyspy_thread *th = &ps->p->threads[t];
+	const struct align_pyspy_thread *at = t < ps->al->nthr ? &ps->al->thr[t] : NULL;
+	return at && at->ring_pid ? at->ring_pid : th->pid >= 0 ? (uint32_t)th->pid : default_pid;
+}
+
+static int stack_kept(const struct energy_model *m, const struct trace_pyspy *ps, uint32_t pid)
+{
+	return ps->all_processes || phase_set_primary_of(&m->ph, pid) >= 0;
+}
+
 struct stack_track {
 	uint32_t pid, tid;
 	int keep;
@@ -335,9 +391,12 @@ static uint32_t *canonical_frames(const struct pyspy_frames *fr)
 	return canon;
 }
 
-static void frame_close(struct w *w, const struct stack_track *tr, double t)
+/* E events carry the name of the slice they close: speedscope's Chrome
+ * importer (and strict readers) match B and E by name. */
+static void frame_close(struct w *w, const struct stack_track *tr, double t, const char *name_json)
 {
 	open_ev(w, "E", tr->pid, tr->tid);
+	fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", name_json);
 	put_ts(w, "ts", t);
 	fputs("}", w->fp);
 	w->st->stack_events++;
@@ -382,11 +441,11 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct pyspy_thread *th = &p->threads[t];
 		const struct align_pyspy_thread *at = t < ps->al->nthr ? &ps->al->thr[t] : NULL;
-		uint32_t pid = at && at->ring_pid ? at->ring_pid : th->pid >= 0 ? (uint32_t)th->pid : default_pid;
+		uint32_t pid = stack_pid(ps, t, default_pid);
 		long tid = at && at->ring_tid ? (long)at->ring_tid : os_tid(m, th, pid);
 		tr[t].pid = pid;
 		tr[t].tid = STACK_TID_BIT | (tid >= 0 ? (uint32_t)tid : STACK_TID_UNMAPPED | t);
-		tr[t].keep = ps->all_processes || phase_set_primary_of(&m->ph, pid) >= 0;
+		tr[t].keep = stack_kept(m, ps, pid);
 		if (!tr[t].keep)
 			continue;
 		if (tid >= 0)
@@ -424,14 +483,14 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 			uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, cur, maxdepth), same = 0;
 			if (nprev && t0 > prev_end + 1e-6) {
 				while (nprev) {
-					frame_close(w, t, prev_end);
+					frame_close(w, t, prev_end, fname[prev[nprev - 1]]);
 					nprev--;
 				}
 			}
 			while (same < nprev && same < ncur && canon[prev[same]] == canon[cur[same]])
 				same++;
 			for (; nprev > same; nprev--)
-				frame_close(w, t, t0);
+				frame_close(w, t, t0, fname[prev[nprev - 1]]);
 			for (uint32_t d = same; d < ncur; d++) {
 				frame_open(w, t, t0, &p->frames.v[cur[d]], fname, cur[d]);
 				prev[d] = cur[d];
@@ -440,7 +499,7 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 			prev_end = t_end > t0 ? t_end : t0;
 		}
 		for (; nprev; nprev--)
-			frame_close(w, t, prev_end);
+			frame_close(w, t, prev_end, fname[prev[nprev - 1]]);
 	}
 	for (uint32_t f = 0; f < p->frames.n; f++)
 		cJSON_free(fname[f]);
@@ -452,6 +511,25 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	free(canon);
 }
 
+/* What ts 0 is, so that the trace can be merged with another of the same
+ * run (torch.profiler, Nsight): its CLOCK_MONOTONIC reading and, through
+ * the ring's SYNC records, its UTC time (null without SYNC records). */
+static void write_epoch(struct w *w, const struct energy_model *m)
+{
+	int64_t mono_ns = (int64_t)m->base_ns + (int64_t)llround(w->origin_s * 1e9);
+	int64_t unix_ns = mono_ns > 0 ? ring_clock_unix_ns(&m->rl.clock, (uint64_t)mono_ns) : 0;
+	char iso[64];
+	fputs(",\"clock_domain\":\"CLOCK_MONOTONIC\"", w->fp);
+	fprintf(w->fp, ",\"ts0_monotonic_ns\":%" PRId64, mono_ns);
+	if (unix_ns) {
+		ring_clock_iso(unix_ns, iso, sizeof iso);
+		fprintf(w->fp, ",\"ts0_unix_ns\":%" PRId64 ",\"ts0_unix_s\":%.6f,\"ts0_utc\":\"%s\"", unix_ns,
+			(double)unix_ns / 1e9, iso);
+	} else {
+		fputs(",\"ts0_unix_ns\":null,\"ts0_unix_s\":null,\"ts0_utc\":null", w->fp);
+	}
+}
+
 static void write_other(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, const char *title)
 {
 	fputs("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"run\":", w->fp);
@@ -461,17 +539,47 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	fputs(",\"sensor_note\":", w->fp);
 	put_str(w, m->emulated ? energy_model_sensor_note(m) : "measured by perun");
 	fprintf(w->fp, ",\"ts_zero\":\"the ring's first record %+.6f s (CLOCK_MONOTONIC)\"", w->origin_s);
+	write_epoch(w, m);
 	fputs(",\"perun_alignment\":", w->fp);
 	put_str(w, m->align.method);
-	fprintf(w->fp, ",\"perun_align_uncert_ms\":%.6g", m->align.uncert_ms);
+	put_num(w, "perun_align_uncert_ms", "%.6g", m->align.uncert_ms);
 	if (ps && ps->p) {
 		char buf[640];
 		align_pyspy_describe(ps->al, ps->p, buf, sizeof buf);
 		fputs(",\"pyspy_alignment\":", w->fp);
 		put_str(w, buf);
-		fprintf(w->fp, ",\"pyspy_align_uncert_ms\":%.6g", ps->al->uncert_ms);
+		put_num(w, "pyspy_align_uncert_ms", "%.6g", ps->al->uncert_ms);
 	}
 	fputs("}}\n", w->fp);
+}
+
+/* Processes that carry a phase, a mark or a drawn py-spy track: the
+ * others (cpuinfo, lscpu, orted, ... started under LD_PRELOAD) would only
+ * be empty tracks above the ones that matter. */
+static void collect_shown(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps,
+			  uint32_t default_pid)
+{
+	size_t cap = m->ph.nocc + m->rl.rf.nev + (ps && ps->p ? ps->p->nthreads : 0) + 1, n = 0;
+	uint32_t *v = malloc(cap * sizeof *v);
+	if (!v)
+		diag_fatal(NULL, "out of memory");
+	for (size_t i = 0; i < m->ph.nocc; i++)
+		v[n++] = m->ph.occ[i].pid;
+	for (size_t i = 0; i < m->rl.rf.nev; i++)
+		if (m->rl.rf.ev[i].kind == ANCHOR_KIND_MARK)
+			v[n++] = m->rl.rf.ev[i].pid;
+	if (ps && ps->p)
+		for (uint32_t t = 0; t < ps->p->nthreads; t++) {
+			uint32_t pid = stack_pid(ps, t, default_pid);
+			if (stack_kept(m, ps, pid))
+				v[n++] = pid;
+		}
+	qsort(v, n, sizeof *v, cmp_u32);
+	w->nshown = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!w->nshown || v[i] != v[w->nshown - 1])
+			v[w->nshown++] = v[i];
+	w->shown = v;
 }
 
 void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
@@ -493,15 +601,18 @@ void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps
 			align_pyspy_slice(ps->al, ps->p, i, &a, &b);
 			w.origin_s = fmin(w.origin_s, a);
 		}
+	collect_shown(&w, m, ps, default_pid);
 	outfile_open(&of, path);
 	w.fp = of.fp;
 	fputs("{\"traceEvents\":[", w.fp);
+	/* Power first: viewers that keep file order list it on top. */
+	write_power(&w, m);
 	write_names(&w, m);
 	write_anchors(&w, m);
-	write_power(&w, m);
 	if (ps && ps->p)
 		write_stacks(&w, m, ps, default_pid);
 	write_other(&w, m, ps, title);
+	free(w.shown);
 	if (ferror(w.fp))
 		diag_fatal(path, "write error");
 	outfile_commit(&of);

@@ -9,14 +9,22 @@
  *     slices, a range ended on another thread, becomes an async "b"/"e"
  *     pair instead); marks as thread-scoped instants ("i"); process exits
  *     as process-scoped instants;
- *   - power per device group as counter tracks ("C", watts) on a "perun"
- *     pseudo-process;
+  *   - power per device group as counter tracks ("C", name = group, arg
+ *     "power (W)": Perfetto shows "cpu power (W)") on the primary thread's
+ *     process (a "perun" pseudo-process when no phase ran): the Perfetto
+ *     UI lists processes by their slices, so that is the group on top;
  *   - py-spy stacks, when a profile is given, as "B"/"E" slices on a
  *     "py-spy" track beside each sampled thread (tid | 2^30: OS tids stay
  *     below 2^22), one slice per frame while the frame stayed on the stack;
- *   - process_name / thread_name metadata ("M").
+ *   - process_name / thread_name metadata ("M"), only for processes that
+ *     carry a phase, a mark or a py-spy track.
  * All timestamps are µs on the ring's CLOCK_MONOTONIC, from the earliest
  * thing in the trace; every track's events are written in time order.
+ * Strict JSON: a number that is not finite is written null.  "E" events
+ * name the slice they close.  otherData holds "clock_domain"
+ * ("CLOCK_MONOTONIC"), "ts0_monotonic_ns" and "ts0_unix_ns"/"ts0_unix_s"/
+ * "ts0_utc" (ts 0 in UTC via the ring's SYNC records, null without) so
+ * that the trace can be merged with torch.profiler or Nsight traces.
  */
 #ifndef ANCHORPOST_TRACE_JSON_H
 #define ANCHORPOST_TRACE_JSON_H
