@@ -57,16 +57,18 @@ static void row(struct csv *c, const char *phase, const char *group, size_t coun
 		double self_s, double e, double share, double lo, double hi, const char *method,
 		const char *flags, double uncert_ms, const char *note)
 {
+	/* Tidy like phase_table.c: a `row` kind, count an integer on every
+	 * row, a summary row's seconds in total_s as in self_s. */
+	const char *kind = !strcmp(phase, "(unattributed)") ? "unattributed"
+			   : !strcmp(phase, "(total)")        ? "total"
+			   : !strcmp(phase, "(perun span)")   ? "crosscheck"
+							      : "phase";
 	csv_str(c, "counters");
+	csv_str(c, kind);
 	csv_str(c, phase);
 	csv_str(c, group);
-	if (count) {
-		csv_u64(c, count);
-		csv_f64(c, total_s, 9);
-	} else {
-		csv_empty(c);
-		csv_empty(c);
-	}
+	csv_u64(c, count);
+	csv_f64(c, count ? total_s : self_s, 9);
 	csv_f64(c, self_s, 9);
 	csv_f64(c, count ? total_s / (double)count * 1e3 : NAN, 6);
 	csv_f64(c, NAN, 6);
