@@ -4,7 +4,7 @@
 # Python packages via pip (torch pinned: 2.13.0 is the CPU wheel).
 set -euo pipefail
 
-DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
+DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
       libcairo2-dev fonts-dejavu-core
       stress-ng   # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)

@@ -74,7 +74,7 @@ grep -q '^written 16080 read 16080 lost 0 ' "$T/rawfork.out"
 [ "$(awk '/ pid / {print $3}' "$T/rawfork.out" | sort -u | wc -l)" -eq 9 ]
 [ "$($AP info "$T/rawfork.ring" | grep -c ' fork .*exit status 0')" -eq 8 ] || { $AP info "$T/rawfork.ring"; exit 1; }
 
-echo "== native stacks (ANCHOR_STACKS=1, libunwind)"
+echo "== native stacks (ANCHOR_STACKS=1, libgcc unwinder)"
 probe=$(ANCHOR_FILE=$T/stacks.ring ANCHOR_STACKS=1 $M stacks)
 $C stacks "$T/stacks.ring" "$probe"
 $AP dump --stacks "$T/stacks.ring" -o "$T/stacks.csv"
