@@ -993,6 +993,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	/* Bounds: every sample of a mapped thread lies within its ring
 	 * thread's life.  For speedscope only the reference thread counts:
 	 * other threads start at 0 with their own offset. */
+	double hi_lag = hi;
 	for (uint32_t k = 0; k < p->nthreads; k++) {
 		if (!a->thr[k].ring_tid || !tr[k].n || (!chrome && (long)k != ref))
 			continue;
@@ -1006,7 +1007,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			lo = l0;
 		if (h0 < hi)
 			hi = h0;
+		if (h0 + (chrome ? STAMP_LAG_S : 0) < hi_lag)
+			hi_lag = h0 + (chrome ? STAMP_LAG_S : 0);
 	}
+	/* chrometrace stamps a sample when py-spy dequeues it, late under
+	 * load (STAMP_LAG_S): a last stamp after its thread's exit is such
+	 * lag, not another run's file.  Only then is the end bound relaxed. */
+	if (!(lo <= hi) && lo <= hi_lag)
+		hi = hi_lag;
 	if (!(lo <= hi)) {
 		seterr(err, errlen, "no time overlap: the profile's samples do not fit within the lifetime of "
 				    "the ring's processes %u.. (files from different runs?)",
