@@ -43,6 +43,28 @@ def read_csv(path):
 	return rows
 
 
+
+def end_windows_j(path, group):
+	"""Half the energy of perun's first and last power windows of a group."""
+	pts, cum = {}, {}
+	for r in read_csv(path):
+		if r["device_group"] != group or not r["value"]:
+			continue
+		if r["metric"] == "power":
+			pts.setdefault(r["sensor"], []).append((float(r["t_rel_s"]), float(r["value"])))
+		elif r["metric"] == "energy_counter":
+			cum.setdefault(r["sensor"], []).append((float(r["t_rel_s"]), float(r["value"])))
+	j = 0.0
+	for v in pts.values():
+		v.sort()
+		if len(v) >= 2:
+			j += 0.5 * (v[1][0] - v[0][0]) * v[0][1] + 0.5 * (v[-1][0] - v[-2][0]) * v[-1][1]
+	for k, v in cum.items():  # sensors with a counter but no power series
+		v.sort()
+		if k not in pts and len(v) >= 3:
+			j += 0.5 * abs(v[1][1] - v[0][1]) + 0.5 * abs(v[-1][1] - v[-2][1])
+	return j
+
 def png_size(path):
 	with open(path, "rb") as f:
 		head = f.read(33)
@@ -260,7 +282,16 @@ def main():
 		check(any(r["phase"] == "(unattributed)" for r in parts), f"phases.csv: no unattributed row for {g}")
 		check(g in perun_j and perun_j[g] > 0, f"perun.csv.energy.csv: no energy for {g}")
 		err = abs(s - perun_j[g]) / perun_j[g]
-		check(err <= 0.01, f"{g}: phases + unattributed = {s:.3f} J vs perun's {perun_j[g]:.3f} J ({100 * err:.2f} %)")
+		# perun's ENERGY is a trapezoid over per-window powers: it differs
+		# from the windows' sum by up to half the first and last windows'
+		# energy (docs/perun-emulation.md), more when load makes those
+		# windows long or hot.  Allow that end effect beside the 1 %.
+		ends = end_windows_j(f"{d}/perun.csv", g)
+		total_row = [float(r["energy_j"]) for r in rows if r["device_group"] == g and r["phase"] == "(total)" and r["energy_j"]]
+		check(total_row and abs(s - total_row[0]) <= 1e-3 * total_row[0],
+		      f"{g}: phases + unattributed = {s:.3f} J vs the (total) row {total_row}")
+		check(abs(s - perun_j[g]) <= 0.01 * perun_j[g] + ends,
+		      f"{g}: phases + unattributed = {s:.3f} J vs perun's {perun_j[g]:.3f} J ({100 * err:.2f} %, end windows {ends:.3f} J)")
 		print(f"ok   {g}: phases + unattributed = {s:.2f} J, perun says {perun_j[g]:.2f} J ({100 * err:.3f} %)")
 
 	for name in ("perun.csv", "samples.csv") if a.profile else ("perun.csv",):
