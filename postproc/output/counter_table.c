@@ -58,6 +58,10 @@ static void row(struct csv *c, const char *phase, const char *group, size_t coun
 		const char *flags, double uncert_ms, const char *note)
 {
 	csv_str(c, "counters");
+	/* The `row` column of phases.csv (phase_table.c): without it every
+	 * counter row's fields sat one column left of the header. */
+	csv_str(c, !strcmp(phase, "(total)") ? "total" : !strcmp(phase, "(unattributed)") ? "unattributed"
+		   : !strcmp(phase, "(perun span)") ? "cross-check" : "phase");
 	csv_str(c, phase);
 	csv_str(c, group);
 	if (count) {
