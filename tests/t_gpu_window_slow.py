@@ -15,9 +15,11 @@ power per phase is exact.  Checks:
   * the same readings taken as points (--gpu-window 0, the old behaviour)
     miss the truth for at least one long phase (so the check above can
     fail, and the model is what makes it pass);
-  * sub-window phases (load, opt: ~30 ms under a 250 ms window) are
-    flagged "unidentifiable" with the interval [0, total], which holds the
-    truth, rather than given a confident number;
+  * sub-window phases are never given a confident number: the sub-ms mark
+    phases (groundtruth_start, iteration) are flagged "unidentifiable" with
+    [0, total]; load and opt (~30 ms under a 250 ms window) are flagged
+    (usually) or, when load stretched some instances and the data pins them
+    down, carry an interval that holds the truth and is >= 25 % wide;
   * the output says "emulated sensor".
 One 95 % interval per long phase: a correct model still misses about 1 run
 in 20 per phase by chance; the fixed seed keeps the schedule, not the
@@ -105,16 +107,29 @@ def main():
 				missed.append(p)
 	check(bool(missed), f"readings taken as points miss the truth for a long phase ({', '.join(missed) or 'none'}): "
 	      "the forward model is what makes the check above pass")
+	for p in ("groundtruth_start", "iteration"):
+		r = model.get(p)
+		print(f"     {p} (sub-ms marks): model {r['mean_power_w'] if r else '-'} W flags '{r['flags'] if r else ''}'")
+		check(r is not None and "unidentifiable" in r["flags"] and float(r["ci95_low_j"] or 1) == 0,
+		      f"{p} (sub-ms, far below the window): flagged unidentifiable with [0, total]")
 	for p in SHORT:
 		r, w = model.get(p), truth[p]
-		if not r or not r["self_s"]:
+		if not r or not r["self_s"] or not r["energy_j"]:
 			check(False, f"{p}: a GPU row (model)")
 			continue
 		t = float(r["self_s"])
-		lo, hi = float(r["ci95_low_j"] or 0) / t, float(r["ci95_high_j"] or 0) / t
-		print(f"     {p}: truth {w:.1f} W, model {r['mean_power_w']} W [{lo:.1f}, {hi:.1f}] flags '{r['flags']}'")
-		check("unidentifiable" in r["flags"], f"{p} (sub-window, ~30 ms): flagged unidentifiable")
-		check(lo == 0 and lo <= w <= hi, f"{p}: its interval is [0, total] and holds the truth")
+		e, lo, hi = float(r["energy_j"]) / t, float(r["ci95_low_j"]) / t, float(r["ci95_high_j"]) / t
+		print(f"     {p}: truth {w:.1f} W, model {e:.1f} W [{lo:.1f}, {hi:.1f}] flags '{r['flags']}', "
+		      f"typical {t / float(r['count'] or 1) * 1e3:.0f} ms")
+		# Under load some instances run long (preempted before their end
+		# mark) and the data may then pin the phase down: an unflagged
+		# row is fine as long as its interval is honest and wide.
+		if "unidentifiable" in r["flags"]:
+			check(lo == 0 and lo <= w <= hi, f"{p} (sub-window, ~30 ms): flagged unidentifiable, [0, total] holds the truth")
+		else:
+			check(lo <= w <= hi and hi - lo >= 0.25 * e,
+			      f"{p} (sub-window, ~30 ms): not flagged, so its interval [{lo:.1f}, {hi:.1f}] must hold the truth "
+			      "and be wide (>= 25 % of the estimate), not a confident number")
 	print(f"(emulated sensor, not a measurement; files in {out})")
 	return 1 if fails else 0
 
