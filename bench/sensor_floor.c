@@ -12,7 +12,9 @@
  * round, so load on the machine hits them alike; the median over rounds
  * is printed.  Wake-only is the floor no sampler at HZ can go below.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
