@@ -77,7 +77,8 @@ def main():
 				continue
 			e, t = float(r["energy_j"]), float(r["self_s"])
 			lo, hi = float(r["ci95_low_j"]) / t, float(r["ci95_high_j"]) / t
-			cells.append(f"{e / t:.1f} ({100 * (e / t / w - 1):+.1f} %) [{lo:.0f}, {hi:.0f}] {r['method']}")
+			flag = " unidentifiable" if "unidentifiable" in r["flags"] else ""
+			cells.append(f"{e / t:.1f} ({100 * (e / t / w - 1):+.1f} %) [{lo:.0f}, {hi:.0f}] {r['method']}{flag}")
 		r = next((x for x in runs["model (table: H100, 1 s, 25 %)"] if x["scope"] == "counters" and x["phase"] == name
 			  and x["device_group"] == "gpu"), None)
 		cells.append(f"{float(r['mean_power_w']):.1f} ({100 * (float(r['mean_power_w']) / w - 1):+.2f} %)" if r else "-")

@@ -288,7 +288,11 @@ static void nvml_setup(void)
  * is read again (at most twice more), then taken as it is. */
 #define TICK_BRACKET_NS 100000ull
 
-static void tick(void)
+/* Returns the clock at the end of the reads: the loop reuses it for its
+ * own bookkeeping instead of reading the clock again (bench/sensor_floor.c:
+ * the tick's CPU time is the wake-up and the reads' syscalls; everything
+ * else in the loop is kept to arithmetic). */
+static uint64_t tick(void)
 {
 	uint64_t v[SENSORS_MAX], t0 = 0, t1 = 0;
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -312,13 +316,14 @@ static void tick(void)
 	}
 	ring_writer_emit_at(t0 + (t1 - t0) / 2, ANCHOR_KIND_SENSOR, ANCHOR_FLAG_VALUE, g_nctr, (const char *)v,
 			    g_nctr * sizeof v[0]);
+	return t1;
 }
 
 static void *sampler_main(void *arg)
 {
 	const char *want = g_want;
 	struct timespec next;
-	uint64_t last_desc = 0;
+	uint64_t last_desc = 0, next_ns, t;
 
 	if (strstr(want, "rapl"))
 		rapl_setup();
@@ -336,10 +341,13 @@ static void *sampler_main(void *arg)
 		g_desc_len += sizeof "emulated=1";
 	}
 	clock_gettime(CLOCK_MONOTONIC, &next);
+	next_ns = (uint64_t)next.tv_sec * 1000000000ull + (uint64_t)next.tv_nsec;
+	t = next_ns;
 	for (;;) {
-		uint64_t t = now_ns();
 		if (!ring_writer_attached())
 			return NULL; /* anchoring was disabled: stop quietly */
+		/* The description before the first sample, then about once a
+		 * second (t: the previous tick's clock, CLOCK_MONOTONIC). */
 		if (t - last_desc >= DESC_PERIOD_NS) {
 			ring_writer_emit(ANCHOR_KIND_SENSOR_DESC, ANCHOR_FLAG_VALUE, g_nctr, g_desc, g_desc_len, NULL,
 					 0);
@@ -350,17 +358,15 @@ static void *sampler_main(void *arg)
 			__atomic_store_n(&g_in_tick, 0, __ATOMIC_SEQ_CST);
 			return NULL;
 		}
-		tick();
+		t = tick();
 		__atomic_store_n(&g_in_tick, 0, __ATOMIC_SEQ_CST);
-		next.tv_nsec += (long)g_period_ns;
-		while (next.tv_nsec >= 1000000000L) {
-			next.tv_nsec -= 1000000000L;
-			next.tv_sec++;
-		}
+		next_ns += g_period_ns;
 		/* Fell behind by more than a period (descheduled): restart the
 		 * schedule from now rather than firing a burst of late ticks. */
-		if ((uint64_t)next.tv_sec * 1000000000ull + (uint64_t)next.tv_nsec + g_period_ns < now_ns())
-			clock_gettime(CLOCK_MONOTONIC, &next);
+		if (next_ns + g_period_ns < t)
+			next_ns = t + g_period_ns;
+		next.tv_sec = (time_t)(next_ns / 1000000000ull);
+		next.tv_nsec = (long)(next_ns % 1000000000ull);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}

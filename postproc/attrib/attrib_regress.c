@@ -62,6 +62,29 @@ static void widen(struct attrib_row *r, double h)
 }
 
 /* shift_w[p]: the change of p_w[p] under a timing error (0 if none). */
+/*
+ * A phase whose instances are shorter than the reading's averaging window
+ * never appears alone in a reading: its power is known only through how
+ * its share of each window varies.  When that leaves an interval wider
+ * than the estimate itself, the point estimate is noise (measured,
+ * BENCHMARKS.md section 8: 0.3 ms "iteration" rows at 110 kW, a 30 ms
+ * 120 W phase at 266 W [9, 516]): say "unidentifiable" with [0, total]
+ * rather than print a confident-looking number.  Sub-window phases the
+ * data does pin down (0.3 s under a 1 s window, +-14 %) keep theirs.
+ */
+static void flag_sub_window(struct attrib_result *out, double window_s)
+{
+	for (size_t p = 0; p < out->n_phase; p++) {
+		struct attrib_row *r = &out->row[p];
+		if (r->method != ATTRIB_REGRESS || (r->flags & (ATTRIB_FLAG_NO_TIME | ATTRIB_FLAG_UNIDENTIFIABLE)) ||
+		    !(r->typical_s < window_s) || !(r->ci_high_j - r->ci_low_j > r->energy_j))
+			continue;
+		r->flags |= ATTRIB_FLAG_UNIDENTIFIABLE;
+		r->ci_low_j = 0;
+		r->ci_high_j = out->total_j;
+	}
+}
+
 static int fill_rows(const struct attrib_fit *f, const double *shift_w, const struct attrib_opts *o,
 		     struct attrib_result *out)
 {
@@ -297,6 +320,8 @@ static int run(const struct attrib_series *s, const struct attrib_interval *iv, 
 							     o.offset_sigma_s, out, share, shift_w)))
 		goto done;
 	rc = fill_rows(&f, shift_w, &o, out);
+	if (!rc && s->kind == ATTRIB_INSTANT_W && s->avg_window_s > 0)
+		flag_sub_window(out, s->avg_window_s);
 done:
 	if (rc)
 		attrib_result_free(out);
