@@ -949,6 +949,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	struct pt *pts = NULL;
 	size_t npts = 0, ptcap = 0, nbusy = 0, nb = 0;
 	double lo = -INFINITY, hi = INFINITY;
+	double drift_s = 0; /* speedscope: see align_pyspy.h drift_ms */
 	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
 	long ref = -1;
 
@@ -1109,6 +1110,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			double gtj = ng ? group_mid(rb, nrb, gj) : a->prior_offset_s + xm1;
 			pulse_g0 = gi;
 			have_g0 = ng > 0;
+			/* Real time between the first and last pulse against the
+			 * nominal time of the samples between them: the line
+			 * spreads the difference evenly, but py-spy lost (or
+			 * crowded) samples somewhere unknown, so a sample between
+			 * them may be off by all of it (measured: 50 s misses
+			 * under a line that the two pulses fitted to +-5 ms). */
+			if (ng)
+				drift_s = fabs((gtj - gti) - (xm1 - xm0));
 			pin_to_group(pts, e0 + 1, gi);
 			pin_to_group(pts + s1, npts - s1, gj);
 			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - ALIGN_PYSPY_PULSE_HALF_S,
@@ -1155,6 +1164,16 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		if (!chrome && have_g0 && ncl >= 3 && pulse_knots(a, pts, npts, ncl, bursts + b_off[ref], b_n[ref], pulse_g0)) {
 			seterr(err, errlen, "out of memory");
 			goto out;
+		}
+		/* knots at every pulse: the drift that matters is the one
+		 * between neighbouring pulses */
+		if (a->pulse_knots >= 2) {
+			drift_s = 0;
+			for (size_t i = 1; i < a->nknots; i++) {
+				double d = fabs((a->knot_y[i] - a->knot_y[i - 1]) - (a->knot_x[i] - a->knot_x[i - 1]));
+				if (d > drift_s)
+					drift_s = d;
+			}
 		}
 	} else {
 		/* No pulse sampled: phases against frames on the reference
@@ -1339,6 +1358,19 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			a->time_unknown = 1;
 		if ((a->idle_dropped || a->time_unknown) && a->unsampled_s * 1e3 > a->uncert_ms)
 			a->uncert_ms = a->unsampled_s * 1e3;
+		/* After the last pulse the line runs on to the process's exit:
+		 * the time between the last sample's place and the exit that no
+		 * sample covers is drift of the same kind (py-spy with --idle
+		 * samples until the process exits). */
+		if (a->pulse_samples && !a->idle_dropped && isfinite(rt[ref].end_s)) {
+			double yl = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s);
+			double tail = rt[ref].end_s - yl - (isnan(a->sample_period_s) ? 0 : a->sample_period_s);
+			if (tail > drift_s)
+				drift_s = tail;
+		}
+		a->drift_ms = drift_s * 1e3;
+		if (a->drift_ms > a->uncert_ms)
+			a->uncert_ms = a->drift_ms;
 	}
 	/* Never a NaN: with nothing better, the prior's bound (or, with no
 	 * bound either, the profile's whole length) is what is known. */
@@ -1428,7 +1460,7 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[160] = "";
+	char extra[320] = "";
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
@@ -1438,7 +1470,10 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	if (a->nknots)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; warp: %zu knots, largest correction %.3g ms",
 			 a->nknots, a->warp_max_ms);
-	else if (a->warp_rejected)
+	if (a->drift_ms > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; nominal sample times drift up to %.3g ms between time anchors", a->drift_ms);
+	if (a->warp_rejected)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
 	char per[64] = "", unsampled[400];

@@ -85,6 +85,12 @@ struct align_pyspy {
 	double warp_max_ms;    /* largest correction the warp made */
 	int warp_rejected;     /* it missed the pulses more than the line */
 	size_t pulse_knots;    /* knots at pulses (speedscope, > 2 pulses) */
+	/* speedscope: the largest gap between the real time that passed
+	 * between two time anchors (pulses, the process's exit) and the
+	 * nominal time of the samples between them: missing or extra
+	 * samples whose place nothing shows, so any sample in between may
+	 * be off by that much (0: not measured) */
+	double drift_ms;
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a
