@@ -125,6 +125,7 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		const struct pyspy_thread *t = &p->threads[k];
 		uint32_t pid = 0, tid = 0;
 		a->thr[k].ring_end_s = INFINITY;
+		a->thr[k].ring_start_s = -INFINITY;
 		uint64_t start = 0;
 		uint64_t last = 0;
 		int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
@@ -179,6 +180,10 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		rt[k].end_s = proc_end_s(rl, base_ns, pid);
 		(void)last;
 		a->thr[k].ring_end_s = proc_end_s(rl, base_ns, pid);
+		/* the process's start, not the thread's first record: a
+		 * thread runs before it first writes */
+		if (pr && pr->start_ns)
+			a->thr[k].ring_start_s = tl(base_ns, pr->start_ns);
 		a->nmapped++;
 	}
 	return 0;
@@ -1092,6 +1097,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	size_t npts = 0, ptcap = 0, nbusy = 0, nb = 0;
 	double lo = -INFINITY, hi = INFINITY;
 	double drift_s = 0; /* speedscope: see align_pyspy.h drift_ms */
+	double warp_corr95_s = 0; /* speedscope: the warp's p95 move off the pulses' mapping */
 	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
 	long ref = -1;
 
@@ -1419,6 +1425,20 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			double tol = isnan(a->sample_period_s) ? 0 : a->sample_period_s;
 			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
+				/* How far the warp moved samples off the pulses' mapping
+				 * (95th percentile): if the frames misled it, it is off
+				 * by that much plus the drift the pulses left open
+				 * (measured: pulses every 5 steps, drift 65 ms, misses
+				 * 102 ms p95). */
+				double *cd = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *cd);
+				if (cd && tr[ref].n) {
+					for (size_t j = 0; j < tr[ref].n; j++)
+						cd[j] = fabs(align_pyspy_time(a, (uint32_t)ref,
+									      p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j]);
+					qsort(cd, tr[ref].n, sizeof *cd, cmp_double_asc);
+					warp_corr95_s = cd[(size_t)(0.95 * (double)(tr[ref].n - 1))];
+				}
+				free(cd);
 				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
 				if (npts) {
 					/* plus half a sample period: where in it a sample fell */
@@ -1513,6 +1533,8 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		a->drift_ms = drift_s * 1e3;
 		if (a->drift_ms > a->uncert_ms)
 			a->uncert_ms = a->drift_ms;
+		if (a->pulse_samples && warp_corr95_s > 0 && (drift_s + warp_corr95_s) * 1e3 > a->uncert_ms)
+			a->uncert_ms = (drift_s + warp_corr95_s) * 1e3;
 	}
 	/* Never a NaN: with nothing better, the prior's bound (or, with no
 	 * bound either, the profile's whole length) is what is known. */
@@ -1596,6 +1618,12 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 	}
 	if (*t1_s > a->thr[s->thread].ring_end_s)
 		*t1_s = a->thr[s->thread].ring_end_s;
+	/* nor before it began (a line extrapolated from the first pulse
+	 * knot can reach back past the start by a few ms) */
+	if (*t0_s < a->thr[s->thread].ring_start_s)
+		*t0_s = a->thr[s->thread].ring_start_s;
+	if (*t1_s < *t0_s)
+		*t1_s = *t0_s;
 	if (*t0_s > *t1_s)
 		*t0_s = *t1_s;
 }

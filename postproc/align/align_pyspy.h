@@ -58,6 +58,7 @@ struct align_pyspy_thread {
 	uint32_t ring_pid;   /* 0 when not found in the ring */
 	uint32_t ring_tid;   /* 0 when only the process was found */
 	double ring_end_s;   /* its process's end on the timeline, INFINITY unknown */
+	double ring_start_s; /* its process's start, -INFINITY unknown */
 };
 
 struct align_pyspy {
