@@ -20,7 +20,16 @@
  *                middle of the set of offsets meeting that (uncertainty: its
  *                half width, widened by the spread between pulses); with
  *                pulses far apart, speedscope's scale is fitted too.
- *   +pulses      speedscope with more than two pulses: a knot at each.
+ *   +pulses      speedscope with more than two pulses: a knot at each
+ *                (clusters of pulse samples matched in order to the
+ *                ring's pulse groups by their steps in time: py-spy may
+ *                miss or split a pulse); the warp keeps these knots.
+ *   speedscope's uncertainty includes the drift between time anchors
+ *                (real time between neighbouring pulses, and from the
+ *                last to the process's exit, against the nominal time of
+ *                the samples between them: where py-spy lost or crowded
+ *                samples nothing shows) plus the warp's p95 move off the
+ *                pulses' mapping.
  *   +warp        speedscope only: py-spy's lag is not uniform (it falls
  *                behind while the machine is busy, then catches up), so a
  *                line through the pulses is off by up to ~0.4 s in between
