@@ -78,8 +78,11 @@ def main():
     check(len(iv) == 120, "%d fwd ranges of pid %d in the ring" % (len(iv), pid))
     starts = [a for a, _ in iv]
     miss = []
+    # samples.csv names stacks by id (samples.stacks.csv / samples.frames.csv)
+    fr = {r["frame_id"]: r["function"] for r in rows(os.path.join(d, "samples.frames.csv"))}
+    hit = set(r["stack_id"] for r in rows(os.path.join(d, "samples.stacks.csv")) if fr[r["frame_id"]] == "fwd_only_work")
     for a, b in zip(rows(os.path.join(d, "samples.csv")), rows(s_out)):
-        if "fwd_only_work (" not in a["stack"]:
+        if a["stack_id"] not in hit:
             continue
         t = float(b["t_s"])
         i = bisect.bisect_right(starts, t) - 1

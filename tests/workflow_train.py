@@ -1,6 +1,6 @@
 """A user's own small PyTorch training script (not examples/transformer.py):
 marks and ranges mixed as the README writes them; fwd_only_work runs only
-inside "fwd".  argv: STEPS"""
+inside "fwd".  argv: STEPS [PULSE_EVERY]"""
 import sys, time
 import torch
 import anchor
@@ -8,6 +8,8 @@ import anchor
 torch.manual_seed(0)
 torch.set_num_threads(1)
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+# argv[2]: a sync pulse every N steps (0: none), as a user may add them
+pulse_every = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 text = (b"the quick brown fox jumps over the lazy dog " * 200)
 data = torch.tensor(list(text), dtype=torch.long)
 V, C, T = 256, 64, 32
@@ -30,6 +32,8 @@ def fwd_only_work(x):
     return mlp(h), h2
 
 for step in range(steps):
+    if pulse_every and step % pulse_every == 0:
+        anchor.sync_pulse()
     anchor.mark("data")
     x, y = get_batch()
     time.sleep(0.01)

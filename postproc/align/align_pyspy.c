@@ -37,14 +37,15 @@ struct pt {
 	size_t nb_all;
 };
 
-/* Groups of bursts: bursts more than 1 s apart are separate pulses.
+/* Groups of bursts: bursts more than ALIGN_PYSPY_PULSE_GROUP_GAP_S apart
+ * are separate pulses.
  * Start index of group g in b[0..nb), or nb past the last. */
 static size_t group_start(const struct burst *b, size_t nb, size_t g)
 {
 	size_t i = 0;
 	for (size_t k = 0; k < g && i < nb; k++) {
 		i++;
-		while (i < nb && b[i].t0 - b[i - 1].t1 <= 1.0)
+		while (i < nb && b[i].t0 - b[i - 1].t1 <= ALIGN_PYSPY_PULSE_GROUP_GAP_S)
 			i++;
 	}
 	return i;
@@ -54,7 +55,7 @@ static size_t group_count(const struct burst *b, size_t nb)
 {
 	size_t g = nb ? 1 : 0;
 	for (size_t i = 1; i < nb; i++)
-		g += b[i].t0 - b[i - 1].t1 > 1.0;
+		g += b[i].t0 - b[i - 1].t1 > ALIGN_PYSPY_PULSE_GROUP_GAP_S;
 	return g;
 }
 
@@ -124,6 +125,7 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		const struct pyspy_thread *t = &p->threads[k];
 		uint32_t pid = 0, tid = 0;
 		a->thr[k].ring_end_s = INFINITY;
+		a->thr[k].ring_start_s = -INFINITY;
 		uint64_t start = 0;
 		uint64_t last = 0;
 		int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
@@ -178,6 +180,10 @@ static int map_threads(const struct ringload *rl, uint64_t base_ns, const struct
 		rt[k].end_s = proc_end_s(rl, base_ns, pid);
 		(void)last;
 		a->thr[k].ring_end_s = proc_end_s(rl, base_ns, pid);
+		/* the process's start, not the thread's first record: a
+		 * thread runs before it first writes */
+		if (pr && pr->start_ns)
+			a->thr[k].ring_start_s = tl(base_ns, pr->start_ns);
 		a->nmapped++;
 	}
 	return 0;
@@ -675,11 +681,59 @@ done:
  * programming in a band of +-WARP_BAND intervals around the linear
  * prediction.  Then each interval's first and last agreeing sample are
  * pinned half a sample period inside its ends. */
+/* Keep the pulses' knots (hard evidence) and, between two of them, only
+ * the warp's knots that lie inside both their x and y range. */
+static int merge_pulse_knots(struct align_pyspy *a, const double *px, const double *py, size_t pn)
+{
+	size_t n = a->nknots, m = 0, i = 0, w = 0;
+	double *kx = malloc((n + pn) * sizeof *kx), *ky = malloc((n + pn) * sizeof *ky);
+	if (!kx || !ky) {
+		free(kx);
+		free(ky);
+		return -ENOMEM;
+	}
+	while (i < pn || w < n) {
+		if (w >= n || (i < pn && px[i] <= a->knot_x[w])) {
+			while (m && (kx[m - 1] >= px[i] || ky[m - 1] >= py[i]))
+				m--; /* a warp knot the pulse contradicts */
+			kx[m] = px[i];
+			ky[m++] = py[i++];
+			continue;
+		}
+		double x = a->knot_x[w], y = a->knot_y[w++];
+		if (m && (x <= kx[m - 1] || y <= ky[m - 1]))
+			continue;
+		if (i < pn && y >= py[i])
+			continue;
+		kx[m] = x;
+		ky[m++] = y;
+	}
+	free(a->knot_x);
+	free(a->knot_y);
+	a->knot_x = kx;
+	a->knot_y = ky;
+	a->nknots = m;
+	return 0;
+}
+
 static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
 		    const struct phase_thread *th, uint64_t base_ns, size_t nphase, const struct burst *pulses,
-		    size_t npulses)
+		    size_t npulses, const double *px, const double *py, size_t pn, double drift_s)
 {
-	size_t n = r->n, ni = 0, W = 2 * WARP_BAND + 1;
+	/* The band must reach as far as the nominal times may have
+	 * drifted from the mapping (intervals of the typical length). */
+	size_t band = WARP_BAND;
+	if (drift_s > 0 && th->nseg > 1) {
+		double len = (tl(base_ns, th->seg[th->nseg - 1].t1_ns) - tl(base_ns, th->seg[0].t0_ns)) /
+			     (double)(2 * th->nseg);
+		if (len > 0 && drift_s / len + WARP_BAND > band)
+			band = (size_t)(drift_s / len) + WARP_BAND;
+		while (band > WARP_BAND && (double)r->n * (double)(2 * band + 1) > (double)WARP_MAX_CELLS)
+			band /= 2;
+		if (band < WARP_BAND)
+			band = WARP_BAND;
+	}
+	size_t n = r->n, ni = 0, W = 2 * band + 1;
 	double *y = malloc((n ? n : 1) * sizeof *y);
 	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
 	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
@@ -743,12 +797,12 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 				h = mid;
 		}
 		long kp = (long)(l < ni ? l : ni - 1);
-		lo[j] = kp - WARP_BAND;
+		lo[j] = kp - (long)band;
 		if (j && lo[j] < lo[j - 1])
 			lo[j] = lo[j - 1];
 	}
 	for (size_t j = 0; j < n; j++) {
-		long kp = lo[j] + WARP_BAND;
+		long kp = lo[j] + (long)band;
 		for (size_t w = 0; w < W; w++) {
 			long k = lo[j] + (long)w;
 			double sc = -INFINITY;
@@ -806,13 +860,23 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 			}
 			j1++;
 		}
-		if (jf != SIZE_MAX && jl > jf) {
+		if (jf != SIZE_MAX) {
 			double in = a->sample_period_s / 2, len = it1[k] - it0[k];
 			if (!(in < len / 4))
 				in = len / 4;
 			double xs[2] = {p->samples[r->idx[jf]].t_rel_s, p->samples[r->idx[jl]].t_rel_s};
 			double ys[2] = {it0[k] + in, it1[k] - in};
-			for (int e = 0; e < 2; e++) {
+			/* One agreeing sample in a phase shorter than about a
+			 * period (fwd of a small model: 5 ms at 100 Hz): it is
+			 * still inside, so it is pinned to the middle (measured:
+			 * without these knots 1-20 % of fwd's samples landed in
+			 * fwd, 10-70 ms off). */
+			int ne = 2;
+			if (jl == jf) {
+				ys[0] = (it0[k] + it1[k]) / 2;
+				ne = 1;
+			}
+			for (int e = 0; e < ne; e++) {
 				if (a->nknots && (xs[e] <= a->knot_x[a->nknots - 1] || ys[e] <= a->knot_y[a->nknots - 1]))
 					continue;
 				double lin = a->offset_s + a->scale * xs[e];
@@ -824,6 +888,8 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 		}
 		j = j1;
 	}
+	if (pn >= 2 && merge_pulse_knots(a, px, py, pn))
+		goto done;
 	if (a->nknots < 2)
 		a->nknots = 0;
 	rc = 0;
@@ -878,14 +944,88 @@ static double period_estimate(const struct pyspy_profile *p)
 /* Knots (cluster mean x, its pulse group's fitted local time) for every
  * cluster of pulse points, cluster c pinned to burst group g0 + c.  Sets
  * a->knot_* when at least two fit; 0, or -ENOMEM. */
+/* Which pulse group each cluster of pulse samples is: in order, from
+ * group g0 on, the pairing whose steps in time agree best with the
+ * clusters' steps in nominal time (py-spy may miss a pulse, a loaded
+ * machine may split one; the drift between neighbours is far smaller
+ * than the total).  match[c] = group or -1.  0, or -ENOMEM. */
+#define MATCH_SKIP 3
+#define MATCH_SKIP_COST_S 1.0
+static int match_clusters(const double *xc, size_t nc, const struct burst *rb, size_t nrb, size_t g0, double scale,
+			  long *match)
+{
+	size_t ng = group_count(rb, nrb);
+	size_t cells = nc * ng > 0 ? nc * ng : 1;
+	double *T = malloc((ng ? ng : 1) * sizeof *T), *best = malloc(cells * sizeof *best);
+	long *from = malloc(cells * sizeof *from);
+	if (!T || !best || !from) {
+		free(T);
+		free(best);
+		free(from);
+		return -ENOMEM;
+	}
+	for (size_t g = 0; g < ng; g++)
+		T[g] = group_mid(rb, nrb, g);
+	for (size_t c = 0; c < nc; c++)
+		match[c] = -1;
+	long bi = -1;
+	double bv = INFINITY;
+	for (size_t c = 0; c < nc; c++)
+		for (size_t g = g0; g < ng; g++) {
+			double v = MATCH_SKIP_COST_S * (double)c; /* first match */
+			long f = -1;
+			for (size_t dc = 1; dc <= MATCH_SKIP && dc <= c; dc++)
+				for (size_t dg = 1; dg <= MATCH_SKIP && dg + g0 <= g; dg++) {
+					double w = best[(c - dc) * ng + g - dg];
+					w += fabs((T[g] - T[g - dg]) - scale * (xc[c] - xc[c - dc])) +
+					     MATCH_SKIP_COST_S * (double)(dc - 1);
+					if (w < v) {
+						v = w;
+						f = (long)((c - dc) * ng + g - dg);
+					}
+				}
+			best[c * ng + g] = v;
+			from[c * ng + g] = f;
+			v += MATCH_SKIP_COST_S * (double)(nc - 1 - c);
+			if (v < bv) {
+				bv = v;
+				bi = (long)(c * ng + g);
+			}
+		}
+	for (long i = bi; i >= 0; i = from[i])
+		match[(size_t)i / ng] = (long)((size_t)i % ng);
+	free(T);
+	free(best);
+	free(from);
+	return 0;
+}
+
 static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_t ncl, const struct burst *rb,
 		       size_t nrb, size_t g0)
 {
-	double *kx = malloc(ncl * sizeof *kx), *ky = malloc(ncl * sizeof *ky);
-	size_t nk = 0, c0 = 0, ng = group_count(rb, nrb);
-	if (!kx || !ky) {
+	double *kx = malloc(ncl * sizeof *kx), *ky = malloc(ncl * sizeof *ky), *xc = malloc(ncl * sizeof *xc);
+	long *match = malloc(ncl * sizeof *match);
+	size_t nk = 0, c0 = 0, nc = 0;
+	if (!kx || !ky || !xc || !match) {
 		free(kx);
 		free(ky);
+		free(xc);
+		free(match);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < npts && nc < ncl; nc++) {
+		size_t j = i;
+		double xm = pts[i].x;
+		while (j + 1 < npts && pts[j + 1].x - pts[j].x <= PULSE_GAP_X_S)
+			xm += pts[++j].x;
+		xc[nc] = xm / (double)(j - i + 1);
+		i = j + 1;
+	}
+	if (match_clusters(xc, nc, rb, nrb, g0, a->scale, match)) {
+		free(kx);
+		free(ky);
+		free(xc);
+		free(match);
 		return -ENOMEM;
 	}
 	for (size_t c = 0; c < ncl && c0 < npts; c++) {
@@ -894,9 +1034,14 @@ static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_
 		while (c1 + 1 < npts && pts[c1 + 1].x - pts[c1].x <= PULSE_GAP_X_S)
 			xm += pts[++c1].x;
 		xm /= (double)(c1 - c0 + 1);
-		if (g0 + c < ng) {
-			double pred = a->offset_s + a->scale * xm - xm;
-			pin_to_group(pts + c0, c1 - c0 + 1, g0 + c);
+		if (c < nc && match[c] >= 0) {
+			size_t g = (size_t)match[c];
+			/* the cluster's own pulse group says when it ran: the
+			 * line through the first and last pulse may be off by
+			 * more than a pulse's width in between (py-spy falls
+			 * behind, then catches up: 1 s measured) */
+			double pred = group_mid(rb, nrb, g) - xm;
+			pin_to_group(pts + c0, c1 - c0 + 1, g);
 			struct fit fc = fit_offset(pts + c0, c1 - c0 + 1, 1.0, pred - ALIGN_PYSPY_PULSE_HALF_S, pred + ALIGN_PYSPY_PULSE_HALF_S, pred);
 			for (size_t i = c0; i <= c1; i++) {
 				pts[i].b = pts[i].b_all;
@@ -910,6 +1055,8 @@ static int pulse_knots(struct align_pyspy *a, struct pt *pts, size_t npts, size_
 		}
 		c0 = c1 + 1;
 	}
+	free(xc);
+	free(match);
 	if (nk >= 2) {
 		free(a->knot_x);
 		free(a->knot_y);
@@ -949,6 +1096,8 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	struct pt *pts = NULL;
 	size_t npts = 0, ptcap = 0, nbusy = 0, nb = 0;
 	double lo = -INFINITY, hi = INFINITY;
+	double drift_s = 0; /* speedscope: see align_pyspy.h drift_ms */
+	double warp_corr95_s = 0; /* speedscope: the warp's p95 move off the pulses' mapping */
 	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
 	long ref = -1;
 
@@ -1117,6 +1266,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			double gtj = ng ? group_mid(rb, nrb, gj) : a->prior_offset_s + xm1;
 			pulse_g0 = gi;
 			have_g0 = ng > 0;
+			/* Real time between the first and last pulse against the
+			 * nominal time of the samples between them: the line
+			 * spreads the difference evenly, but py-spy lost (or
+			 * crowded) samples somewhere unknown, so a sample between
+			 * them may be off by all of it (measured: 50 s misses
+			 * under a line that the two pulses fitted to +-5 ms). */
+			if (ng)
+				drift_s = fabs((gtj - gti) - (xm1 - xm0));
 			pin_to_group(pts, e0 + 1, gi);
 			pin_to_group(pts + s1, npts - s1, gj);
 			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - ALIGN_PYSPY_PULSE_HALF_S,
@@ -1163,6 +1320,16 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		if (!chrome && have_g0 && ncl >= 3 && pulse_knots(a, pts, npts, ncl, bursts + b_off[ref], b_n[ref], pulse_g0)) {
 			seterr(err, errlen, "out of memory");
 			goto out;
+		}
+		/* knots at every pulse: the drift that matters is the one
+		 * between neighbouring pulses */
+		if (a->pulse_knots >= 2) {
+			drift_s = 0;
+			for (size_t i = 1; i < a->nknots; i++) {
+				double d = fabs((a->knot_y[i] - a->knot_y[i - 1]) - (a->knot_x[i] - a->knot_x[i - 1]));
+				if (d > drift_s)
+					drift_s = d;
+			}
 		}
 	} else {
 		/* No pulse sampled: phases against frames on the reference
@@ -1246,7 +1413,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			 * sharper than those found on the line. */
 			for (int pass = 0; pass < WARP_PASSES; pass++)
 				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
-					     bursts + b_off[ref], b_n[ref])) {
+					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, drift_s)) {
 					free(y_line);
 					seterr(err, errlen, "out of memory");
 					goto out;
@@ -1266,6 +1433,20 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			double tol = isnan(a->sample_period_s) ? 0 : a->sample_period_s;
 			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
 				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
+				/* How far the warp moved samples off the pulses' mapping
+				 * (95th percentile): if the frames misled it, it is off
+				 * by that much plus the drift the pulses left open
+				 * (measured: pulses every 5 steps, drift 65 ms, misses
+				 * 102 ms p95). */
+				double *cd = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *cd);
+				if (cd && tr[ref].n) {
+					for (size_t j = 0; j < tr[ref].n; j++)
+						cd[j] = fabs(align_pyspy_time(a, (uint32_t)ref,
+									      p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j]);
+					qsort(cd, tr[ref].n, sizeof *cd, cmp_double_asc);
+					warp_corr95_s = cd[(size_t)(0.95 * (double)(tr[ref].n - 1))];
+				}
+				free(cd);
 				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
 				if (npts) {
 					/* plus half a sample period: where in it a sample fell */
@@ -1347,6 +1528,21 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			a->time_unknown = 1;
 		if ((a->idle_dropped || a->time_unknown) && a->unsampled_s * 1e3 > a->uncert_ms)
 			a->uncert_ms = a->unsampled_s * 1e3;
+		/* After the last pulse the line runs on to the process's exit:
+		 * the time between the last sample's place and the exit that no
+		 * sample covers is drift of the same kind (py-spy with --idle
+		 * samples until the process exits). */
+		if (a->pulse_samples && !a->idle_dropped && isfinite(rt[ref].end_s)) {
+			double yl = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s);
+			double tail = rt[ref].end_s - yl - (isnan(a->sample_period_s) ? 0 : a->sample_period_s);
+			if (tail > drift_s)
+				drift_s = tail;
+		}
+		a->drift_ms = drift_s * 1e3;
+		if (a->drift_ms > a->uncert_ms)
+			a->uncert_ms = a->drift_ms;
+		if (a->pulse_samples && warp_corr95_s > 0 && (drift_s + warp_corr95_s) * 1e3 > a->uncert_ms)
+			a->uncert_ms = (drift_s + warp_corr95_s) * 1e3;
 	}
 	/* Never a NaN: with nothing better, the prior's bound (or, with no
 	 * bound either, the profile's whole length) is what is known. */
@@ -1430,13 +1626,19 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 	}
 	if (*t1_s > a->thr[s->thread].ring_end_s)
 		*t1_s = a->thr[s->thread].ring_end_s;
+	/* nor before it began (a line extrapolated from the first pulse
+	 * knot can reach back past the start by a few ms) */
+	if (*t0_s < a->thr[s->thread].ring_start_s)
+		*t0_s = a->thr[s->thread].ring_start_s;
+	if (*t1_s < *t0_s)
+		*t1_s = *t0_s;
 	if (*t0_s > *t1_s)
 		*t0_s = *t1_s;
 }
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[160] = "";
+	char extra[320] = "";
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
@@ -1446,7 +1648,10 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	if (a->nknots)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; warp: %zu knots, largest correction %.3g ms",
 			 a->nknots, a->warp_max_ms);
-	else if (a->warp_rejected)
+	if (a->drift_ms > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; nominal sample times drift up to %.3g ms between time anchors", a->drift_ms);
+	if (a->warp_rejected)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
 	char per[64] = "", unsampled[400];

@@ -20,7 +20,16 @@
  *                middle of the set of offsets meeting that (uncertainty: its
  *                half width, widened by the spread between pulses); with
  *                pulses far apart, speedscope's scale is fitted too.
- *   +pulses      speedscope with more than two pulses: a knot at each.
+ *   +pulses      speedscope with more than two pulses: a knot at each
+ *                (clusters of pulse samples matched in order to the
+ *                ring's pulse groups by their steps in time: py-spy may
+ *                miss or split a pulse); the warp keeps these knots.
+ *   speedscope's uncertainty includes the drift between time anchors
+ *                (real time between neighbouring pulses, and from the
+ *                last to the process's exit, against the nominal time of
+ *                the samples between them: where py-spy lost or crowded
+ *                samples nothing shows) plus the warp's p95 move off the
+ *                pulses' mapping.
  *   +warp        speedscope only: py-spy's lag is not uniform (it falls
  *                behind while the machine is busy, then catches up), so a
  *                line through the pulses is off by up to ~0.4 s in between
@@ -58,6 +67,7 @@ struct align_pyspy_thread {
 	uint32_t ring_pid;   /* 0 when not found in the ring */
 	uint32_t ring_tid;   /* 0 when only the process was found */
 	double ring_end_s;   /* its process's end on the timeline, INFINITY unknown */
+	double ring_start_s; /* its process's start, -INFINITY unknown */
 };
 
 struct align_pyspy {
@@ -85,6 +95,12 @@ struct align_pyspy {
 	double warp_max_ms;    /* largest correction the warp made */
 	int warp_rejected;     /* it missed the pulses more than the line */
 	size_t pulse_knots;    /* knots at pulses (speedscope, > 2 pulses) */
+	/* speedscope: the largest gap between the real time that passed
+	 * between two time anchors (pulses, the process's exit) and the
+	 * nominal time of the samples between them: missing or extra
+	 * samples whose place nothing shows, so any sample in between may
+	 * be off by that much (0: not measured) */
+	double drift_ms;
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a

@@ -64,6 +64,10 @@
 /* Half-width, s, of the search around a pulse burst's predicted offset:
  * the burst gap (above), so a fit never jumps to the neighbouring burst. */
 #define ALIGN_PYSPY_PULSE_HALF_S 0.3
+/* Bursts closer than this, s, belong to one sync pulse (its bursts are
+ * 20 ms apart; a user's periodic pulses 0.3 s or more: a 1 s threshold
+ * merged pulses every 10 training steps into one). */
+#define ALIGN_PYSPY_PULSE_GROUP_GAP_S 0.25
 /* Half-width, s, of the refit over all pulses once the scale is known:
  * the two per-burst fits already agree within a few ms. */
 #define ALIGN_PYSPY_REFIT_HALF_S 0.01
