@@ -24,16 +24,19 @@
  * what that thread was doing.  Phases only seen on other threads get their
  * time statistics and no joules.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "csv.h"
+#include "cmd_writers.h"
 #include "diag.h"
 #include "energy_model.h"
 #include "outfile.h"
 #include "phase_table.h"
+#include "run_find.h"
 
 static void usage(FILE *fp)
 {
@@ -60,6 +63,23 @@ static void usage(FILE *fp)
 		"                     ('anchorpost phases --rings x --help', docs/mpi.md)\n");
 }
 
+void phases_write(const struct energy_model *m, const char *out, int method, const struct attrib_opts *ao,
+		  int by_process)
+{
+	struct outfile of;
+	struct csv c;
+	FILE *tty;
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	phase_table_csv_header(&c);
+	/* The readable table goes to stdout unless the CSV does. */
+	tty = out ? stdout : stderr;
+	phase_table_write(&c, m, method, ao, by_process, tty);
+	outfile_commit(&of);
+	if (out)
+		fprintf(tty, "\nwrote %s\n", out);
+}
+
 int cmd_phases(int argc, char **argv)
 {
 	struct em_opts o = {0};
@@ -67,9 +87,7 @@ int cmd_phases(int argc, char **argv)
 	const char *out = NULL;
 	int method = 0, by_process = 0, n;
 	struct energy_model m;
-	struct outfile of;
-	struct csv c;
-	FILE *tty;
+	struct em_error e;
 
 	/* Several rings, --by-rank, --stragglers: the multi-ring model. */
 	if (phases_wants_mpi(argc, argv))
@@ -103,18 +121,43 @@ int cmd_phases(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	energy_model_open(&m, &o);
+	if (energy_model_open(&m, &o, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	phase_table_warn(&m, &o);
-
-	outfile_open(&of, out ? out : "-");
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	/* The readable table goes to stdout unless the CSV does. */
-	tty = out ? stdout : stderr;
-	phase_table_write(&c, &m, method, &ao, by_process, tty);
-	outfile_commit(&of);
-	if (out)
-		fprintf(tty, "\nwrote %s\n", out);
+	phases_write(&m, out, method, &ao, by_process);
 	energy_model_close(&m);
+	return 0;
+}
+
+/* `anchorpost` alone: the run in this directory (run_find.h), its table
+ * and phases.csv, with the defaults of `phases`. */
+int cmd_here(void)
+{
+	struct em_opts o = {0};
+	struct attrib_opts ao = {0};
+	struct run_files f;
+	struct energy_model m;
+	struct em_error e;
+	char err[2048];
+	int rc;
+
+	phase_table_defaults(&o);
+	rc = run_find(".", &f, err, sizeof err);
+	if (rc == -ENOENT && !f.ring && !f.perun)
+		return -1; /* no run here at all: the caller's usage */
+	if (rc) {
+		fprintf(stderr, "anchorpost: %s\n", err);
+		run_find_free(&f);
+		return 2;
+	}
+	o.ring = f.ring;
+	o.perun = f.perun;
+	printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun);
+	if (energy_model_open(&m, &o, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	phase_table_warn(&m, &o);
+	phases_write(&m, "phases.csv", 0, &ao, 0);
+	energy_model_close(&m);
+	run_find_free(&f);
 	return 0;
 }

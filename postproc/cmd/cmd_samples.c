@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "csv.h"
+#include "cmd_writers.h"
 #include "diag.h"
 #include "outfile.h"
 #include "pyspy.h"
@@ -561,14 +562,104 @@ static void summary(const char *in, const struct pyspy_profile *p)
 		(unsigned long long)p->meta.empty_samples, pyspy_idle_name(p->meta.idle), p->meta.idle_reason);
 }
 
+static const char *const cols[] = {"profile", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
+				   "duration_s", "depth", "leaf_function", "leaf_file", "leaf_line",
+				   "stack", "unix_s", "utc_iso", NULL};
+static const char *const cols_short[] = {"profile", "pid", "tid", "thread_name", "sample_index",
+					 "t_rel_s", "duration_s", "depth", "leaf_function",
+					 "leaf_file", "leaf_line", "stack", NULL};
+
+static void out_free(struct out *o)
+{
+	for (uint32_t f = 0; f < o->nftext; f++)
+		free(o->ftext[f]);
+	free(o->ftext);
+	free(o->flen);
+	free(o->frames);
+	free(o->stack);
+	free(o->pend.v);
+	free(o->field_off);
+	free(o->field_len);
+	free(o->field_arena);
+	if (o->scratch)
+		fclose(o->scratch);
+	free(o->scratch_buf);
+}
+
+/* The anchor of --ring: t_rel_s = 0 at the picked process's start, and
+ * the alignment note beside out (stderr when out is stdout). */
+static void anchor_to_ring(struct out *o, const struct pyspy_profile *p, const char *in, const struct ringload *rl,
+			   const char *ring, long long pid, const char *out)
+{
+	const struct ring_proc *proc;
+	char why[96];
+	proc = pick_proc(rl, p, pid, ring, why, sizeof why);
+	o->anchor_unix_ns = ring_clock_unix_ns(&rl->clock, proc->start_ns);
+	if (!o->anchor_unix_ns)
+		diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
+	o->with_time = 1;
+	if (strcmp(out, "-")) {
+		struct outfile af;
+		char *apath;
+		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+			oom();
+		outfile_open(&af, apath);
+		write_alignment(af.fp, p, in, ring, proc, why, o->anchor_unix_ns);
+		outfile_commit(&af);
+		free(apath);
+	} else {
+		write_alignment(stderr, p, in, ring, proc, why, o->anchor_unix_ns);
+	}
+}
+
+int samples_write_ring(const struct pyspy_profile *p, const char *in, const struct ringload *rl, const char *ring,
+		       long long pid, const char *out)
+{
+	struct outfile of;
+	struct out o;
+	uint64_t *idx;
+
+	if (!p->meta.times_known)
+		diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
+			   pyspy_format_name(p->meta.format),
+			   p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
+	memset(&o, 0, sizeof o);
+	o.path = in;
+	o.stack_node = UINT32_MAX;
+	anchor_to_ring(&o, p, in, rl, ring, pid, out);
+	outfile_open(&of, out);
+	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+	csv_init(&o.c, of.fp);
+	csv_header(&o.c, cols);
+	build_ftext(&o, p);
+	/* The loaded samples in the order the reader delivered them; a
+	 * sample's index is its position within its thread, as the reader
+	 * counts (pyspy_sample_ev.index). */
+	if (!(idx = calloc((size_t)p->nthreads + 1, sizeof *idx)))
+		oom();
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *sm = &p->samples[i];
+		struct pyspy_sample_ev ev = {
+			.thread = sm->thread,
+			.stack = sm->stack,
+			.index = idx[sm->thread]++,
+			.t_rel_s = sm->t_rel_s,
+			.duration_s = sm->duration_s,
+			.ts_us = p->ts_us ? p->ts_us[i] : NAN,
+			.count = p->counts ? p->counts[i] : 1,
+		};
+		emit(&o, p, &ev);
+	}
+	free(idx);
+	if (ferror(of.fp))
+		diag_fatal(out, "write error");
+	outfile_commit(&of);
+	out_free(&o);
+	return 0;
+}
+
 int cmd_samples(int argc, char **argv)
 {
-	static const char *const cols[] = {"profile", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
-					   "duration_s", "depth", "leaf_function", "leaf_file", "leaf_line",
-					   "stack", "unix_s", "utc_iso", NULL};
-	static const char *const cols_short[] = {"profile", "pid", "tid", "thread_name", "sample_index",
-						 "t_rel_s", "duration_s", "depth", "leaf_function",
-						 "leaf_file", "leaf_line", "stack", NULL};
 	const char *in = NULL, *out = "-", *ring = NULL;
 	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0;
 	long long pid = -1;
@@ -644,8 +735,6 @@ int cmd_samples(int argc, char **argv)
 		/* Only formats with times can be anchored; find out before
 		 * writing anything (the header depends on it). */
 		struct pyspy_profile probe;
-		const struct ring_proc *proc;
-		char why[96];
 		pyspy_profile_init(&probe);
 		probe.rate_override_hz = rate;
 		if (pyspy_read(in, (enum pyspy_format)fmt, &probe, NULL, NULL, &err))
@@ -655,23 +744,7 @@ int cmd_samples(int argc, char **argv)
 				   pyspy_format_name(probe.meta.format),
 				   probe.meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
 		ringload_open(&rl, ring);
-		proc = pick_proc(&rl, &probe, pid, ring, why, sizeof why);
-		o.anchor_unix_ns = ring_clock_unix_ns(&rl.clock, proc->start_ns);
-		if (!o.anchor_unix_ns)
-			diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
-		o.with_time = 1;
-		if (strcmp(out, "-")) {
-			struct outfile af;
-			char *apath;
-			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
-				oom();
-			outfile_open(&af, apath);
-			write_alignment(af.fp, &probe, in, ring, proc, why, o.anchor_unix_ns);
-			outfile_commit(&af);
-			free(apath);
-		} else {
-			write_alignment(stderr, &probe, in, ring, proc, why, o.anchor_unix_ns);
-		}
+		anchor_to_ring(&o, &probe, in, &rl, ring, pid, out);
 		ringload_close(&rl);
 		pyspy_profile_free(&probe);
 	}
@@ -692,19 +765,7 @@ int cmd_samples(int argc, char **argv)
 	else if (!p.meta.times_known)
 		diag_warn(in, "unit '%s' is not a time: t_rel_s and duration_s are empty (--rate HZ sets them)",
 			  p.meta.unit);
-	for (uint32_t f = 0; f < o.nftext; f++)
-		free(o.ftext[f]);
-	free(o.ftext);
-	free(o.flen);
-	free(o.frames);
-	free(o.stack);
-	free(o.pend.v);
-	free(o.field_off);
-	free(o.field_len);
-	free(o.field_arena);
-	if (o.scratch)
-		fclose(o.scratch);
-	free(o.scratch_buf);
+	out_free(&o);
 	pyspy_profile_free(&p);
 	return 0;
 }

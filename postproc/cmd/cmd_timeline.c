@@ -24,9 +24,11 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "cmd_writers.h"
 #include "energy_model.h"
 #include "outfile.h"
 #include "pyspy.h"
+#include "run_model.h"
 #include "sample_energy.h"
 
 static void usage(FILE *fp)
@@ -134,21 +136,166 @@ static int seg_phase(const struct phase_thread *th, uint64_t ts)
 	return th->seg[lo - 1].phase;
 }
 
-int cmd_timeline(int argc, char **argv)
+int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 {
-	struct em_opts o = {0};
-	const char *out = NULL, *profile = NULL;
-	double bin_s = 0.1;
-	struct energy_model m;
-	struct pyspy_profile p;
-	struct align_pyspy a;
-	struct sample_energy se;
+	const struct energy_model *mp = &rm->m;
+	const struct pyspy_profile *pp = &rm->p;
+	const struct align_pyspy *ap = &rm->al;
+	const struct sample_energy *sep = &rm->se;
+	const char *profile = rm->profile;
 	int have_prof = 0;
 	uint32_t *top = NULL;
 	uint32_t *pids = NULL;
 	long *pthr = NULL;
 	size_t npids = 0;
-	int took;
+
+	if (!mp->nsen)
+		diag_warn(mp->perun_path, "the file holds no power sensors (psutil only): no power columns");
+
+	double t0 = mp->span_t0_s < 0 ? mp->span_t0_s : 0;
+	double ring_end = energy_model_tl(mp, mp->rl.rf.ev[mp->rl.rf.nev - 1].ts_ns);
+	double t1 = mp->span_t1_s > ring_end ? mp->span_t1_s : ring_end;
+	size_t nbins = (size_t)ceil((t1 - t0) / bin_s - 1e-9);
+	if (!nbins)
+		nbins = 1;
+	if (nbins > 100000000)
+		diag_fatal(NULL, "timeline: %zu bins of %g s: choose a wider --bin", nbins, bin_s);
+
+	if (rm->have_profile) {
+		if (ap->idle_dropped)
+			diag_warn(profile, "looks recorded without py-spy --idle (%s): sample times are unreliable",
+				  pp->meta.idle_reason);
+		top = malloc(nbins * sizeof *top);
+		if (!top)
+			diag_fatal(NULL, "out of memory");
+		top_frames(mp, pp, ap, sep, t0, bin_s, nbins, top);
+		have_prof = 1;
+	}
+
+	/* One phase column per process that has phases. */
+	pids = calloc(mp->rl.procs.n + 1, sizeof *pids);
+	pthr = calloc(mp->rl.procs.n + 1, sizeof *pthr);
+	if (!pids || !pthr)
+		diag_fatal(NULL, "out of memory");
+	for (size_t i = 0; i < mp->rl.procs.n; i++) {
+		uint32_t pid = mp->rl.procs.p[i].pid;
+		long th = phase_set_primary_of(&mp->ph, pid);
+		int seen = 0;
+		for (size_t k = 0; k < npids; k++)
+			seen |= pids[k] == pid;
+		if (th < 0 || seen)
+			continue;
+		pids[npids] = pid;
+		pthr[npids++] = th;
+	}
+
+	struct outfile of;
+	struct csv c;
+	const char **cols = calloc(3 + mp->ngroups + npids + 1, sizeof *cols);
+	char **owned = calloc(mp->ngroups + npids + 1, sizeof *owned);
+	size_t nc = 0, no = 0;
+	if (!cols || !owned)
+		diag_fatal(NULL, "out of memory");
+	cols[nc++] = "t_s";
+	cols[nc++] = "utc_iso";
+	for (size_t g = 0; g < mp->ngroups; g++) {
+		if (asprintf(&owned[no], "power_w_%s", mp->groups[g]) < 0)
+			diag_fatal(NULL, "out of memory");
+		cols[nc++] = owned[no++];
+	}
+	for (size_t k = 0; k < npids; k++) {
+		if (asprintf(&owned[no], "phase_pid%u", pids[k]) < 0)
+			diag_fatal(NULL, "out of memory");
+		cols[nc++] = owned[no++];
+	}
+	if (have_prof)
+		cols[nc++] = "top_frame";
+	cols[nc] = NULL;
+
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (size_t b = 0; b < nbins; b++) {
+		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
+		char iso[48];
+		csv_fixed(&c, lo, 6);
+		ring_clock_iso(ring_clock_unix_ns(&mp->rl.clock, (uint64_t)llround((double)mp->base_ns + lo * 1e9)), iso,
+			       sizeof iso);
+		csv_str(&c, mp->rl.clock.n ? iso : "");
+		for (size_t g = 0; g < mp->ngroups; g++) {
+			double clo = lo > mp->span_t0_s ? lo : mp->span_t0_s, chi = hi < mp->span_t1_s ? hi : mp->span_t1_s;
+			double e = 0;
+			if (chi <= clo) {
+				csv_empty(&c);
+				continue;
+			}
+			for (size_t s = 0; s < mp->nsen; s++)
+				if (energy_model_group_of(mp, &mp->sen[s]) == g)
+					e += energy_model_slice_j(&mp->sen[s], clo, chi);
+			csv_f64(&c, e / (chi - clo), 6);
+		}
+		for (size_t k = 0; k < npids; k++) {
+			double ns = (double)mp->base_ns + mid * 1e9;
+			int ph = ns >= 0 ? seg_phase(&mp->ph.thr[pthr[k]], (uint64_t)ns) : -1;
+			csv_str(&c, ph >= 0 ? mp->ph.names[ph] : "");
+		}
+		if (have_prof) {
+			if (top[b] == UINT32_MAX) {
+				csv_empty(&c);
+			} else {
+				const struct pyspy_frame *f = &pp->frames.v[top[b]];
+				char buf[1024];
+				snprintf(buf, sizeof buf, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
+				csv_str(&c, buf);
+			}
+		}
+		csv_row_end(&c);
+	}
+
+	{
+		FILE *afp = stderr;
+		struct outfile af;
+		char *apath = NULL;
+		if (out) {
+			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+				diag_fatal(NULL, "out of memory");
+			outfile_open(&af, apath);
+			afp = af.fp;
+		}
+		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
+		fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
+		if (have_prof) {
+			char line[768];
+			align_pyspy_describe(ap, pp, line, sizeof line);
+			fprintf(afp, "py-spy alignment: %s\n", line);
+		}
+		if (mp->emulated)
+			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(mp));
+		if (out) {
+			outfile_commit(&af);
+			free(apath);
+		}
+	}
+	outfile_commit(&of);
+	for (size_t k = 0; k < no; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+	free(pids);
+	free(pthr);
+	free(top);
+	return 0;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	struct em_opts o = {0};
+	const char *out = NULL, *profile = NULL;
+	double bin_s = 0.1;
+	struct run_opts ro = {0};
+	struct run_model rm;
+	struct em_error e;
+	int took, rc;
 
 	o.fit_range_s = 3.0;
 	for (int i = 1; i < argc; i++) {
@@ -179,159 +326,11 @@ int cmd_timeline(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	energy_model_open(&m, &o);
-	if (!m.nsen)
-		diag_warn(o.perun, "the file holds no power sensors (psutil only): no power columns");
-
-	double t0 = m.span_t0_s < 0 ? m.span_t0_s : 0;
-	double ring_end = energy_model_tl(&m, m.rl.rf.ev[m.rl.rf.nev - 1].ts_ns);
-	double t1 = m.span_t1_s > ring_end ? m.span_t1_s : ring_end;
-	size_t nbins = (size_t)ceil((t1 - t0) / bin_s - 1e-9);
-	if (!nbins)
-		nbins = 1;
-	if (nbins > 100000000)
-		diag_fatal(NULL, "timeline: %zu bins of %g s: choose a wider --bin", nbins, bin_s);
-
-	if (profile) {
-		struct pyspy_error perr;
-		char err[512], script[1024];
-		pyspy_profile_init(&p);
-		if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &perr))
-			diag_fatal(profile, "%s", perr.msg);
-		if (!p.nsamples)
-			diag_fatal(profile, "the profile holds no samples");
-		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-			diag_fatal(profile, "%s", err);
-		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
-			diag_fatal(NULL, "out of memory");
-		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
-		if (a.idle_dropped)
-			diag_warn(profile, "looks recorded without py-spy --idle (%s): sample times are unreliable",
-				  p.meta.idle_reason);
-		top = malloc(nbins * sizeof *top);
-		if (!top)
-			diag_fatal(NULL, "out of memory");
-		top_frames(&m, &p, &a, &se, t0, bin_s, nbins, top);
-		have_prof = 1;
-	}
-
-	/* One phase column per process that has phases. */
-	pids = calloc(m.rl.procs.n + 1, sizeof *pids);
-	pthr = calloc(m.rl.procs.n + 1, sizeof *pthr);
-	if (!pids || !pthr)
-		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < m.rl.procs.n; i++) {
-		uint32_t pid = m.rl.procs.p[i].pid;
-		long th = phase_set_primary_of(&m.ph, pid);
-		int seen = 0;
-		for (size_t k = 0; k < npids; k++)
-			seen |= pids[k] == pid;
-		if (th < 0 || seen)
-			continue;
-		pids[npids] = pid;
-		pthr[npids++] = th;
-	}
-
-	struct outfile of;
-	struct csv c;
-	const char **cols = calloc(3 + m.ngroups + npids + 1, sizeof *cols);
-	char **owned = calloc(m.ngroups + npids + 1, sizeof *owned);
-	size_t nc = 0, no = 0;
-	if (!cols || !owned)
-		diag_fatal(NULL, "out of memory");
-	cols[nc++] = "t_s";
-	cols[nc++] = "utc_iso";
-	for (size_t g = 0; g < m.ngroups; g++) {
-		if (asprintf(&owned[no], "power_w_%s", m.groups[g]) < 0)
-			diag_fatal(NULL, "out of memory");
-		cols[nc++] = owned[no++];
-	}
-	for (size_t k = 0; k < npids; k++) {
-		if (asprintf(&owned[no], "phase_pid%u", pids[k]) < 0)
-			diag_fatal(NULL, "out of memory");
-		cols[nc++] = owned[no++];
-	}
-	if (have_prof)
-		cols[nc++] = "top_frame";
-	cols[nc] = NULL;
-
-	outfile_open(&of, out ? out : "-");
-	csv_init(&c, of.fp);
-	csv_header(&c, cols);
-	for (size_t b = 0; b < nbins; b++) {
-		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
-		char iso[48];
-		csv_fixed(&c, lo, 6);
-		ring_clock_iso(ring_clock_unix_ns(&m.rl.clock, (uint64_t)llround((double)m.base_ns + lo * 1e9)), iso,
-			       sizeof iso);
-		csv_str(&c, m.rl.clock.n ? iso : "");
-		for (size_t g = 0; g < m.ngroups; g++) {
-			double clo = lo > m.span_t0_s ? lo : m.span_t0_s, chi = hi < m.span_t1_s ? hi : m.span_t1_s;
-			double e = 0;
-			if (chi <= clo) {
-				csv_empty(&c);
-				continue;
-			}
-			for (size_t s = 0; s < m.nsen; s++)
-				if (energy_model_group_of(&m, &m.sen[s]) == g)
-					e += energy_model_slice_j(&m.sen[s], clo, chi);
-			csv_f64(&c, e / (chi - clo), 6);
-		}
-		for (size_t k = 0; k < npids; k++) {
-			double ns = (double)m.base_ns + mid * 1e9;
-			int ph = ns >= 0 ? seg_phase(&m.ph.thr[pthr[k]], (uint64_t)ns) : -1;
-			csv_str(&c, ph >= 0 ? m.ph.names[ph] : "");
-		}
-		if (have_prof) {
-			if (top[b] == UINT32_MAX) {
-				csv_empty(&c);
-			} else {
-				const struct pyspy_frame *f = &p.frames.v[top[b]];
-				char buf[1024];
-				snprintf(buf, sizeof buf, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
-				csv_str(&c, buf);
-			}
-		}
-		csv_row_end(&c);
-	}
-
-	{
-		FILE *afp = stderr;
-		struct outfile af;
-		char *apath = NULL;
-		if (out) {
-			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
-				diag_fatal(NULL, "out of memory");
-			outfile_open(&af, apath);
-			afp = af.fp;
-		}
-		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", m.align.method, m.align.uncert_ms);
-		fprintf(afp, "perun span: %.6f .. %.6f s\n", m.span_t0_s, m.span_t1_s);
-		if (have_prof) {
-			char line[768];
-			align_pyspy_describe(&a, &p, line, sizeof line);
-			fprintf(afp, "py-spy alignment: %s\n", line);
-		}
-		if (m.emulated)
-			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(&m));
-		if (out) {
-			outfile_commit(&af);
-			free(apath);
-		}
-	}
-	outfile_commit(&of);
-	for (size_t k = 0; k < no; k++)
-		free(owned[k]);
-	free(owned);
-	free(cols);
-	free(pids);
-	free(pthr);
-	if (have_prof) {
-		free(top);
-		sample_energy_free(&se);
-		align_pyspy_free(&a);
-		pyspy_profile_free(&p);
-	}
-	energy_model_close(&m);
-	return 0;
+	ro.em = o;
+	ro.profile = profile;
+	if (run_model_open(&rm, &ro, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	rc = timeline_write(&rm, out, bin_s);
+	run_model_close(&rm);
+	return rc;
 }

@@ -40,6 +40,9 @@ static void usage(FILE *fp)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
+		int rc = cmd_here();
+		if (rc >= 0)
+			return rc;
 		usage(stderr);
 		return 2;
 	}

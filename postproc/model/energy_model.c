@@ -4,12 +4,12 @@
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "diag.h"
 
 double energy_model_tl(const struct energy_model *m, uint64_t ts_ns)
 {
@@ -218,39 +218,60 @@ int em_opts_take(struct em_opts *o, const char *opt, const char *val)
 	return 2;
 }
 
-void energy_model_open(struct energy_model *m, const struct em_opts *o)
+/* Fill *e, undo what was loaded, and return the code for the caller's
+ * return (energy_model_open's failure paths). */
+static int __attribute__((format(printf, 5, 6)))
+em_fail(struct energy_model *m, struct em_error *e, int code, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	e->file = file;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	energy_model_close(m);
+	return code;
+}
+#define EM_FAIL(file, ...) return em_fail(m, e, -EINVAL, file, __VA_ARGS__)
+#define EM_FAIL_OOM() return em_fail(m, e, -ENOMEM, NULL, "out of memory")
+
+int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	char err[512];
 	memset(m, 0, sizeof *m);
-	ringload_open(&m->rl, o->ring);
+	m->ring_path = o->ring;
+	m->perun_path = o->perun;
+	if (ringload_load(&m->rl, o->ring, err, sizeof err))
+		EM_FAIL(o->ring, "%s", err);
 	if (!m->rl.rf.nev)
-		diag_fatal(o->ring, "the ring holds no records%s",
+		EM_FAIL(o->ring, "the ring holds no records%s",
 			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
 						    : "");
 	m->base_ns = m->rl.rf.ev[0].ts_ns;
 	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
-		diag_fatal(o->ring, "out of memory");
+		EM_FAIL_OOM();
 	if (!m->ph.nnames)
-		diag_fatal(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
+		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
 				    "ANCHOR_AUTO anchors were recorded");
-	if (perun_load(o->perun, &m->pf, err, sizeof err))
-		diag_fatal(o->perun, "%s", err);
+	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
+	if (perun_load_guarded(o->perun, &m->pf, err, sizeof err))
+		EM_FAIL(o->perun, "%s", err);
 	if (!m->pf.nruns)
-		diag_fatal(o->perun, "no perun run in the file");
+		EM_FAIL(o->perun, "no perun run in the file");
 	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
 	if (!m->run)
-		diag_fatal(o->perun, "no multirun '%s' in the file", o->run);
+		EM_FAIL(o->perun, "no multirun '%s' in the file", o->run);
 	if (o->round < 0 || (size_t)o->round >= m->run->nrounds)
-		diag_fatal(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
+		EM_FAIL(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
 			   o->round);
 	m->round = &m->run->rounds[o->round];
 	m->host = pick_host(m->round, o->host ? o->host : m->rl.rf.hdr.hostname);
 	if (!m->host)
-		diag_fatal(o->perun, "round %s has no host", m->round->id);
+		EM_FAIL(o->perun, "round %s has no host", m->round->id);
 	m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt");
 
 	/* Power sensors of the host, grouped by device group. */
-	energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups);
+	if (energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups))
+		EM_FAIL_OOM();
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
@@ -262,13 +283,13 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	int hook = align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_fatal(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
+		EM_FAIL(o->perun, "does not match the perun run recorded in %s (its %zu perun.sample stamps vs "
 				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
 				     "--run/--round)",
 			   o->ring, m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
-			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
+			EM_FAIL(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
 		double range_s = o->fit_range_s;
@@ -293,7 +314,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 				if (m->host->groups[g].sensors[s].n > 1)
 					any = &m->host->groups[g].sensors[s];
 		if (!any)
-			diag_fatal(o->perun, "host %s has no sensor data", m->host->name);
+			EM_FAIL(o->perun, "host %s has no sensor data", m->host->name);
 		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
 		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
 		double r0 = 0, r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
@@ -323,11 +344,12 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 			ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, (uint64_t)((double)m->base_ns +
 										m->span_t1_s * 1e9)),
 				       d, sizeof d);
-			diag_fatal(o->perun, "no time overlap with %s (files from different runs?): ring %s .. %s, "
+			EM_FAIL(o->perun, "no time overlap with %s (files from different runs?): ring %s .. %s, "
 					     "perun %s .. %s (%s)",
 				   o->ring, a, b, c, d, m->align.method);
 		}
 	}
+	return 0;
 }
 
 void energy_model_close(struct energy_model *m)
@@ -344,8 +366,8 @@ void energy_model_close(struct energy_model *m)
 	memset(m, 0, sizeof *m);
 }
 
-void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
-			      char ***groups, size_t *ngroups)
+int energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
+			     char ***groups, size_t *ngroups)
 {
 	for (size_t g = 0; g < h->ngroups; g++) {
 		const struct perun_group *gr = &h->groups[g];
@@ -354,24 +376,25 @@ void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen
 				continue;
 			struct em_sensor *ns = realloc(*sen, (*nsen + 1) * sizeof *ns);
 			if (!ns)
-				diag_fatal(NULL, "out of memory");
+				return -ENOMEM;
 			*sen = ns;
 			memset(&ns[*nsen], 0, sizeof *ns);
 			ns[*nsen].ps = &gr->sensors[s];
 			ns[*nsen].group = gr->name;
-			if (build_sensor(&ns[*nsen]))
-				diag_fatal(NULL, "out of memory");
-			(*nsen)++;
+			/* Counted first so that the caller's close frees a half-built one. */
+			if (build_sensor(&ns[(*nsen)++]))
+				return -ENOMEM;
 			size_t k;
 			for (k = 0; k < *ngroups && strcmp((*groups)[k], gr->name); k++)
 				;
 			if (k == *ngroups) {
 				char **ng = realloc(*groups, (*ngroups + 1) * sizeof *ng);
 				if (!ng)
-					diag_fatal(NULL, "out of memory");
+					return -ENOMEM;
 				*groups = ng;
 				(*groups)[(*ngroups)++] = gr->name;
 			}
 		}
 	}
+	return 0;
 }
