@@ -6,7 +6,7 @@ set -euo pipefail
 
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev libunwind-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
-      libcairo2-dev fonts-dejavu-core)
+      libcairo2-dev fonts-dejavu-core strace)
 
 missing=()
 for d in "${DEBS[@]}"; do
