@@ -48,6 +48,12 @@ PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib/attrib*.c))
 $(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
+# Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
+# anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
+# (libhdf5's and libc's own allocations are not: the test is about ours).
+OOM_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+$(B)/test_oom: tests/unit/test_oom.c $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
+	$(CC) $(CFLAGS_POST) $(SAN) -o $@ $< $(filter-out %/main.o,$(POST_OBJ)) $(OOM_WRAP) $(PKG_LIBS) -lm -lpthread
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 
 $(B)/lib/%.o: %.c $(HDRS)

@@ -1,6 +1,7 @@
 /* align.c - perun's sensor times on the ring's clock (see align.h). */
 #include "align.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +130,7 @@ int align_perun_fit(const struct attrib_series *s, const struct attrib_interval 
 	int rc;
 
 	if (!iv)
-		return 0;
+		return -ENOMEM;
 	/* Intervals in the prior's sensor time; delta corrects the prior. */
 	for (size_t i = 0; i < n_iv; i++) {
 		iv[i] = iv_timeline[i];
@@ -138,6 +139,8 @@ int align_perun_fit(const struct attrib_series *s, const struct attrib_interval 
 	}
 	rc = attrib_fit_offset(s, iv, n_iv, n_phase, range_s, &delta, &sigma);
 	free(iv);
+	if (rc == -ENOMEM)
+		return rc; /* not a reason to keep the prior silently */
 	if (rc < 0 || !isfinite(delta) || !isfinite(sigma))
 		return 0;
 	/* sensor t = phase t + delta  =>  timeline = sensor t + offset - delta */

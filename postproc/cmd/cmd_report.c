@@ -162,15 +162,13 @@ static void start_tmp_dir(struct report *r)
 	if (strcmp(parent, ".") && strcmp(parent, "/"))
 		mkdir_p(parent);
 	free(d);
-	if (asprintf(&r->tmp_dir, "%s.tmp.XXXXXX", r->final) < 0)
-		diag_fatal(NULL, "out of memory");
 	{
 		/* "out/" -> "out.tmp.XXXXXX", not "out/.tmp.XXXXXX" */
-		char *t = r->tmp_dir + strlen(r->final);
-		while (t > r->tmp_dir + 1 && t[-1] == '/') {
-			memmove(t - 1, t, strlen(t) + 1);
-			t--;
-		}
+		int len = (int)strlen(r->final);
+		while (len > 1 && r->final[len - 1] == '/')
+			len--;
+		if (asprintf(&r->tmp_dir, "%.*s.tmp.XXXXXX", len, r->final) < 0)
+			diag_fatal(NULL, "out of memory");
 	}
 	if (!mkdtemp(r->tmp_dir))
 		diag_fatal(r->final, "cannot create a directory beside it: %s", strerror(errno));

@@ -120,12 +120,13 @@ const char *energy_model_sensor_note(const struct energy_model *m)
 	return m->emulated ? "emulated sensor, not a measurement" : "";
 }
 
+/* 1 when dir(path)/name exists, 0 when not, -ENOMEM. */
 static int file_exists_beside(const char *path, const char *name)
 {
 	char *dup = strdup(path), buf[4096];
 	int found;
 	if (!dup)
-		return 0;
+		return -ENOMEM;
 	snprintf(buf, sizeof buf, "%s/%s", dirname(dup), name);
 	found = access(buf, F_OK) == 0;
 	free(dup);
@@ -237,11 +238,12 @@ em_fail(struct energy_model *m, struct em_error *e, int code, const char *file, 
 int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	char err[512];
+	int rc;
 	memset(m, 0, sizeof *m);
 	m->ring_path = o->ring;
 	m->perun_path = o->perun;
-	if (ringload_load(&m->rl, o->ring, err, sizeof err))
-		EM_FAIL(o->ring, "%s", err);
+	if ((rc = ringload_load(&m->rl, o->ring, err, sizeof err)))
+		return em_fail(m, e, rc, o->ring, "%s", err);
 	if (!m->rl.rf.nev)
 		EM_FAIL(o->ring, "the ring holds no records%s",
 			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
@@ -253,8 +255,8 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
 				    "ANCHOR_AUTO anchors were recorded");
 	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
-	if (perun_load_guarded(o->perun, &m->pf, err, sizeof err))
-		EM_FAIL(o->perun, "%s", err);
+	if ((rc = perun_load_guarded(o->perun, &m->pf, err, sizeof err)))
+		return em_fail(m, e, rc, o->perun, "%s", err);
 	if (!m->pf.nruns)
 		EM_FAIL(o->perun, "no perun run in the file");
 	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
@@ -267,7 +269,8 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	m->host = pick_host(m->round, o->host ? o->host : m->rl.rf.hdr.hostname);
 	if (!m->host)
 		EM_FAIL(o->perun, "round %s has no host", m->round->id);
-	m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt");
+	if ((m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt")) < 0)
+		EM_FAIL_OOM();
 
 	/* Power sensors of the host, grouped by device group. */
 	if (energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups))
@@ -297,9 +300,14 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
+			int fit = 0;
+			if (!iv && m->ph.nthr)
+				EM_FAIL_OOM();
 			if (iv && niv)
-				align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
+				fit = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &m->align);
 			free(iv);
+			if (fit < 0)
+				EM_FAIL_OOM();
 		}
 	}
 	for (size_t i = 0; i < m->nsen; i++)

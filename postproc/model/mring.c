@@ -295,7 +295,7 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 	memset(&a, 0, sizeof a);
 	a.offset_s = r->prior_offset_s;
 	snprintf(a.method, sizeof a.method, "execution_dt");
-	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a)) {
+	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a) > 0) {
 		r->fit_offset_s = a.offset_s;
 		r->fit_uncert_ms = a.uncert_ms;
 	}
