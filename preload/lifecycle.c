@@ -21,6 +21,7 @@
 
 #include "internal.h"
 #include "ring_path.h"
+#include "ring_rank.h"
 #include "ring_writer.h"
 
 static uint32_t g_exit_pid; /* pid that already recorded its exit */
@@ -87,9 +88,8 @@ static size_t add_field(char *buf, size_t n, size_t cap, const char *key, const 
 
 static void record_start(int argc, char **argv)
 {
-	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
-						"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-						"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
+	static const char *const rank_vars[] = {ANCHOR_RANK_VARS, ANCHOR_LOCAL_RANK_VARS,
+						ANCHOR_WORLD_SIZE_VARS, NULL};
 	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
 	char host[256] = "", exe[512] = "", args[512];
 	size_t n = 0, an = 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ring_writer.h"
+#include "ring_rank.h"
 
 static size_t add_field(char *buf, size_t n, size_t cap, const char *key, const char *val, size_t vl)
 {
@@ -54,9 +55,8 @@ static size_t read_cmdline(char *out, size_t cap)
 
 void pya_record_start(void)
 {
-	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
-						"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-						"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
+	static const char *const rank_vars[] = {ANCHOR_RANK_VARS, ANCHOR_LOCAL_RANK_VARS,
+						ANCHOR_WORLD_SIZE_VARS, NULL};
 	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
 	char host[256] = "", exe[512] = "", args[512];
 	size_t n = 0, an;
