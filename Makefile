@@ -30,8 +30,8 @@ CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EX
 POST_DIRS := cmd input model align attrib output util
 CFLAGS_POST := $(CFLAGS_COMMON) $(addprefix -Ipostproc/,$(POST_DIRS)) $(PKG_CFLAGS)
 
-LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c
-POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c,$(wildcard anchors/*.c))
+LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c
+POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c,$(wildcard anchors/*.c))
 LIB_OBJ := $(patsubst %.c,$(B)/lib/%.o,$(LIB_SRC))
 POST_OBJ := $(patsubst %.c,$(B)/post/%.o,$(POST_SRC))
 HDRS := $(wildcard anchors/*.h preload/*.h postproc/*/*.h)
@@ -78,7 +78,7 @@ PY_PKG_FILES := $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi py
 # TLS descriptors: the module is dlopen'ed, so without them every access to
 # the writer's thread chunk is a __tls_get_addr call (5 per record).
 PY_TLS := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
-$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py
+$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py
 	@mkdir -p $(dir $@)
 	cp $(PY_PKG_FILES) $(dir $@)
 	cp python_hooks/site/sitecustomize.py $(B)/python/sitecustomize.py

@@ -58,7 +58,8 @@ setup(
             libraries=["dl", "pthread"],
             depends=sorted(glob.glob("src/*.h")) + [os.path.join(ANCHORS, f) for f in
                                                     ("ring_writer.c", "ring_writer.h", "ring_format.h",
-                                                     "ring_path.c", "ring_path.h")],
+                                                     "ring_path.c", "ring_path.h", "ring_procstart.c",
+                                                     "ring_procstart.h", "ring_rank.h")],
         )
     ],
     zip_safe=False,
