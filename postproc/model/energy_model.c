@@ -44,6 +44,11 @@ static int build_sensor(struct em_sensor *s)
 		return -ENOMEM;
 	s->ser.t_s = p->timesteps_s;
 	s->ser.n = n;
+	s->ser.value = p->values;
+	if (!strcmp(s->group, "gpu"))
+		s->ser.kind = ATTRIB_INSTANT_W; /* NVML: instantaneous reads */
+	else
+		s->ser.kind = ATTRIB_WINDOW_AVG_W; /* RAPL power: the mean over the window before */
 	if (p->alt_values && p->alt_unit && !strcmp(p->alt_unit, "J")) {
 		int monotone = 1;
 		for (size_t i = 1; i < n; i++)
@@ -52,25 +57,11 @@ static int build_sensor(struct em_sensor *s)
 			/* RAPL: the counter itself is the most exact energy. */
 			s->ser.kind = ATTRIB_COUNTER_J;
 			s->ser.value = p->alt_values;
-			for (size_t i = 0; i < n; i++)
-				s->cum_j[i] = p->alt_values[i] - p->alt_values[0];
-			return 0;
 		}
 	}
-	s->ser.value = p->values;
-	if (!strcmp(s->group, "gpu")) {
-		/* NVML: instantaneous reads; perun integrates trapezoids. */
-		s->ser.kind = ATTRIB_INSTANT_W;
-		for (size_t i = 1; i < n; i++)
-			s->cum_j[i] = s->cum_j[i - 1] + 0.5 * (p->values[i] + p->values[i - 1]) *
-								(p->timesteps_s[i] - p->timesteps_s[i - 1]);
-	} else {
-		/* RAPL power as perun stores it: the mean over the window before. */
-		s->ser.kind = ATTRIB_WINDOW_AVG_W;
-		for (size_t i = 1; i < n; i++)
-			s->cum_j[i] = s->cum_j[i - 1] + p->values[i] * (p->timesteps_s[i] - p->timesteps_s[i - 1]);
-	}
-	return 0;
+	/* One rule for the curve with attrib (attrib_series_cum_j); no phase
+	 * edges here: the slices are cut anywhere. */
+	return attrib_series_cum_j(&s->ser, NULL, NULL, s->cum_j);
 }
 
 /* Cumulative energy at timeline t (inside the span), interpolated. */
