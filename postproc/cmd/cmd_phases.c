@@ -69,12 +69,14 @@ void phases_write(const struct energy_model *m, const char *out, int method, con
 	struct outfile of;
 	struct csv c;
 	FILE *tty;
+	struct em_error e;
 	outfile_open(&of, out ? out : "-");
 	csv_init(&c, of.fp);
 	phase_table_csv_header(&c);
 	/* The readable table goes to stdout unless the CSV does. */
 	tty = out ? stdout : stderr;
-	phase_table_write(&c, m, method, ao, by_process, tty);
+	if (phase_table_write(&c, m, method, ao, by_process, tty, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	outfile_commit(&of);
 	if (out)
 		fprintf(tty, "\nwrote %s\n", out);

@@ -226,6 +226,7 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	const struct energy_model *m = &rm->m;
 	const char *profile = rm->have_profile ? rm->profile : NULL;
 	struct phase_scope all;
+	struct em_error e;
 	struct outfile of;
 	struct csv c;
 	size_t table_len = 0;
@@ -235,7 +236,8 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	progress(r, "attributing energy to phases");
 	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
 	all.pid = 0;
-	phase_scope_attribute(m, method, ao, &all);
+	if (phase_scope_attribute(m, method, ao, &all, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	path = out_path(r, "phases.csv");
 	outfile_open(&of, path);
 	csv_init(&c, of.fp);

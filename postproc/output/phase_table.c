@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,18 @@ static double quantile(const double *v, size_t n, double q)
 	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
 }
 
+/* Fill *e and return code (the attribution's failure paths). */
+static int __attribute__((format(printf, 4, 5)))
+em_set(struct em_error *e, int code, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	e->file = file;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struct phase_stats *st)
 {
 	double *d = malloc((ph->nocc ? ph->nocc : 1) * sizeof *d);
@@ -63,8 +76,8 @@ static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, struc
 }
 
 /* Attribute one scope: its primary thread's segments against every sensor. */
-void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
-			   struct phase_scope *sr)
+int phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
+			  struct phase_scope *sr, struct em_error *e)
 {
 	size_t np = m->ph.nnames, ng = m->ngroups;
 	const struct phase_thread *th;
@@ -73,13 +86,13 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
 	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
 	if (!sr->row || !sr->total_j)
-		diag_fatal(NULL, "out of memory");
+		return em_set(e, -ENOMEM, NULL, "out of memory");
 	if (sr->thr < 0 || !m->nsen)
-		return;
+		return 0;
 	th = &m->ph.thr[sr->thr];
 	iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
 	if (!iv)
-		diag_fatal(NULL, "out of memory");
+		return em_set(e, -ENOMEM, NULL, "out of memory");
 	for (size_t s = 0; s < m->nsen; s++) {
 		const struct em_sensor *es = &m->sen[s];
 		size_t g = energy_model_group_of(m, es);
@@ -100,11 +113,14 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 			rc = attrib_split(&es->ser, iv, th->nseg, np, ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, th->nseg, np, ao, &r);
-		if (rc == -ENODATA)
-			diag_fatal(m->rl.rf.path, "no perun sample window overlaps a phase of thread %u "
-						  "(files from different runs?)", th->tid);
-		if (rc)
-			diag_fatal(m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id, strerror(-rc));
+		if (rc) {
+			free(iv);
+			if (rc == -ENODATA)
+				return em_set(e, rc, m->rl.rf.path, "no perun sample window overlaps a phase of "
+					      "thread %u (files from different runs?)", th->tid);
+			return em_set(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
+				      strerror(-rc));
+		}
 		sr->total_j[g] += r.total_j;
 		for (size_t k = 0; k <= np; k++) {
 			struct phase_group_row *gr = &sr->row[k * ng + g];
@@ -156,6 +172,7 @@ void phase_scope_attribute(const struct energy_model *m, int method, const struc
 			}
 		}
 	}
+	return 0;
 }
 
 void phase_scope_free(struct phase_scope *sr)
@@ -305,15 +322,16 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	}
 }
 
-void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
-		       int by_process, FILE *tty)
+int phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
+		      int by_process, FILE *tty, struct em_error *e)
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
-	phase_scope_attribute(m, method, ao, &all);
-	phase_table_write_scope(c, m, &all, tty);
+	int rc = phase_scope_attribute(m, method, ao, &all, e);
+	if (!rc)
+		phase_table_write_scope(c, m, &all, tty);
 	phase_scope_free(&all);
-	if (!by_process)
-		return;
+	if (rc || !by_process)
+		return rc;
 	for (size_t p = 0; p < m->rl.procs.n; p++) {
 		uint32_t pid = m->rl.procs.p[p].pid;
 		long thr = phase_set_primary_of(&m->ph, pid);
@@ -323,10 +341,14 @@ void phase_table_write(struct csv *c, const struct energy_model *m, int method, 
 		if (thr < 0 || seen)
 			continue;
 		struct phase_scope sr = {.thr = thr, .pid = pid};
-		phase_scope_attribute(m, method, ao, &sr);
-		phase_table_write_scope(c, m, &sr, tty);
+		rc = phase_scope_attribute(m, method, ao, &sr, e);
+		if (!rc)
+			phase_table_write_scope(c, m, &sr, tty);
 		phase_scope_free(&sr);
+		if (rc)
+			return rc;
 	}
+	return 0;
 }
 
 void phase_table_defaults(struct em_opts *o)

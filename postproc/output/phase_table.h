@@ -35,9 +35,9 @@ struct phase_scope {
 /* Attribute one scope (thr, pid set by the caller); method 0 = auto
  * (split where the sensor gives window energies), -1 = perphase
  * (attrib_auto), else ATTRIB_SPLIT / ATTRIB_INTEGRATE / ATTRIB_REGRESS.
- * diag_fatal on failure. */
-void phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
-			   struct phase_scope *sr);
+ * 0, or a negative errno with *e filled (sr still to be freed). */
+int phase_scope_attribute(const struct energy_model *m, int method, const struct attrib_opts *ao,
+			  struct phase_scope *sr, struct em_error *e);
 
 void phase_scope_free(struct phase_scope *sr);
 
@@ -52,9 +52,10 @@ void phase_table_csv_header(struct csv *c);
 void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
 			     FILE *tty);
 
-/* Every scope: "all", then one per process with phases when by_process. */
-void phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
-		       int by_process, FILE *tty);
+/* Every scope: "all", then one per process with phases when by_process.
+ * 0, or a negative errno with *e filled. */
+int phase_table_write(struct csv *c, const struct energy_model *m, int method, const struct attrib_opts *ao,
+		      int by_process, FILE *tty, struct em_error *e);
 
 /* Defaults of the attribution options (em_opts) phases and report share. */
 void phase_table_defaults(struct em_opts *o);
