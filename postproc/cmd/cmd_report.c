@@ -299,7 +299,10 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 			}
 		}
 		progress(r, "trace.json");
-		trace_json_write(m, &tp, title, out_path(r, "trace.json"), &ts);
+		char terr[256];
+		path = out_path(r, "trace.json");
+		if (trace_json_write(m, &tp, title, path, &ts, terr, sizeof terr))
+			diag_fatal(path, "%s", terr);
 	}
 	phase_scope_free(&all);
 }

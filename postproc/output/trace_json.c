@@ -2,13 +2,13 @@
 #include "trace_json.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
 #include "group_power.h"
 #include "outfile.h"
 #include "ring_format.h"
@@ -25,6 +25,7 @@ struct w {
 	int first;
 	double origin_s; /* timeline seconds at ts 0 */
 	struct trace_stats *st;
+	int oom;         /* sticky: an allocation failed, the file is abandoned */
 };
 
 /* Strings go through cJSON: its escaping is the JSON spec's, not ours. */
@@ -33,14 +34,16 @@ static char *json_string(const char *s)
 	cJSON *j = cJSON_CreateString(s ? s : "");
 	char *out = j ? cJSON_PrintUnformatted(j) : NULL;
 	cJSON_Delete(j);
-	if (!out)
-		diag_fatal(NULL, "out of memory");
 	return out;
 }
 
 static void put_str(struct w *w, const char *s)
 {
 	char *e = json_string(s);
+	if (!e) {
+		w->oom = 1;
+		return;
+	}
 	fputs(e, w->fp);
 	cJSON_free(e);
 }
@@ -113,8 +116,12 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 	uint64_t *open_end = malloc((ph->nocc + 1) * sizeof *open_end);
 	size_t n = 0, nopen = 0;
 	uint32_t cur_pid = 0, cur_tid = 0;
-	if (!v || !open_end)
-		diag_fatal(NULL, "out of memory");
+	if (!v || !open_end) {
+		free(v);
+		free(open_end);
+		w->oom = 1;
+		return;
+	}
 
 	/* Occurrences come sorted by (pid, tid, t0), outer first: a slice
 	 * must end before (or with) every slice open around it, else the
@@ -312,8 +319,11 @@ static uint32_t *canonical_frames(const struct pyspy_frames *fr)
 {
 	uint32_t *order = malloc((fr->n ? fr->n : 1) * sizeof *order);
 	uint32_t *canon = malloc((fr->n ? fr->n : 1) * sizeof *canon);
-	if (!order || !canon)
-		diag_fatal(NULL, "out of memory");
+	if (!order || !canon) {
+		free(order);
+		free(canon);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < fr->n; i++)
 		order[i] = i;
 	sort_frames = fr;
@@ -358,15 +368,21 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	uint32_t maxdepth = 1, *cur, *prev, *canon = canonical_frames(&p->frames);
 	size_t ns = 0;
 	char buf[320];
-	if (!tr || !fname || !s)
-		diag_fatal(NULL, "out of memory");
 	for (uint32_t i = 0; i < p->stacks.n; i++)
 		if (p->stacks.v[i].depth > maxdepth)
 			maxdepth = p->stacks.v[i].depth;
 	cur = malloc(maxdepth * sizeof *cur);
 	prev = malloc(maxdepth * sizeof *prev);
-	if (!cur || !prev)
-		diag_fatal(NULL, "out of memory");
+	if (!tr || !fname || !s || !canon || !cur || !prev) {
+		free(tr);
+		free(fname);
+		free(s);
+		free(canon);
+		free(cur);
+		free(prev);
+		w->oom = 1;
+		return;
+	}
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct pyspy_thread *th = &p->threads[t];
@@ -463,8 +479,8 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	fputs("}}\n", w->fp);
 }
 
-void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
-		      const char *path, struct trace_stats *st)
+int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
+		     const char *path, struct trace_stats *st, char *err, size_t errlen)
 {
 	struct outfile of;
 	struct w w = {.path = path, .first = 1, .st = st};
@@ -491,7 +507,11 @@ void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps
 	if (ps && ps->p)
 		write_stacks(&w, m, ps, default_pid);
 	write_other(&w, m, ps, title);
-	if (ferror(w.fp))
-		diag_fatal(path, "write error");
+	if (w.oom || ferror(w.fp)) {
+		outfile_abort(&of);
+		snprintf(err, errlen, "%s", w.oom ? "out of memory" : "write error");
+		return w.oom ? -ENOMEM : -EIO;
+	}
 	outfile_commit(&of);
+	return 0;
 }
