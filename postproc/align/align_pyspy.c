@@ -1305,13 +1305,15 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		double per = a->sample_period_s;
 		if (!isfinite(per) && tr[ref].n) {
 			double *dd = malloc(tr[ref].n * sizeof *dd);
-			if (dd) {
-				for (size_t j = 0; j < tr[ref].n; j++)
-					dd[j] = p->samples[tr[ref].idx[j]].duration_s;
-				qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
-				per = dd[tr[ref].n / 2];
-				free(dd);
+			if (!dd) {
+				seterr(err, errlen, "out of memory");
+				goto out;
 			}
+			for (size_t j = 0; j < tr[ref].n; j++)
+				dd[j] = p->samples[tr[ref].idx[j]].duration_s;
+			qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
+			per = dd[tr[ref].n / 2];
+			free(dd);
 		}
 		if (!isfinite(per) || per <= 0)
 			per = 0;
