@@ -37,8 +37,8 @@ CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EX
 POST_DIRS := cmd input model align attrib output util
 CFLAGS_POST := $(CFLAGS_COMMON) $(addprefix -Ipostproc/,$(POST_DIRS)) $(PKG_CFLAGS)
 
-LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c
-POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c,$(wildcard anchors/*.c))
+LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c
+POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c,$(wildcard anchors/*.c))
 LIB_OBJ := $(patsubst %.c,$(B)/lib/%.o,$(LIB_SRC))
 POST_OBJ := $(patsubst %.c,$(B)/post/%.o,$(POST_SRC))
 HDRS := $(wildcard anchors/*.h preload/*.h postproc/*/*.h)
@@ -63,6 +63,12 @@ $(B)/test_counters: tests/unit/test_counters.c $(ATTRIB_OBJ) $(HDRS)
 OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o
 $(B)/test_options: tests/unit/test_options.c $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
+# Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
+# anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
+# (libhdf5's and libc's own allocations are not: the test is about ours).
+OOM_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+$(B)/test_oom: tests/unit/test_oom.c $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
+	$(CC) $(CFLAGS_POST) $(SAN) -o $@ $< $(filter-out %/main.o,$(POST_OBJ)) $(OOM_WRAP) $(PKG_LIBS) -lm -lpthread
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 
 preload/anchor_version.h: VERSION
@@ -107,7 +113,7 @@ PY_PKG_FILES := $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi py
 # TLS descriptors: the module is dlopen'ed, so without them every access to
 # the writer's thread chunk is a __tls_get_addr call (5 per record).
 PY_TLS := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
-$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py
+$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py
 	@mkdir -p $(dir $@)
 	cp $(PY_PKG_FILES) $(dir $@)
 	cp python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py $(B)/python/

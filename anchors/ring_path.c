@@ -24,11 +24,11 @@
 
 #include "ring_format.h"
 #include "ring_path.h"
+#include "ring_rank.h"
 
 const char *anchor_rank_env(void)
 {
-	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
-					   "RANK", NULL};
+	static const char *const vars[] = {ANCHOR_RANK_VARS, NULL};
 	for (int i = 0; vars[i]; i++) {
 		const char *v = getenv(vars[i]);
 		if (v && *v)

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const rank_keys[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK", NULL};
-static const char *const local_keys[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK", NULL};
+#include "ring_rank.h"
+static const char *const rank_keys[] = {ANCHOR_RANK_VARS, NULL};
+static const char *const local_keys[] = {ANCHOR_LOCAL_RANK_VARS, NULL};
 
 static struct ring_proc *find_mut(struct ring_procs *t, uint32_t pid)
 {

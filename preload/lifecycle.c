@@ -21,6 +21,7 @@
 
 #include "internal.h"
 #include "ring_path.h"
+#include "ring_procstart.h"
 #include "ring_writer.h"
 
 static uint32_t g_exit_pid; /* pid that already recorded its exit */
@@ -71,35 +72,13 @@ void anchor_record_exit(int status_or_sig, int is_signal, int known)
 
 /* ---- process start ---------------------------------------------------- */
 
-static size_t add_field(char *buf, size_t n, size_t cap, const char *key, const char *val)
-{
-	size_t kl = strlen(key), vl = strlen(val);
-	if (n + kl + 2 >= cap)
-		return n;
-	memcpy(buf + n, key, kl);
-	n += kl;
-	buf[n++] = '=';
-	if (vl > cap - n - 1)
-		vl = cap - n - 1;
-	memcpy(buf + n, val, vl);
-	n += vl;
-	buf[n++] = '\0';
-	return n;
-}
-
+/* argv joined by spaces (truncated to 511 bytes), encoded with the text the
+ * Python module writes too (anchors/ring_procstart.c). */
 static void record_start(int argc, char **argv)
 {
-	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
-						"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-						"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
-	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
-	char host[256] = "", exe[512] = "", args[512];
-	size_t n = 0, an = 0;
-	ssize_t k;
+	char args[512];
+	size_t an = 0;
 
-	gethostname(host, sizeof host - 1);
-	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[k > 0 ? k : 0] = '\0';
 	for (int i = 0; argv && i < argc && argv[i]; i++) {
 		size_t l = strlen(argv[i]);
 		if (an + l + 2 >= sizeof args)
@@ -112,16 +91,7 @@ static void record_start(int argc, char **argv)
 			break;
 	}
 	args[an] = '\0';
-	/* Most useful first: argv is the one that gets truncated. */
-	n = add_field(buf, n, sizeof buf, "host", host);
-	for (int i = 0; rank_vars[i]; i++) {
-		const char *v = getenv(rank_vars[i]);
-		if (v && *v)
-			n = add_field(buf, n, sizeof buf, rank_vars[i], v);
-	}
-	n = add_field(buf, n, sizeof buf, "exe", exe);
-	n = add_field(buf, n, sizeof buf, "argv", args);
-	ring_writer_emit(ANCHOR_KIND_PROC_START, 0, (uint64_t)getppid(), buf, n, NULL, 0);
+	ring_procstart_emit(args, an);
 }
 
 /* ---- fatal signals ------------------------------------------------------ */

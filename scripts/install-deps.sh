@@ -7,6 +7,7 @@ set -euo pipefail
 DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev
       clang libclang-rt-14-dev bc openmpi-bin libopenmpi-dev time
       libcairo2-dev fonts-dejavu-core
+      strace      # strace: t_report_once_slow counts how often report opens each input
       stress-ng   # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)
       chromium)   # chromium: t_trace_perfetto_slow opens trace.json in the Perfetto UI
 

@@ -36,6 +36,16 @@ ps = procs(ring)
 check(len(ps) == 2 and all(p["rank"] == "5" for p in ps), "sh and its exec'd child in rank 5's ring: %s" % ps)
 print("ok: %%h-%%r -> %s, exec'd child in the same ring" % os.path.basename(ring))
 
+# A PMIx launch (Open MPI 5's prterun, srun --mpi=pmix) sets only PMIX_RANK:
+# the file is named by it, and the reader must see the same rank in it
+# (anchors/ring_rank.h: one list for the writers, %r and the reader).
+run(["/bin/true"], LD_PRELOAD=LIB, ANCHOR_FILE=tmpl, PMIX_RANK="3")
+ring = os.path.join(TMP, "run-%s-3.ring" % host)
+check(os.path.exists(ring), "PMIX_RANK not used for %%r: %s" % sorted(os.listdir(TMP)))
+ps = procs(ring)
+check(len(ps) == 1 and ps[0]["rank"] == "3", "PMIX_RANK=3: the reader sees rank %s" % [p["rank"] for p in ps])
+print("ok: PMIX_RANK names the file and the reader's rank alike")
+
 # Slurm's variable, and no rank at all.
 run(["/bin/true"], LD_PRELOAD=LIB, ANCHOR_FILE=tmpl, SLURM_PROCID="7")
 check(os.path.exists(os.path.join(TMP, "run-%s-7.ring" % host)), "SLURM_PROCID not used")

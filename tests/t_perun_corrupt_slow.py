@@ -1,5 +1,6 @@
 """anchorpost perun on ~200 randomly corrupted copies of the perun fixtures,
-built with ASan + UBSan.
+built with ASan + UBSan; then every other command that reads perun (phases,
+functions, timeline, report, stragglers) on the same files, normal build.
 
 A libFuzzer target suits HDF5 poorly (libhdf5 wants files), so this mutates
 files instead, with a fixed seed: flipped bits, overwritten byte runs, and
@@ -14,6 +15,11 @@ file in a child first); then they do not fail the test.  Anything in our
 code, any hang, or any other exit fails it.
 ASan runs with allocator_may_return_null=1 so a huge malloc from a corrupt
 size field returns NULL as plain malloc does, instead of aborting.
+The other commands get a synthetic ring with phases (tools/ringgen, so the
+perun file is read: the ring is loaded first) and a tiny chrometrace
+profile; each must end with exit 0, or exit 1 and one line
+"anchorpost: ...: ..." after any warnings: no signal, no hang (report must
+also leave no output directory behind when it fails).
 """
 
 import os
@@ -21,6 +27,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from perun_testlib import BUILD, TMP, check, die, fixture_sets
@@ -119,6 +126,64 @@ def h5dump_crashes(path):
                                               r.returncode >= 128 else "")
 
 
+GEN = os.path.join(BUILD, "tools", "ringgen")
+RING = os.path.join(TMP, "corrupt-ring.ring")
+PROFILE = os.path.join(TMP, "corrupt-profile.json")
+OTHER_LIMIT_S = 4  # the guard's limit for the other commands (fewer seconds per looping case)
+subprocess.run([GEN, RING, "--rank", "0", "--nranks", "1", "--steps", "20", "--pid", "4242"],
+               check=True, capture_output=True)
+with open(PROFILE, "w") as f:
+    f.write('[{"args":{"filename":"/x/train.py","line":3},"cat":"py-spy","name":"step","ph":"B",'
+            '"pid":4242,"tid":1,"ts":1000},'
+            '{"args":{"filename":"/x/train.py","line":3},"cat":"py-spy","name":"step","ph":"E",'
+            '"pid":4242,"tid":1,"ts":900000}]')
+other_env = dict(os.environ, ANCHORPOST_PERUN_TIMEOUT_S=str(OTHER_LIMIT_S))
+other_counts = {}
+other_slowest = {}
+
+
+def other_commands(path, i):
+    """Every other command that reads perun, on one corrupted file (i: the case's tag)."""
+    rep = os.path.join(work, f"case{i}-report")
+    cmds = {
+        "phases": ["phases", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-phases.csv")],
+        "functions": ["functions", "--ring", RING, "--perun", path, "--profile", PROFILE,
+                      "-o", os.path.join(work, "o-functions.csv")],
+        "timeline": ["timeline", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-timeline.csv")],
+        "report": ["report", "--ring", RING, "--perun", path, "--profile", PROFILE, "-d", rep],
+        "stragglers": ["stragglers", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-strag.csv")],
+    }
+    bad = []
+    for name, args in cmds.items():
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([PLAIN] + args, capture_output=True, text=True, errors="replace",
+                               env=other_env, timeout=OTHER_LIMIT_S + 60)
+            dt = time.monotonic() - t0
+            if dt > other_slowest.get(name, (0, 0))[0]:
+                other_slowest[name] = (dt, i)
+        except subprocess.TimeoutExpired:
+            bad.append(f"{name}: hung for {OTHER_LIMIT_S + 60} s")
+            continue
+        lines = [ln for ln in r.stderr.strip().splitlines() if ln]
+        errs = [ln for ln in lines if not ln.startswith("anchorpost: warning: ")]
+        if r.returncode == 0:
+            ok = not errs
+        elif r.returncode == 1:
+            ok = len(errs) == 1 and errs[0].startswith("anchorpost: ") and lines[-1] == errs[0]
+            if name == "report" and (os.path.exists(rep) or
+                                     any(e.startswith(os.path.basename(rep) + ".tmp.") for e in os.listdir(work))):
+                ok, errs = False, errs + ["a failed report left files behind"]
+        else:
+            ok = False
+        other_counts[(name, r.returncode if ok else "bad")] = other_counts.get((name, r.returncode if ok else "bad"), 0) + 1
+        if not ok:
+            bad.append(f"{name}: exit {r.returncode}: {lines[-3:]}")
+        if os.path.isdir(rep):
+            subprocess.run(["rm", "-rf", rep])
+    return bad
+
+
 counts = {"exit0": 0, "exit1": 0}
 kinds = {}
 problems = []
@@ -195,6 +260,8 @@ def run_cases(label, seeds, n, known):
                         problems.append(line + " (normal build broke the one-line rule)")
                 else:
                     problems.append(line)
+        for b in other_commands(path, f"{label}{i:03d}"):
+            problems.append(f"{label} case {i} ({kind} of {name}): {b}")
         for p_ in (path, out, out + ".energy.csv"):
             if os.path.exists(p_) and ok:
                 os.unlink(p_)
@@ -210,6 +277,10 @@ for label, folder in fixture_sets():
 
 print(f"ran {ran} corrupted copies (the first {N} of the repository's files; known cases {KNOWN} of ../shared's; seed {SEED}; mutations {kinds}): "
       f"{counts['exit0']} converted (exit 0), {counts['exit1']} refused with one line (exit 1)")
+print("slowest of each other command (s, case): " +
+      ", ".join(f"{k} {v[0]:.1f} ({v[1]})" for k, v in sorted(other_slowest.items())))
+print("other commands on the same files (command, exit): " +
+      ", ".join(f"{k[0]} {k[1]}: {v}" for k, v in sorted(other_counts.items(), key=str)))
 for b in hdf5_bugs:
     print("LIBHDF5: " + b)
 if hdf5_bugs:

@@ -1,6 +1,7 @@
 /* align.c - perun's sensor times on the ring's clock (see align.h). */
 #include "align.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +166,7 @@ int align_perun_fit(const struct attrib_series *s, const struct attrib_interval 
 	int rc;
 
 	if (!iv)
-		return 0;
+		return -ENOMEM;
 	/* Intervals in the prior's sensor time; delta corrects the prior. */
 	for (size_t i = 0; i < n_iv; i++) {
 		iv[i] = iv_timeline[i];
@@ -178,9 +179,12 @@ int align_perun_fit(const struct attrib_series *s, const struct attrib_interval 
 	 * barely changes between phases).  The 95 % interval is the extent of
 	 * every offset the residual cannot tell from the best. */
 	double best = 0, slo = 0, shi = 0;
-	if (rc >= 0 && attrib_fit_offset_set(s, iv, n_iv, n_phase, range_s, 3.84, &best, &slo, &shi) < 0)
+	int rc_set = rc >= 0 ? attrib_fit_offset_set(s, iv, n_iv, n_phase, range_s, 3.84, &best, &slo, &shi) : 0;
+	if (rc_set < 0)
 		slo = shi = NAN;
 	free(iv);
+	if (rc == -ENOMEM || rc_set == -ENOMEM)
+		return -ENOMEM; /* not a reason to keep the prior silently */
 	if (rc < 0 || !isfinite(delta) || !isfinite(sigma))
 		return 0;
 	/* sensor t = phase t + delta  =>  timeline = sensor t + offset - delta */

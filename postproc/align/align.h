@@ -59,7 +59,8 @@ int align_perun_prior(const struct perun_multirun *run, const struct ring_clock 
 		      uint64_t base_ns, struct align_perun *out);
 
 /* Refine out->offset_s within +-range_s by fitting the series against the
- * phase intervals (given on the timeline).  1 refined, 0 kept the prior. */
+ * phase intervals (given on the timeline).  1 refined, 0 kept the prior
+ * (the data cannot refine it), -ENOMEM. */
 int align_perun_fit(const struct attrib_series *s, const struct attrib_interval *iv_timeline, size_t n_iv,
 		    size_t n_phase, double range_s, struct align_perun *out);
 

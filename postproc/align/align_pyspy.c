@@ -1340,8 +1340,15 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 				th = (long)i;
 		double o, score, half;
 		double w_hi = hi < lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? hi : lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
-		if (th >= 0 && !phase_frames_fit(p, &tr[ref], &ph->thr[th], base_ns, ph->nnames, 1.0, lo, w_hi, &o,
-						 &score, &half)) {
+		int pf = th >= 0 ? phase_frames_fit(p, &tr[ref], &ph->thr[th], base_ns, ph->nnames, 1.0, lo, w_hi,
+						    &o, &score, &half)
+				 : -ENODATA;
+		if (pf == -ENOMEM) {
+			/* not a reason to fall back to the prior silently */
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
+		if (!pf) {
 			a->offset_s = o;
 			a->phase_score = score;
 			a->uncert_ms = half * 1e3;
@@ -1487,13 +1494,15 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		double per = a->sample_period_s;
 		if (!isfinite(per) && tr[ref].n) {
 			double *dd = malloc(tr[ref].n * sizeof *dd);
-			if (dd) {
-				for (size_t j = 0; j < tr[ref].n; j++)
-					dd[j] = p->samples[tr[ref].idx[j]].duration_s;
-				qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
-				per = dd[tr[ref].n / 2];
-				free(dd);
+			if (!dd) {
+				seterr(err, errlen, "out of memory");
+				goto out;
 			}
+			for (size_t j = 0; j < tr[ref].n; j++)
+				dd[j] = p->samples[tr[ref].idx[j]].duration_s;
+			qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
+			per = dd[tr[ref].n / 2];
+			free(dd);
 		}
 		if (!isfinite(per) || per <= 0)
 			per = 0;

@@ -179,6 +179,15 @@ int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv
  * method ATTRIB_INTEGRATE. */
 int attrib_counters(const double *t_s, const double *cum_j, size_t n, const struct attrib_interval *iv,
 		    size_t n_iv, size_t n_phase, struct attrib_result *out);
+/* The cumulative energy curve of a series, the one rule for every user
+ * (energy_model.c's slices, attrib's windows): cum_j[i] = joules from t[0]
+ * to t[i].  WINDOW_AVG_W: sum of value x gap; COUNTER_J: value[i] -
+ * value[0] (-EINVAL if it decreases); INSTANT_W: trapezoids, except that a
+ * segment with one phase edge inside (n_edge[i-1] == 1 at edge_t_s[i-1];
+ * n_edge NULL: none) holds each read on its side of the edge.  0 or
+ * -EINVAL. */
+int attrib_series_cum_j(const struct attrib_series *s, const unsigned char *n_edge, const double *edge_t_s,
+			double *cum_j);
 
 /* Release a result filled by any function above; safe on a zeroed one. */
 void attrib_result_free(struct attrib_result *r);

@@ -87,6 +87,38 @@ static void find_edges(const struct attrib_series *s, const struct attrib_interv
 	}
 }
 
+int attrib_series_cum_j(const struct attrib_series *s, const unsigned char *n_edge, const double *edge_t_s,
+			double *cum_j)
+{
+	if (!s->n)
+		return 0;
+	cum_j[0] = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		double d = s->t_s[i] - s->t_s[i - 1];
+		switch (s->kind) {
+		case ATTRIB_WINDOW_AVG_W:
+			cum_j[i] = cum_j[i - 1] + s->value[i] * d;
+			break;
+		case ATTRIB_COUNTER_J:
+			if (s->value[i] < s->value[i - 1])
+				return -EINVAL;
+			/* the counter itself: no rounding accumulates */
+			cum_j[i] = s->value[i] - s->value[0];
+			break;
+		default:
+			if (n_edge && n_edge[i - 1] == 1) {
+				/* the read before the edge holds until it */
+				double a = edge_t_s[i - 1] - s->t_s[i - 1];
+				cum_j[i] = cum_j[i - 1] + s->value[i - 1] * a + s->value[i] * (d - a);
+			} else {
+				cum_j[i] = cum_j[i - 1] + 0.5 * (s->value[i] + s->value[i - 1]) * d;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
 int attrib_curve_init(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		      struct attrib_curve *c)
 {
@@ -116,35 +148,15 @@ int attrib_curve_init(const struct attrib_series *s, const struct attrib_interva
 	}
 	if (iv)
 		find_edges(s, iv, n_iv, tmp, c->n_edge, c->edge_t_s);
-	cum[0] = 0;
-	for (size_t i = 1; i < s->n; i++) {
-		double d = s->t_s[i] - s->t_s[i - 1], e;
-		tmp[i - 1] = d;
-		switch (s->kind) {
-		case ATTRIB_WINDOW_AVG_W:
-			e = s->value[i] * d;
-			break;
-		case ATTRIB_COUNTER_J:
-			e = s->value[i] - s->value[i - 1];
-			/* Unwrapping needs the counter's range, which only the
-			 * reader knows; a decrease here is a caller bug. */
-			if (e < 0) {
-				free(cum);
-				free(tmp);
-				attrib_curve_fini(c);
-				return -EINVAL;
-			}
-			break;
-		default:
-			if (c->n_edge[i - 1] == 1) {
-				double a = c->edge_t_s[i - 1] - s->t_s[i - 1];
-				e = s->value[i - 1] * a + s->value[i] * (d - a);
-			} else {
-				e = 0.5 * (s->value[i] + s->value[i - 1]) * d;
-			}
-			break;
-		}
-		cum[i] = cum[i - 1] + e;
+	for (size_t i = 1; i < s->n; i++)
+		tmp[i - 1] = s->t_s[i] - s->t_s[i - 1];
+	if (attrib_series_cum_j(s, c->n_edge, c->edge_t_s, cum) < 0) {
+		/* Unwrapping needs the counter's range, which only the reader
+		 * knows; a decrease here is a caller bug. */
+		free(cum);
+		free(tmp);
+		attrib_curve_fini(c);
+		return -EINVAL;
 	}
 	/* The median, not the mean: one stalled sampling round (perun warns
 	 * about slow reads) must not change the auto choice. */

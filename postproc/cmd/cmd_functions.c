@@ -29,10 +29,12 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "cmd_writers.h"
 #include "energy_model.h"
 #include "options.h"
 #include "outfile.h"
 #include "pyspy.h"
+#include "run_model.h"
 #include "sample_energy.h"
 #include "timebase.h"
 
@@ -400,19 +402,99 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 		fprintf(fp, "sensor: %s\n", energy_model_sensor_note(m));
 }
 
+int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
+		    const char *samples_out)
+{
+	const struct energy_model *mp = &rm->m;
+	const struct pyspy_profile *pp = &rm->p;
+	const struct align_pyspy *ap = &rm->al;
+	const struct sample_energy *sep = &rm->se;
+	const char *profile = rm->profile;
+	struct agg g;
+	struct outfile of;
+	struct csv c;
+
+	if (ap->idle_dropped)
+		diag_warn(profile, "looks recorded without py-spy --idle (%s; %.2g%% idle samples): idle samples "
+				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
+				   "with --idle",
+			  pp->meta.idle_reason, 100 * sep->idle_share);
+	{
+		double att = 0;
+		for (size_t k = 0; k < mp->ngroups; k++)
+			att += sep->attributed_j[k];
+		if (!(att > 0))
+			diag_fatal(profile, "no sample overlaps perun's span after alignment (%s): nothing to "
+					    "attribute (files from different runs?)",
+				   ap->method);
+	}
+	memset(&g, 0, sizeof g);
+	build_functions(pp, &g);
+	aggregate(mp, pp, ap, sep, &g);
+
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	write_functions(&c, mp, pp, &g);
+	if (stacks_out)
+		write_stacks(stacks_out, mp, pp, &g);
+	if (samples_out)
+		write_samples(samples_out, mp, pp, ap, sep);
+	if (ss_out) {
+		struct outfile so;
+		double *w = xcalloc(pp->nsamples, sizeof *w);
+		char name[256];
+		for (size_t i = 0; i < pp->nsamples; i++)
+			for (size_t k = 0; k < mp->ngroups; k++)
+				w[i] += sep->e_j[i * mp->ngroups + k];
+		snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms)%s%s",
+			 ap->method, ap->uncert_ms, mp->emulated ? "; " : "", energy_model_sensor_note(mp));
+		outfile_open(&so, ss_out);
+		if (pyspy_write_energy_speedscope(pp, w, so.fp, name))
+			diag_fatal(ss_out, "write failed");
+		outfile_commit(&so);
+		free(w);
+	}
+	if (out && !outfile_is_stream(out)) {
+		struct outfile af;
+		char *apath;
+		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+			diag_fatal(NULL, "out of memory");
+		outfile_open(&af, apath);
+		write_alignment(af.fp, mp, pp, ap, sep, profile);
+		outfile_commit(&af);
+		free(apath);
+	} else {
+		write_alignment(stderr, mp, pp, ap, sep, profile);
+	}
+	outfile_commit(&of);
+	{
+		char line[768];
+		align_pyspy_describe(ap, pp, line, sizeof line);
+		fprintf(stderr, "anchorpost functions: %s\n", line);
+	}
+	free(g.fn);
+	free(g.func_of_frame);
+	free(g.self_j);
+	free(g.total_j);
+	free(g.self_s);
+	free(g.phase_j);
+	free(g.samples);
+	free(g.frame_self);
+	free(g.node_j);
+	free(g.node_s);
+	free(g.node_n);
+	free(g.node_phase_j);
+	return 0;
+}
+
 int cmd_functions(int argc, char **argv)
 {
 	struct em_opts o = {0};
 	const char *out = NULL, *profile = NULL, *ss_out = NULL, *stacks_out = NULL, *samples_out = NULL;
-	struct energy_model m;
-	struct pyspy_profile p;
-	struct pyspy_error perr;
-	struct align_pyspy a;
-	struct sample_energy se;
-	struct agg g;
-	struct outfile of;
-	struct csv c;
-	char err[512];
+	struct run_opts ro = {0};
+	struct run_model rm;
+	struct em_error e;
+	int rc;
 
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
@@ -438,98 +520,12 @@ int cmd_functions(int argc, char **argv)
 		options_usage_error(&functions_usage, "needs --ring, --perun and --profile");
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	energy_model_open(&m, &o);
-	if (!m.nsen)
-		diag_fatal(o.perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable): "
-				    "no energy to give to functions");
-	pyspy_profile_init(&p);
-	if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &perr))
-		diag_fatal(profile, "%s", perr.msg);
-	if (!p.nsamples)
-		diag_fatal(profile, "the profile holds no samples");
-	if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-		ringload_fatal_mismatch(&m.rl, profile, err);
-	char script[1024];
-	const char *string_src = sample_energy_perun_script(&m.rl, script, sizeof script);
-	sample_energy_name_script(&m.rl, &p, script, sizeof script);
-	if (sample_energy_build(&m, &p, &a, string_src, &se))
-		diag_fatal(NULL, "out of memory");
-	/* Waiting threads sampled at all means --idle; pyspy.h's guess is
-	 * fooled by processes that come and go under --subprocesses. */
-	a.idle_dropped = a.idle_dropped && se.idle_share < 0.01;
-	if (a.idle_dropped)
-		diag_warn(profile, "looks recorded without py-spy --idle (%s; %.2g%% idle samples): idle samples "
-				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
-				   "with --idle",
-			  p.meta.idle_reason, 100 * se.idle_share);
-	{
-		double att = 0;
-		for (size_t k = 0; k < m.ngroups; k++)
-			att += se.attributed_j[k];
-		if (!(att > 0))
-			diag_fatal(profile, "no sample overlaps perun's span after alignment (%s): nothing to "
-					    "attribute (files from different runs?)",
-				   a.method);
-	}
-	memset(&g, 0, sizeof g);
-	build_functions(&p, &g);
-	aggregate(&m, &p, &a, &se, &g);
-
-	outfile_open(&of, out ? out : "-");
-	csv_init(&c, of.fp);
-	write_functions(&c, &m, &p, &g);
-	if (stacks_out)
-		write_stacks(stacks_out, &m, &p, &g);
-	if (samples_out)
-		write_samples(samples_out, &m, &p, &a, &se);
-	if (ss_out) {
-		struct outfile so;
-		double *w = xcalloc(p.nsamples, sizeof *w);
-		char name[256];
-		for (size_t i = 0; i < p.nsamples; i++)
-			for (size_t k = 0; k < m.ngroups; k++)
-				w[i] += se.e_j[i * m.ngroups + k];
-		snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms)%s%s",
-			 a.method, a.uncert_ms, m.emulated ? "; " : "", energy_model_sensor_note(&m));
-		outfile_open(&so, ss_out);
-		if (pyspy_write_energy_speedscope(&p, w, so.fp, name))
-			diag_fatal(ss_out, "write failed");
-		outfile_commit(&so);
-		free(w);
-	}
-	if (out && !outfile_is_stream(out)) {
-		struct outfile af;
-		char *apath;
-		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
-			diag_fatal(NULL, "out of memory");
-		outfile_open(&af, apath);
-		write_alignment(af.fp, &m, &p, &a, &se, profile);
-		outfile_commit(&af);
-		free(apath);
-	} else {
-		write_alignment(stderr, &m, &p, &a, &se, profile);
-	}
-	outfile_commit(&of);
-	{
-		char line[768];
-		align_pyspy_describe(&a, &p, line, sizeof line);
-		fprintf(stderr, "anchorpost functions: %s\n", line);
-	}
-	free(g.fn);
-	free(g.func_of_frame);
-	free(g.self_j);
-	free(g.total_j);
-	free(g.self_s);
-	free(g.phase_j);
-	free(g.samples);
-	free(g.frame_self);
-	free(g.node_j);
-	free(g.node_s);
-	free(g.node_n);
-	free(g.node_phase_j);
-	sample_energy_free(&se);
-	align_pyspy_free(&a);
-	pyspy_profile_free(&p);
-	energy_model_close(&m);
-	return 0;
+	ro.em = o;
+	ro.profile = profile;
+	ro.need_power = 1;
+	if (run_model_open(&rm, &ro, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	rc = functions_write(&rm, out, ss_out, stacks_out, samples_out);
+	run_model_close(&rm);
+	return rc;
 }

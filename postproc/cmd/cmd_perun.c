@@ -28,6 +28,7 @@
 
 #include "commands.h"
 #include "csv.h"
+#include "cmd_writers.h"
 #include "diag.h"
 #include "energy_model.h"
 #include "options.h"
@@ -127,7 +128,7 @@ static void write_regions(struct csv *c, const struct perun_multirun *m)
 	}
 }
 
-/* Energy per power sensor, to the table (tfp) and the CSV (c, may be NULL). */
+/* Energy per power sensor, to the table (tfp) and the CSV (c); either may be NULL. */
 static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun *m)
 {
 	size_t n = 0;
@@ -142,8 +143,9 @@ static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun
 					double e_j;
 					if (!perun_sensor_is_power(s) || perun_sensor_energy_j(s, &e_j) < 0)
 						continue;
-					fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12.3f\n", m->id, r->id,
-						h->name, gr->name, s->id, e_j);
+					if (tfp)
+						fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12.3f\n", m->id,
+							r->id, h->name, gr->name, s->id, e_j);
 					if (c) {
 						csv_str(c, m->id);
 						csv_str(c, r->id);
@@ -171,7 +173,8 @@ static size_t count_power(const struct perun_file *pf, const struct perun_multir
 	return perun_count_power_sensors(&one);
 }
 
-int cmd_perun(int argc, char **argv)
+int perun_write(const struct perun_file *pfp, const char *in, const char *out, const struct perun_multirun *only,
+		int regions, FILE *table, const struct energy_model *aligned)
 {
 	static const char *const cols[] = {"multirun", "round", "host",  "device_group", "sensor",
 					   "metric",   "unit",  "t_rel_s", "value",        NULL};
@@ -180,8 +183,63 @@ int cmd_perun(int argc, char **argv)
 	static const char *const rcols[] = {"multirun", "round", "region", "rank", "start_s", "stop_s", NULL};
 	static const char *const ecols[] = {"multirun", "round",  "host", "device_group",
 					    "sensor",   "energy_j", NULL};
+	const struct tl tl = {aligned};
+	struct outfile of;
+	struct csv c;
+	outfile_open(&of, out);
+	csv_init(&c, of.fp);
+	csv_header(&c, regions ? rcols : tl.m ? tcols : cols);
+	for (size_t i = 0; i < pfp->nruns; i++) {
+		const struct perun_multirun *m = &pfp->runs[i];
+		if (only && m != only)
+			continue;
+		if (regions)
+			write_regions(&c, m);
+		else
+			write_samples(&c, &tl, m);
+	}
+
+	if (!regions) {
+		FILE *tfp = table; /* NULL: no table */
+		struct outfile eof;
+		struct csv ec;
+		char *epath = NULL;
+		size_t nenergy = 0;
+		if (!outfile_is_stream(out)) {
+			size_t len = strlen(out) + sizeof ".energy.csv";
+			epath = malloc(len);
+			if (!epath)
+				diag_fatal(out, "out of memory");
+			snprintf(epath, len, "%s.energy.csv", out);
+			outfile_open(&eof, epath);
+			csv_init(&ec, eof.fp);
+			csv_header(&ec, ecols);
+		}
+		if (tfp) {
+			fprintf(tfp, "energy per sensor as perun computed it (J):\n");
+			fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12s\n", "multirun", "round", "host", "group",
+				"sensor", "energy_j");
+		}
+		for (size_t i = 0; i < pfp->nruns; i++)
+			if (!only || &pfp->runs[i] == only)
+				nenergy += write_energy(tfp, epath ? &ec : NULL, &pfp->runs[i]);
+		if (!nenergy && tfp)
+			fprintf(tfp, "  (none)\n");
+		if (!count_power(pfp, only))
+			diag_warn(in, "holds no power sensors (psutil only: no RAPL or GPU was readable), so no energy can be computed");
+		if (epath) {
+			outfile_commit(&eof);
+			free(epath);
+		}
+	}
+	outfile_commit(&of);
+	return 0;
+}
+
+int cmd_perun(int argc, char **argv)
+{
 	const char *in = NULL, *out = "-", *run = NULL;
-	int regions = 0;
+	int regions = 0, rc;
 	struct perun_file own, *pfp = &own;
 	char err[1024];
 	struct em_opts eo = {0};
@@ -210,13 +268,15 @@ int cmd_perun(int argc, char **argv)
 	if (eo.ring) {
 		/* The model's own copy of the file, so that its run, round and
 		 * host pointers name the rows to place. */
+		struct em_error e;
 		eo.perun = in;
 		eo.run = run;
-		energy_model_open(&em, &eo);
+		if (energy_model_open(&em, &eo, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		tl.m = &em;
 		pfp = &em.pf;
 	} else {
-		int rc = perun_load_guarded(in, &own, err, sizeof err);
+		rc = perun_load_guarded(in, &own, err, sizeof err);
 		if (rc < 0)
 			diag_fatal(in, "%s", err);
 	}
@@ -234,57 +294,10 @@ int cmd_perun(int argc, char **argv)
 		diag_fatal(in, "no multirun '%s' (the file has: %s)", run, pf.nruns ? have : "none");
 	}
 
-	int to_stdout = !strcmp(out, "-");
-	struct outfile of;
-	struct csv c;
-	outfile_open(&of, out);
-	csv_init(&c, of.fp);
-	csv_header(&c, regions ? rcols : tl.m ? tcols : cols);
-	for (size_t i = 0; i < pf.nruns; i++) {
-		const struct perun_multirun *m = &pf.runs[i];
-		if (only && m != only)
-			continue;
-		if (regions)
-			write_regions(&c, m);
-		else
-			write_samples(&c, &tl, m);
-	}
-
-	if (!regions) {
-		FILE *tfp = to_stdout ? stderr : stdout;
-		struct outfile eof;
-		struct csv ec;
-		char *epath = NULL;
-		size_t nenergy = 0;
-		if (!outfile_is_stream(out)) {
-			size_t len = strlen(out) + sizeof ".energy.csv";
-			epath = malloc(len);
-			if (!epath)
-				diag_fatal(out, "out of memory");
-			snprintf(epath, len, "%s.energy.csv", out);
-			outfile_open(&eof, epath);
-			csv_init(&ec, eof.fp);
-			csv_header(&ec, ecols);
-		}
-		fprintf(tfp, "energy per sensor as perun computed it (J):\n");
-		fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12s\n", "multirun", "round", "host", "group",
-			"sensor", "energy_j");
-		for (size_t i = 0; i < pf.nruns; i++)
-			if (!only || &pf.runs[i] == only)
-				nenergy += write_energy(tfp, epath ? &ec : NULL, &pf.runs[i]);
-		if (!nenergy)
-			fprintf(tfp, "  (none)\n");
-		if (!count_power(&pf, only))
-			diag_warn(in, "holds no power sensors (psutil only: no RAPL or GPU was readable), so no energy can be computed");
-		if (epath) {
-			outfile_commit(&eof);
-			free(epath);
-		}
-	}
-	outfile_commit(&of);
+	rc = perun_write(&pf, in, out, only, regions, !strcmp(out, "-") ? stderr : stdout, tl.m);
 	if (tl.m)
 		energy_model_close(&em);
 	else
 		perun_free(&own);
-	return 0;
+	return rc;
 }

@@ -24,6 +24,7 @@
  * what that thread was doing.  Phases only seen on other threads get their
  * time statistics and no joules.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,13 @@
 #include "commands.h"
 #include "counter_table.h"
 #include "csv.h"
+#include "cmd_writers.h"
 #include "diag.h"
 #include "energy_model.h"
 #include "outfile.h"
 #include "options.h"
 #include "phase_table.h"
+#include "run_find.h"
 
 static const struct cmd_usage phases_usage = {
 	.name = "phases",
@@ -45,6 +48,29 @@ static const struct cmd_usage phases_usage = {
 	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
 };
 
+void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
+		  const struct attrib_opts *ao, int by_process)
+{
+	struct outfile of;
+	struct csv c;
+	FILE *tty;
+	struct em_error e;
+	outfile_open(&of, out ? out : "-");
+	csv_init(&c, of.fp);
+	phase_table_csv_header(&c);
+	/* The readable table goes to stdout unless the CSV does. */
+	tty = out ? stdout : stderr;
+	if (phase_table_write(&c, m, method, ao, by_process, tty, &e)) {
+		outfile_abort(&of);
+		diag_fatal(e.file, "%s", e.msg);
+	}
+	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
+	counter_table_write(&c, m, tty);
+	outfile_commit(&of);
+	if (out)
+		fprintf(tty, "\nwrote %s\n", out);
+}
+
 int cmd_phases(int argc, char **argv)
 {
 	struct em_opts o = {0};
@@ -53,9 +79,7 @@ int cmd_phases(int argc, char **argv)
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
 	int by_process = 0, unused_flag = 0;
 	struct energy_model m;
-	struct outfile of;
-	struct csv c;
-	FILE *tty;
+	struct em_error e;
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
 		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
@@ -80,22 +104,45 @@ int cmd_phases(int argc, char **argv)
 		options_usage_error(&phases_usage, "unexpected argument '%s'", argv[1]);
 	if (!o.ring || !o.perun)
 		options_usage_error(&phases_usage, "needs --ring and --perun");
-	energy_model_open(&m, &o);
+	if (energy_model_open(&m, &o, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	phase_table_warn(&m, &o);
-
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	outfile_open(&of, out ? out : "-");
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	/* The readable table goes to stdout unless the CSV does. */
-	tty = out ? stdout : stderr;
-	phase_table_write(&c, &m, method, &ao, by_process, tty);
-	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
-	counter_table_write(&c, &m, tty);
-	outfile_commit(&of);
-	if (out)
-		fprintf(tty, "\nwrote %s\n", out);
+	phases_write(&m, out, method, &ao, by_process);
 	energy_model_close(&m);
+	return 0;
+}
+
+/* `anchorpost` alone: the run in this directory (run_find.h), its table
+ * and phases.csv, with the defaults of `phases`. */
+int cmd_here(void)
+{
+	/* The defaults of `phases`' option table. */
+	struct em_opts o = {.fit_range_s = ANCHOR_FIT_RANGE_S};
+	struct attrib_opts ao = {.n_boot = ANCHOR_BOOT_RESAMPLES};
+	struct run_files f;
+	struct energy_model m;
+	struct em_error e;
+	char err[2048];
+	int rc;
+
+	rc = run_find(".", &f, err, sizeof err);
+	if (rc == -ENOENT && !f.ring && !f.perun)
+		return -1; /* no run here at all: the caller's usage */
+	if (rc) {
+		fprintf(stderr, "anchorpost: %s\n", err);
+		run_find_free(&f);
+		return 2;
+	}
+	o.ring = f.ring;
+	o.perun = f.perun;
+	printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun);
+	if (energy_model_open(&m, &o, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	phase_table_warn(&m, &o);
+	phases_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, 0);
+	energy_model_close(&m);
+	run_find_free(&f);
 	return 0;
 }

@@ -8,10 +8,15 @@
  * `functions`); timeline.svg/.png and phases.svg/.png (plot.h), trace.json
  * (trace_json.h, py-spy placed by align_pyspy.h); then prints the
  * per-phase table with both alignments' quality and the list of files.
- * The ring and perun file are loaded and aligned once (energy_model.h);
- * the other commands' outputs come from their own entry points so that
- * report and the single commands cannot disagree.  Every output is all-or-nothing (outfile.h); a failure stops
- * the report with one line, leaving the files already finished.
+ * The run is opened once (run_model.h: ring, perun file, profile, both
+ * alignments, each sample's energy) and every file comes from the same
+ * writer the single command uses (cmd_writers.h), so each input is read
+ * once and report and the single commands cannot disagree.
+ *
+ * All or nothing: the files are built in "OUTDIR.tmp.PID" beside OUTDIR and
+ * moved into OUTDIR only when every one is written; a failure removes that
+ * directory and leaves OUTDIR as it was.  `report DIR` (no --ring/--perun)
+ * finds the run's files in DIR (run_find.h) and writes DIR/report.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <libgen.h>
+
 #include "align_pyspy.h"
+#include "cmd_writers.h"
 #include "commands.h"
 #include "counter_table.h"
 #include "csv.h"
@@ -33,13 +42,15 @@
 #include "phase_table.h"
 #include "plot.h"
 #include "pyspy.h"
-#include "sample_energy.h"
+#include "run_find.h"
+#include "run_model.h"
 #include "trace_json.h"
 
 struct report {
-	const char *dir;
-	char *fwd[16];     /* perun/alignment options for functions, timeline */
-	int nfwd;
+	const char *dir;   /* where the files are built: tmp_dir */
+	const char *final; /* OUTDIR */
+	char *tmp_dir;
+	int committed;
 	char **files;      /* written, in order, for the closing list */
 	size_t nfiles;
 	int progress;      /* stderr is a terminal */
@@ -48,11 +59,14 @@ struct report {
 
 static const struct cmd_usage report_usage = {
 	.name = "report",
-	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]",
+	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]\n"
+		 "       anchorpost report RUNDIR [-d OUTDIR] [options]",
 	.about = "  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
 		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
 		 "  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
-		 "  the alignment quality and the list of files\n",
+		 "  the alignment quality and the list of files.  RUNDIR: the files `record` wrote\n"
+		 "  (one ring, one perun file, at most one profile), OUTDIR then RUNDIR/report.\n"
+		 "  All or nothing: built beside OUTDIR, moved in when every file is written\n",
 };
 
 static const struct opt_choice stack_choices[] = {
@@ -61,26 +75,6 @@ static const struct opt_choice stack_choices[] = {
 	{"none", 2, NULL},
 	{NULL, 0, NULL},
 };
-
-/* The perun and alignment options functions and timeline take (not the
- * attribution ones: they split each sample's slice), from their values. */
-static void forward_options(struct report *r, const struct em_opts *o)
-{
-	static char round_s[32], fit_s[40];
-	snprintf(round_s, sizeof round_s, "%ld", o->round);
-	snprintf(fit_s, sizeof fit_s, "%.17g", o->fit_range_s);
-	const char *kv[][2] = {{"--run", o->run}, {"--round", o->round ? round_s : NULL}, {"--host", o->host},
-			       {"--tz", o->tz}, {"--fit-range", fit_s}};
-	for (size_t k = 0; k < sizeof kv / sizeof *kv; k++)
-		if (kv[k][1]) {
-			r->fwd[r->nfwd++] = (char *)kv[k][0];
-			r->fwd[r->nfwd++] = (char *)kv[k][1];
-		}
-	if (o->no_fit)
-		r->fwd[r->nfwd++] = "--no-fit";
-	if (o->no_hook)
-		r->fwd[r->nfwd++] = "--no-hook";
-}
 
 static double elapsed_s(const struct report *r)
 {
@@ -108,6 +102,21 @@ static char *out_path(struct report *r, const char *name)
 	return p;
 }
 
+/* Directories mkdir_p created, removed again (when empty) if the report
+ * fails: a failed report leaves nothing behind. */
+static char *made_dirs[64];
+static size_t nmade;
+
+static void mkdir_one(const char *d)
+{
+	if (mkdir(d, 0777) == 0) {
+		if (nmade < sizeof made_dirs / sizeof *made_dirs)
+			made_dirs[nmade++] = strdup(d);
+	} else if (errno != EEXIST) {
+		diag_fatal(d, "cannot create directory: %s", strerror(errno));
+	}
+}
+
 static void mkdir_p(const char *dir)
 {
 	char *d = strdup(dir);
@@ -117,54 +126,196 @@ static void mkdir_p(const char *dir)
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(d, 0777) && errno != EEXIST)
-			diag_fatal(d, "cannot create directory: %s", strerror(errno));
+		mkdir_one(d);
 		*s = '/';
 	}
-	if (mkdir(d, 0777) && errno != EEXIST)
-		diag_fatal(d, "cannot create directory: %s", strerror(errno));
+	mkdir_one(d);
 	free(d);
 }
 
-/* Run another command's entry point with its stdout (tables meant for a
- * person running it alone) silenced: report prints its own summary. */
-static int run_quiet(int (*fn)(int, char **), char **argv)
+/* The report being built, for the exit handler: a failure anywhere
+ * (diag_fatal exits) removes the half-built directory. */
+static struct report *building;
+
+static void remove_tmp_dir(void)
 {
-	int argc = 0, saved, devnull, rc;
-	while (argv[argc])
-		argc++;
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	devnull = open("/dev/null", O_WRONLY);
-	if (saved < 0 || devnull < 0)
-		diag_fatal(NULL, "cannot redirect stdout: %s", strerror(errno));
-	dup2(devnull, STDOUT_FILENO);
-	close(devnull);
-	rc = fn(argc, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	return rc;
+	DIR *d;
+	struct dirent *de;
+	if (!building || building->committed || !building->tmp_dir)
+		return;
+	if ((d = opendir(building->tmp_dir))) {
+		/* Only ever our own directory, made by mkdtemp below. */
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+	rmdir(building->tmp_dir);
+	while (nmade)
+		if (made_dirs[--nmade])
+			rmdir(made_dirs[nmade]);
 }
 
-/* Append the forwarded options at argv[n] (argv has room for 32). */
-static void forward(const struct report *r, char **argv, int n)
+/* Create OUTDIR's parent and the build directory beside OUTDIR. */
+static void start_tmp_dir(struct report *r)
 {
-	for (int k = 0; k < r->nfwd; k++)
-		argv[n++] = r->fwd[k];
-	argv[n] = NULL;
+	char *d = strdup(r->final), *parent;
+	if (!d)
+		diag_fatal(NULL, "out of memory");
+	parent = dirname(d);
+	if (strcmp(parent, ".") && strcmp(parent, "/"))
+		mkdir_p(parent);
+	free(d);
+	{
+		/* "out/" -> "out.tmp.XXXXXX", not "out/.tmp.XXXXXX" */
+		int len = (int)strlen(r->final);
+		while (len > 1 && r->final[len - 1] == '/')
+			len--;
+		if (asprintf(&r->tmp_dir, "%.*s.tmp.XXXXXX", len, r->final) < 0)
+			diag_fatal(NULL, "out of memory");
+	}
+	if (!mkdtemp(r->tmp_dir))
+		diag_fatal(r->final, "cannot create a directory beside it: %s", strerror(errno));
+	r->dir = r->tmp_dir;
+	building = r;
+	atexit(remove_tmp_dir);
+}
+
+/* Move the finished files into OUTDIR: the whole directory when OUTDIR
+ * does not exist, else file by file (OUTDIR may hold other files). */
+static void commit_tmp_dir(struct report *r)
+{
+	struct stat st;
+	if (stat(r->final, &st) < 0 && errno == ENOENT) {
+		if (rename(r->tmp_dir, r->final) < 0)
+			diag_fatal(r->final, "cannot move the report into place: %s", strerror(errno));
+		r->committed = 1;
+		return;
+	}
+	if (!S_ISDIR(st.st_mode))
+		diag_fatal(r->final, "exists and is not a directory");
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const char *base = strrchr(r->files[i], '/') + 1;
+		char *to;
+		if (asprintf(&to, "%s/%s", r->final, base) < 0)
+			diag_fatal(NULL, "out of memory");
+		if (rename(r->files[i], to) < 0 && errno != ENOENT)
+			diag_fatal(to, "cannot move into place: %s", strerror(errno));
+		free(to);
+	}
+	r->committed = 1;
+	rmdir(r->tmp_dir);
 }
 
 static void print_files(const struct report *r)
 {
-	printf("\nfiles in %s:\n", r->dir);
+	printf("\nfiles in %s:\n", r->final);
 	for (size_t i = 0; i < r->nfiles; i++) {
 		struct stat st;
-		const char *base = strrchr(r->files[i], '/');
-		if (stat(r->files[i], &st))
-			continue;
-		printf("  %10lld  %s\n", (long long)st.st_size, base ? base + 1 : r->files[i]);
+		const char *base = strrchr(r->files[i], '/') + 1;
+		char *path;
+		if (asprintf(&path, "%s/%s", r->final, base) < 0)
+			diag_fatal(NULL, "out of memory");
+		if (!stat(path, &st))
+			printf("  %10lld  %s\n", (long long)st.st_size, base);
+		free(path);
 	}
+}
+
+/* Everything into r->dir over the opened run; the table into *table. */
+static void write_all(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
+		      const struct attrib_opts *ao, const char *title, const char *stacks, char **table,
+		      char *pyspy_line, size_t pyspy_cap)
+{
+	const struct energy_model *m = &rm->m;
+	const char *profile = rm->have_profile ? rm->profile : NULL;
+	struct phase_scope all;
+	struct em_error e;
+	struct outfile of;
+	struct csv c;
+	size_t table_len = 0;
+	char *path;
+	FILE *tty;
+
+	progress(r, "attributing energy to phases");
+	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
+	all.pid = 0;
+	if (phase_scope_attribute(m, method, ao, &all, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	path = out_path(r, "phases.csv");
+	outfile_open(&of, path);
+	csv_init(&c, of.fp);
+	phase_table_csv_header(&c);
+	/* The readable table is printed at the end, above the file list. */
+	tty = open_memstream(table, &table_len);
+	if (!tty)
+		diag_fatal(NULL, "out of memory");
+	phase_table_write_scope(&c, m, &all, tty);
+	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
+	counter_table_write(&c, m, tty);
+	fclose(tty);
+	outfile_commit(&of);
+
+	if (m->emulated) {
+		/* perun.csv and samples.csv come from commands that know nothing
+		 * of the sensor; this file says it beside them. */
+		path = out_path(r, "EMULATED_SENSOR.txt");
+		outfile_open(&of, path);
+		fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
+				"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
+				"the pictures, trace.json) comes from that emulation.\n",
+			energy_model_sensor_note(m), o->perun);
+		outfile_commit(&of);
+	}
+
+	progress(r, "perun.csv");
+	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
+	perun_write(&m->pf, o->perun, out_path(r, "perun.csv"), o->run ? m->run : NULL, 0, NULL, m);
+	out_path(r, "perun.csv.energy.csv");
+
+	if (profile) {
+		progress(r, "samples.csv");
+		samples_write_ring(&rm->p, profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"),
+				   0);
+		out_path(r, "samples.csv.alignment.txt");
+		out_path(r, "samples.stacks.csv");
+		out_path(r, "samples.frames.csv");
+		out_path(r, "samples.threads.csv");
+		progress(r, "functions.csv, energy.speedscope.json");
+		path = out_path(r, "functions.csv");
+		functions_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL);
+		out_path(r, "functions.csv.alignment.txt");
+	}
+	progress(r, "timeline.csv");
+	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
+	if (profile)
+		out_path(r, "timeline.csv.alignment.txt");
+
+	progress(r, "timeline.svg, timeline.png");
+	plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG);
+	plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG);
+	progress(r, "phases.svg, phases.png");
+	plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG);
+	plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG);
+
+	{
+		struct trace_pyspy tp = {0};
+		struct trace_stats ts;
+		if (profile) {
+			align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
+			if (strcmp(stacks, "none")) {
+				tp.p = &rm->p;
+				tp.al = &rm->al;
+				tp.all_processes = !strcmp(stacks, "all");
+			}
+		}
+		progress(r, "trace.json");
+		char terr[256];
+		path = out_path(r, "trace.json");
+		if (trace_json_write(m, &tp, title, path, &ts, terr, sizeof terr))
+			diag_fatal(path, "%s", terr);
+	}
+	phase_scope_free(&all);
 }
 
 int cmd_report(int argc, char **argv)
@@ -172,23 +323,21 @@ int cmd_report(int argc, char **argv)
 	struct em_opts o = {0};
 	struct attrib_opts ao = {0};
 	struct report r = {0};
-	const char *profile = NULL, *title = NULL, *stacks;
+	struct run_opts ro = {0};
+	struct run_model rm;
+	struct em_error e;
+	struct run_files found;
+	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL;
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
-	int stacks_i = 0;
-	struct energy_model m;
-	struct phase_scope all;
-	struct outfile of;
-	struct csv c;
-	char *table = NULL, *path, title_buf[256], pyspy_line[1024] = "";
-	size_t table_len = 0;
-	FILE *tty;
+	int stacks_i = 0, npos;
+	char *table = NULL, title_buf[256], pyspy_line[1024] = "", *dir_buf = NULL;
 
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
 		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
 		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile"),
-		OPT_STRING('d', "dir", &r.dir, "DIR", "the output directory (created)"),
-		OPT_STRING('o', NULL, &r.dir, "DIR", NULL), /* the same, as record spells it */
+		OPT_STRING('d', "dir", &r.final, "DIR", "the output directory (created; default with RUNDIR: RUNDIR/report)"),
+		OPT_STRING('o', NULL, &r.final, "DIR", NULL), /* the same, as record spells it */
 		OPT_STRING(0, "title", &title, "TEXT",
 			   "names the run in the pictures and the trace (default: the basename of OUTDIR)"),
 		OPT_CHOICE(0, "trace-stacks", &stacks_i, "WHICH", stack_choices, "py-spy stacks in trace.json [phases]"),
@@ -199,137 +348,54 @@ int cmd_report(int argc, char **argv)
 		OPT_END(),
 	};
 
-	if (options_parse(argc, argv, opts, &report_usage, 0))
-		options_usage_error(&report_usage, "unexpected argument '%s'", argv[1]);
-	if (!o.ring || !o.perun || !r.dir)
-		options_usage_error(&report_usage, "needs --ring, --perun and -d DIR");
+	npos = options_parse(argc, argv, opts, &report_usage, 0);
+	if (npos > 1)
+		options_usage_error(&report_usage, "unexpected argument '%s'", argv[2]);
+	if (npos == 1)
+		run_dir = argv[1];
 	stacks = stack_choices[stacks_i].name;
-	forward_options(&r, &o);
+	memset(&found, 0, sizeof found);
+	if (run_dir) {
+		/* `report DIR`: the run's files found in DIR, the report in DIR/report. */
+		if (o.ring || o.perun || profile)
+			options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
+		char ferr[2048];
+		if (run_find(run_dir, &found, ferr, sizeof ferr)) {
+			fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
+			run_find_free(&found);
+			return 2;
+		}
+		o.ring = found.ring, o.perun = found.perun, profile = found.profile;
+		if (!r.final) {
+			if (asprintf(&dir_buf, "%s/report", run_dir) < 0)
+				diag_fatal(NULL, "out of memory");
+			r.final = dir_buf;
+		}
+	}
+	if (!o.ring || !o.perun || !r.final)
+		options_usage_error(&report_usage, "needs RUNDIR, or --ring, --perun and -d DIR");
 	if (!title) {
 		/* The directory's own name: "out/demo/" -> "demo". */
-		size_t len = strlen(r.dir);
-		while (len > 1 && r.dir[len - 1] == '/')
+		size_t len = strlen(r.final);
+		while (len > 1 && r.final[len - 1] == '/')
 			len--;
-		snprintf(title_buf, sizeof title_buf, "%.*s", (int)len, r.dir);
+		snprintf(title_buf, sizeof title_buf, "%.*s", (int)len, r.final);
 		title = strrchr(title_buf, '/') && strrchr(title_buf, '/')[1] ? strrchr(title_buf, '/') + 1 : title_buf;
 	}
 	r.progress = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
-	mkdir_p(r.dir);
 
-	progress(&r, "loading the ring and perun, aligning");
-	energy_model_open(&m, &o);
-	phase_table_warn(&m, &o);
-
-	progress(&r, "attributing energy to phases");
-	all.thr = m.ph.nthr ? (long)m.ph.primary : -1;
-	all.pid = 0;
-	phase_scope_attribute(&m, method, &ao, &all);
-	path = out_path(&r, "phases.csv");
-	outfile_open(&of, path);
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	/* The readable table is printed at the end, above the file list. */
-	tty = open_memstream(&table, &table_len);
-	if (!tty)
-		diag_fatal(NULL, "out of memory");
-	phase_table_write_scope(&c, &m, &all, tty);
-	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	counter_table_write(&c, &m, tty);
-	fclose(tty);
-	outfile_commit(&of);
-
-	if (m.emulated) {
-		/* perun.csv and samples.csv come from commands that know nothing
-		 * of the sensor; this file says it beside them. */
-		path = out_path(&r, "EMULATED_SENSOR.txt");
-		outfile_open(&of, path);
-		fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
-				"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
-				"the pictures, trace.json) comes from that emulation.\n",
-			energy_model_sensor_note(&m), o.perun);
-		outfile_commit(&of);
-	}
-
-	progress(&r, "perun.csv");
-	{
-		/* --ring and the alignment options: perun.csv's t_s is the
-		 * timeline every other output uses. */
-		char *pv[32] = {"perun", (char *)o.perun, "-o", out_path(&r, "perun.csv"), "--ring", (char *)o.ring};
-		forward(&r, pv, 6);
-		run_quiet(cmd_perun, pv);
-		out_path(&r, "perun.csv.energy.csv");
-	}
-
-	if (profile) {
-		progress(&r, "samples.csv");
-		char *sv[] = {"samples", (char *)profile, "-o", out_path(&r, "samples.csv"), "--ring", (char *)o.ring, NULL};
-		run_quiet(cmd_samples, sv);
-		out_path(&r, "samples.csv.alignment.txt");
-		out_path(&r, "samples.stacks.csv");
-		out_path(&r, "samples.frames.csv");
-		out_path(&r, "samples.threads.csv");
-	}
-
-	if (profile) {
-		progress(&r, "functions.csv, energy.speedscope.json");
-		char *fv[32] = {"functions", "--ring", (char *)o.ring, "--perun", (char *)o.perun, "--profile",
-				(char *)profile, "-o", out_path(&r, "functions.csv"), "--speedscope-out",
-				out_path(&r, "energy.speedscope.json")};
-		forward(&r, fv, 11);
-		run_quiet(cmd_functions, fv);
-		out_path(&r, "functions.csv.alignment.txt");
-	}
-	progress(&r, "timeline.csv");
-	{
-		char *tv[32] = {"timeline", "--ring", (char *)o.ring, "--perun", (char *)o.perun, "-o",
-				out_path(&r, "timeline.csv")};
-		int k = 7;
-		if (profile)
-			tv[k++] = "--profile", tv[k++] = (char *)profile;
-		forward(&r, tv, k);
-		run_quiet(cmd_timeline, tv);
-		if (profile)
-			out_path(&r, "timeline.csv.alignment.txt");
-	}
-
-	progress(&r, "timeline.svg, timeline.png");
-	plot_timeline(&m, title, out_path(&r, "timeline.svg"), PLOT_SVG);
-	plot_timeline(&m, title, out_path(&r, "timeline.png"), PLOT_PNG);
-	progress(&r, "phases.svg, phases.png");
-	plot_phases(&m, &all, title, out_path(&r, "phases.svg"), PLOT_SVG);
-	plot_phases(&m, &all, title, out_path(&r, "phases.png"), PLOT_PNG);
-
-	{
-		struct pyspy_profile p;
-		struct align_pyspy al;
-		struct trace_pyspy tp = {0};
-		struct trace_stats ts;
-		static char script_buf[1024];
-		pyspy_profile_init(&p);
-		memset(&al, 0, sizeof al);
-		if (profile) {
-			struct pyspy_error err;
-			char aerr[320];
-			progress(&r, "reading and aligning the py-spy profile");
-			if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &err))
-				diag_fatal(profile, "%s", err.msg);
-			if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &al, aerr, sizeof aerr))
-				ringload_fatal_mismatch(&m.rl, profile, aerr);
-			sample_energy_name_script(&m.rl, &p, script_buf, sizeof script_buf);
-			align_pyspy_describe(&al, &p, pyspy_line, sizeof pyspy_line);
-			if (strcmp(stacks, "none")) {
-				tp.p = &p;
-				tp.al = &al;
-				tp.all_processes = !strcmp(stacks, "all");
-			}
-		}
-		progress(&r, "trace.json");
-		trace_json_write(&m, &tp, title, out_path(&r, "trace.json"), &ts);
-		if (profile)
-			align_pyspy_free(&al);
-		pyspy_profile_free(&p);
-	}
+	progress(&r, profile ? "loading the ring, perun and the py-spy profile, aligning" :
+			       "loading the ring and perun, aligning");
+	ro.em = o;
+	ro.profile = profile;
+	ro.need_power = profile != NULL; /* functions.csv needs energy to give */
+	if (run_model_open(&rm, &ro, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	phase_table_warn(&rm.m, &o);
+	start_tmp_dir(&r);
+	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
+	commit_tmp_dir(&r);
 
 	progress(&r, "done");
 	fputs(table, stdout);
@@ -337,10 +403,13 @@ int cmd_report(int argc, char **argv)
 		printf("%s\n", pyspy_line);
 	free(table);
 	print_files(&r);
-	phase_scope_free(&all);
-	energy_model_close(&m);
+	run_model_close(&rm);
+	run_find_free(&found);
 	for (size_t i = 0; i < r.nfiles; i++)
 		free(r.files[i]);
 	free(r.files);
+	free(r.tmp_dir);
+	free(dir_buf);
+	building = NULL;
 	return 0;
 }

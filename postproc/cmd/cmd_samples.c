@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "csv.h"
+#include "cmd_writers.h"
 #include "diag.h"
 #include "outfile.h"
 #include "options.h"
@@ -696,50 +697,73 @@ static void summary(const char *in, const struct pyspy_profile *p)
 		(unsigned long long)p->meta.empty_samples, pyspy_idle_name(p->meta.idle), p->meta.idle_reason);
 }
 
-/* --ring: the whole profile in the model, aligned as every other output
- * aligns it, then one row per sample with its slice start on the timeline. */
-static void write_aligned(struct out *o, const char *in, int fmt, double rate, const char *ring,
-			  const char *out, struct pyspy_profile *p)
+static const char *const cols[] = {"thread", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
+				   "duration_s", "t_s", "unix_s", "depth", "stack_id", "stack_text", NULL};
+static const char *const cols_short[] = {"thread", "pid", "tid", "thread_name", "sample_index",
+					 "t_rel_s", "duration_s", "depth", "stack_id", "stack_text", NULL};
+
+/* The header: cols (or cols_short) without stack_text unless o has it. */
+static void set_header(struct out *o, const char **hdr, int ring)
 {
-	struct pyspy_error err;
-	struct ringload rl;
-	struct phase_set ph;
-	struct align_pyspy al;
-	char aerr[320];
+	const char *const *src = ring ? cols : cols_short;
+	size_t n = 0;
+	for (; *src; src++)
+		if (strcmp(*src, "stack_text") || o->stack_text)
+			hdr[n++] = *src;
+	hdr[n] = NULL;
+	o->header = hdr;
+}
+
+static void out_free(struct out *o, const struct pyspy_profile *p)
+{
+	for (uint32_t f = 0; f < o->nftext; f++)
+		free(o->ftext[f]);
+	for (uint32_t k = 0; k < o->nprefix; k++)
+		free(o->thread_prefix[k]);
+	for (uint32_t k = 0; o->tid_over && k < p->nthreads; k++) {
+		free(o->tid_over[k]);
+		free(o->name_over[k]);
+	}
+	free(o->tid_over);
+	free(o->name_over);
+	free(o->thread_prefix);
+	free(o->used);
+	free(o->ftext);
+	free(o->flen);
+	free(o->frames);
+	free(o->stack);
+	free(o->pend.v);
+	free(o->field_off);
+	free(o->field_len);
+	free(o->field_arena);
+	if (o->scratch)
+		fclose(o->scratch);
+	free(o->scratch_buf);
+}
+
+/* --ring: one row per sample of the loaded profile, aligned with the ring
+ * (align_pyspy_fit, as every other output aligns it), its slice start on
+ * the timeline; the alignment note beside out (stderr for a stream). */
+static void write_aligned(struct out *o, const struct pyspy_profile *p, const char *in, const struct ringload *rl,
+			  const struct align_pyspy *al, uint64_t base_ns, const char *ring, const char *out)
+{
 	uint64_t *idx;
 
-	if (pyspy_load(in, (enum pyspy_format)fmt, p, &err))
-		diag_fatal(in, "%s", err.msg);
-	if (!p->meta.times_known)
-		diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
-			   pyspy_format_name(p->meta.format),
-			   p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
-	ringload_open(&rl, ring);
-	if (!rl.rf.nev)
-		diag_fatal(ring, "the ring holds no records");
-	if (!rl.clock.n)
-		diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
-	memset(&ph, 0, sizeof ph);
-	memset(&al, 0, sizeof al);
-	if (phase_set_build(rl.rf.ev, rl.rf.nev, &rl.procs, &ph))
-		oom();
-	o->base_ns = rl.rf.ev[0].ts_ns;
-	if (align_pyspy_fit(&rl, &ph, o->base_ns, p, &al, aerr, sizeof aerr))
-		diag_fatal(in, "%s", aerr);
-	o->al = &al;
-	o->clk = &rl.clock;
-	ring_thread_names(o, &rl, p, &al);
+	o->base_ns = base_ns;
+	o->al = al;
+	o->clk = &rl->clock;
+	ring_thread_names(o, rl, p, al);
 	if (!outfile_is_stream(out)) {
 		struct outfile af;
 		char *apath;
 		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
 			oom();
 		outfile_open(&af, apath);
-		write_alignment(af.fp, p, in, ring, &al, &rl, o->base_ns);
+		write_alignment(af.fp, p, in, ring, al, rl, o->base_ns);
 		outfile_commit(&af);
 		free(apath);
 	} else {
-		write_alignment(stderr, p, in, ring, &al, &rl, o->base_ns);
+		write_alignment(stderr, p, in, ring, al, rl, o->base_ns);
 	}
 	build_ftext(o, p);
 	if (!(idx = calloc((size_t)p->nthreads + 1, sizeof *idx)))
@@ -755,22 +779,96 @@ static void write_aligned(struct out *o, const char *in, int fmt, double rate, c
 			.count = 1,
 		};
 		double t0, t1;
-		align_pyspy_slice(&al, p, i, &t0, &t1);
+		align_pyspy_slice(al, p, i, &t0, &t1);
 		write_row(o, p, &ev, idx[sm->thread]++, t0);
 	}
 	free(idx);
 	o->al = NULL;
+}
+
+int samples_write_ring(const struct pyspy_profile *p, const char *in, const struct ringload *rl,
+		       const struct align_pyspy *al, uint64_t base_ns, const char *ring, const char *out,
+		       int stack_text)
+{
+	struct outfile of;
+	struct out o;
+	const char *hdr[16];
+
+	if (!p->meta.times_known)
+		diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
+			   pyspy_format_name(p->meta.format),
+			   p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
+	if (!rl->clock.n)
+		diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
+	memset(&o, 0, sizeof o);
+	o.path = in;
+	o.stack_node = UINT32_MAX;
+	o.stack_text = stack_text || outfile_is_stream(out);
+	set_header(&o, hdr, 1);
+	outfile_open(&of, out);
+	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+	csv_init(&o.c, of.fp);
+	write_aligned(&o, p, in, rl, al, base_ns, ring, out);
+	if (o.header)
+		csv_header(&o.c, o.header);
+	if (ferror(of.fp))
+		diag_fatal(out, "write error");
+	if (!outfile_is_stream(out))
+		write_companions(&o, p, out);
+	outfile_commit(&of);
+	out_free(&o, p);
+	return 0;
+}
+
+/* `samples --ring`: load the profile and the ring, align them as the run
+ * model does (run_model.c), then samples_write_ring.  Nothing is written
+ * before the profile and the ring are read and aligned. */
+static int samples_ring(const char *in, int fmt, double rate, const char *ring, const char *out, int stack_text,
+			int verbose)
+{
+	struct pyspy_profile p;
+	struct pyspy_error err;
+	struct ringload rl;
+	struct phase_set ph;
+	struct align_pyspy al;
+	char aerr[320], script[1024];
+	uint64_t base_ns;
+
+	pyspy_profile_init(&p);
+	p.rate_override_hz = rate;
+	if (pyspy_load(in, (enum pyspy_format)fmt, &p, &err))
+		diag_fatal(in, "%s", err.msg);
+	if (!p.meta.times_known)
+		diag_fatal(in, "%s profile has no sample times, so --ring cannot place it (%s)",
+			   pyspy_format_name(p.meta.format),
+			   p.meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
+	ringload_open(&rl, ring);
+	if (!rl.rf.nev)
+		diag_fatal(ring, "the ring holds no records");
+	if (!rl.clock.n)
+		diag_fatal(ring, "no clock SYNC record: cannot map to UTC");
+	memset(&ph, 0, sizeof ph);
+	memset(&al, 0, sizeof al);
+	if (phase_set_build(rl.rf.ev, rl.rf.nev, &rl.procs, &ph))
+		oom();
+	base_ns = rl.rf.ev[0].ts_ns;
+	if (align_pyspy_fit(&rl, &ph, base_ns, &p, &al, aerr, sizeof aerr))
+		diag_fatal(in, "%s", aerr);
+	/* perun monitor's "<string>" frames named as functions and report
+	 * name them (sample_energy.h) */
+	sample_energy_name_script(&rl, &p, script, sizeof script);
+	samples_write_ring(&p, in, &rl, &al, base_ns, ring, out, stack_text);
+	if (verbose)
+		summary(in, &p);
 	align_pyspy_free(&al);
 	phase_set_free(&ph);
 	ringload_close(&rl);
+	pyspy_profile_free(&p);
+	return 0;
 }
 
 int cmd_samples(int argc, char **argv)
 {
-	static const char *const cols[] = {"thread", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
-					   "duration_s", "t_s", "unix_s", "depth", "stack_id", "stack_text", NULL};
-	static const char *const cols_short[] = {"thread", "pid", "tid", "thread_name", "sample_index",
-						 "t_rel_s", "duration_s", "depth", "stack_id", "stack_text", NULL};
 	const char *in = NULL, *out = "-", *ring = NULL;
 	int fmt = PYSPY_FMT_AUTO, by_frame = 0, verbose = 0, stack_text = 0;
 	double rate = 0;
@@ -804,6 +902,8 @@ int cmd_samples(int argc, char **argv)
 	if (by_frame && ring)
 		options_usage_error(&samples_usage, "--ring has no meaning with --by-frame");
 
+	if (ring)
+		return samples_ring(in, fmt, rate, ring, out, stack_text, verbose);
 	pyspy_profile_init(&p);
 	p.rate_override_hz = rate;
 	if (by_frame) {
@@ -823,31 +923,13 @@ int cmd_samples(int argc, char **argv)
 	o.path = in;
 	o.stack_node = UINT32_MAX;
 	o.stack_text = stack_text || outfile_is_stream(out);
-	{
-		const char *const *src = ring ? cols : cols_short;
-		size_t n = 0;
-		for (; *src; src++)
-			if (strcmp(*src, "stack_text") || o.stack_text)
-				hdr[n++] = *src;
-		hdr[n] = NULL;
-	}
-	if (ring) {
-		/* Nothing is written before the profile and the ring are read
-		 * and aligned: a failure leaves only the error. */
-		o.header = hdr;
-		outfile_open(&of, out);
-		setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
-		csv_init(&o.c, of.fp);
-		write_aligned(&o, in, fmt, rate, ring, out, &p);
-	} else {
-		outfile_open(&of, out);
-		setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
-		csv_init(&o.c, of.fp);
-		o.header = hdr;
-		if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample, &o, &err)))
-			diag_fatal(in, "%s", err.msg);
-		flush_pending(&o, &p);
-	}
+	set_header(&o, hdr, 0);
+	outfile_open(&of, out);
+	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
+	csv_init(&o.c, of.fp);
+	if ((rc = pyspy_read(in, (enum pyspy_format)fmt, &p, on_sample, &o, &err)))
+		diag_fatal(in, "%s", err.msg);
+	flush_pending(&o, &p);
 	if (o.header)
 		csv_header(&o.c, o.header);
 	if (ferror(of.fp))
@@ -862,29 +944,7 @@ int cmd_samples(int argc, char **argv)
 	else if (!p.meta.times_known)
 		diag_warn(in, "unit '%s' is not a time: t_rel_s and duration_s are empty (--rate HZ sets them)",
 			  p.meta.unit);
-	for (uint32_t f = 0; f < o.nftext; f++)
-		free(o.ftext[f]);
-	for (uint32_t k = 0; k < o.nprefix; k++)
-		free(o.thread_prefix[k]);
-	for (uint32_t k = 0; o.tid_over && k < p.nthreads; k++) {
-		free(o.tid_over[k]);
-		free(o.name_over[k]);
-	}
-	free(o.tid_over);
-	free(o.name_over);
-	free(o.thread_prefix);
-	free(o.used);
-	free(o.ftext);
-	free(o.flen);
-	free(o.frames);
-	free(o.stack);
-	free(o.pend.v);
-	free(o.field_off);
-	free(o.field_len);
-	free(o.field_arena);
-	if (o.scratch)
-		fclose(o.scratch);
-	free(o.scratch_buf);
+	out_free(&o, &p);
 	pyspy_profile_free(&p);
 	return 0;
 }

@@ -28,10 +28,12 @@
 #include "commands.h"
 #include "csv.h"
 #include "diag.h"
+#include "cmd_writers.h"
 #include "energy_model.h"
 #include "options.h"
 #include "outfile.h"
 #include "pyspy.h"
+#include "run_model.h"
 #include "sample_energy.h"
 #include "timebase.h"
 
@@ -139,82 +141,50 @@ static int seg_phase(const struct phase_thread *th, uint64_t ts)
 	return th->seg[lo - 1].phase;
 }
 
-int cmd_timeline(int argc, char **argv)
+int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 {
-	struct em_opts o = {0};
-	const char *out = NULL, *profile = NULL;
-	double bin_s;
-	struct energy_model m;
-	struct pyspy_profile p;
-	struct align_pyspy a;
-	struct sample_energy se;
+	const struct energy_model *mp = &rm->m;
+	const struct pyspy_profile *pp = &rm->p;
+	const struct align_pyspy *ap = &rm->al;
+	const struct sample_energy *sep = &rm->se;
+	const char *profile = rm->profile;
 	int have_prof = 0;
 	uint32_t *top = NULL;
 	uint32_t *pids = NULL;
 	long *pthr = NULL;
 	size_t npids = 0;
-	const struct option opts[] = {
-		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
-		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
-		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile: adds the top_frame column"),
-		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the alignment note to stderr)"),
-		OPT_DOUBLE(0, "bin", &bin_s, "S", 1e-4, 3600, ANCHOR_TIMELINE_BIN_S, "bin width, s"),
-		OPTS_PERUN_SELECT(&o),
-		OPTS_ALIGN(&o),
-		OPT_NO_HOOK(&o),
-		OPT_END(),
-	};
 
-	if (options_parse(argc, argv, opts, &timeline_usage, 0))
-		options_usage_error(&timeline_usage, "unexpected argument '%s'", argv[1]);
-	if (!o.ring || !o.perun)
-		options_usage_error(&timeline_usage, "needs --ring and --perun");
-	if (out && !strcmp(out, "-"))
-		out = NULL;
-	energy_model_open(&m, &o);
-	if (!m.nsen)
-		diag_warn(o.perun, "the file holds no power sensors (psutil only): no power columns");
+	if (!mp->nsen)
+		diag_warn(mp->perun_path, "the file holds no power sensors (psutil only): no power columns");
 
-	double t0 = m.span_t0_s < 0 ? m.span_t0_s : 0;
-	double ring_end = energy_model_tl(&m, m.rl.rf.ev[m.rl.rf.nev - 1].ts_ns);
-	double t1 = m.span_t1_s > ring_end ? m.span_t1_s : ring_end;
+	double t0 = mp->span_t0_s < 0 ? mp->span_t0_s : 0;
+	double ring_end = energy_model_tl(mp, mp->rl.rf.ev[mp->rl.rf.nev - 1].ts_ns);
+	double t1 = mp->span_t1_s > ring_end ? mp->span_t1_s : ring_end;
 	size_t nbins = (size_t)ceil((t1 - t0) / bin_s - 1e-9);
 	if (!nbins)
 		nbins = 1;
 	if (nbins > 100000000)
 		diag_fatal(NULL, "timeline: %zu bins of %g s: choose a wider --bin", nbins, bin_s);
 
-	if (profile) {
-		struct pyspy_error perr;
-		char err[512], script[1024];
-		pyspy_profile_init(&p);
-		if (pyspy_load(profile, PYSPY_FMT_AUTO, &p, &perr))
-			diag_fatal(profile, "%s", perr.msg);
-		if (!p.nsamples)
-			diag_fatal(profile, "the profile holds no samples");
-		if (align_pyspy_fit(&m.rl, &m.ph, m.base_ns, &p, &a, err, sizeof err))
-			ringload_fatal_mismatch(&m.rl, profile, err);
-		if (sample_energy_build(&m, &p, &a, sample_energy_perun_script(&m.rl, script, sizeof script), &se))
-			diag_fatal(NULL, "out of memory");
-		a.idle_dropped = a.idle_dropped && se.idle_share < 0.01; /* as in functions */
-		if (a.idle_dropped)
+	if (rm->have_profile) {
+		if (ap->idle_dropped)
 			diag_warn(profile, "looks recorded without py-spy --idle (%s): sample times are unreliable",
-				  p.meta.idle_reason);
+				  pp->meta.idle_reason);
 		top = malloc(nbins * sizeof *top);
 		if (!top)
 			diag_fatal(NULL, "out of memory");
-		top_frames(&m, &p, &a, &se, t0, bin_s, nbins, top);
+		top_frames(mp, pp, ap, sep, t0, bin_s, nbins, top);
 		have_prof = 1;
 	}
 
 	/* One phase column per process that has phases. */
-	pids = calloc(m.rl.procs.n + 1, sizeof *pids);
-	pthr = calloc(m.rl.procs.n + 1, sizeof *pthr);
+	pids = calloc(mp->rl.procs.n + 1, sizeof *pids);
+	pthr = calloc(mp->rl.procs.n + 1, sizeof *pthr);
 	if (!pids || !pthr)
 		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < m.rl.procs.n; i++) {
-		uint32_t pid = m.rl.procs.p[i].pid;
-		long th = phase_set_primary_of(&m.ph, pid);
+	for (size_t i = 0; i < mp->rl.procs.n; i++) {
+		uint32_t pid = mp->rl.procs.p[i].pid;
+		long th = phase_set_primary_of(&mp->ph, pid);
 		int seen = 0;
 		for (size_t k = 0; k < npids; k++)
 			seen |= pids[k] == pid;
@@ -228,7 +198,7 @@ int cmd_timeline(int argc, char **argv)
 	struct csv c;
 	static const char *const cols[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", NULL};
 	static const char *const cols_np[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", NULL};
-	double *pw = malloc((m.ngroups + 1) * sizeof *pw);
+	double *pw = malloc((mp->ngroups + 1) * sizeof *pw);
 	if (!pw)
 		diag_fatal(NULL, "out of memory");
 
@@ -239,30 +209,30 @@ int cmd_timeline(int argc, char **argv)
 		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
 		char ts[48], unix_s[48], frame[1024] = "";
 		size_t nts = (size_t)snprintf(ts, sizeof ts, "%.9f", lo);
-		size_t nunix = timebase_unix_text(&m.rl.clock, m.base_ns, lo, unix_s, sizeof unix_s);
-		for (size_t g = 0; g < m.ngroups; g++) {
-			double clo = lo > m.span_t0_s ? lo : m.span_t0_s, chi = hi < m.span_t1_s ? hi : m.span_t1_s;
+		size_t nunix = timebase_unix_text(&mp->rl.clock, mp->base_ns, lo, unix_s, sizeof unix_s);
+		for (size_t g = 0; g < mp->ngroups; g++) {
+			double clo = lo > mp->span_t0_s ? lo : mp->span_t0_s, chi = hi < mp->span_t1_s ? hi : mp->span_t1_s;
 			double e = 0;
 			pw[g] = NAN;
 			if (chi <= clo)
 				continue;
-			for (size_t s = 0; s < m.nsen; s++)
-				if (energy_model_group_of(&m, &m.sen[s]) == g)
-					e += energy_model_slice_j(&m.sen[s], clo, chi);
+			for (size_t s = 0; s < mp->nsen; s++)
+				if (energy_model_group_of(mp, &mp->sen[s]) == g)
+					e += energy_model_slice_j(&mp->sen[s], clo, chi);
 			pw[g] = e / (chi - clo);
 		}
 		if (have_prof && top[b] != UINT32_MAX) {
-			const struct pyspy_frame *f = &p.frames.v[top[b]];
+			const struct pyspy_frame *f = &pp->frames.v[top[b]];
 			snprintf(frame, sizeof frame, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
 		}
 		for (size_t k = 0; k < (npids ? npids : 1); k++) {
 			const char *phase = "";
 			if (npids) {
-				double ns = (double)m.base_ns + mid * 1e9;
-				int ph = ns >= 0 ? seg_phase(&m.ph.thr[pthr[k]], (uint64_t)ns) : -1;
-				phase = ph >= 0 ? m.ph.names[ph] : "";
+				double ns = (double)mp->base_ns + mid * 1e9;
+				int ph = ns >= 0 ? seg_phase(&mp->ph.thr[pthr[k]], (uint64_t)ns) : -1;
+				phase = ph >= 0 ? mp->ph.names[ph] : "";
 			}
-			for (size_t g = 0; g < (m.ngroups ? m.ngroups : 1); g++) {
+			for (size_t g = 0; g < (mp->ngroups ? mp->ngroups : 1); g++) {
 				csv_strn(&c, ts, nts);
 				if (nunix)
 					csv_strn(&c, unix_s, nunix);
@@ -270,8 +240,8 @@ int cmd_timeline(int argc, char **argv)
 					csv_empty(&c);
 				csv_u64(&c, npids ? pids[k] : 0);
 				csv_str(&c, phase);
-				csv_str(&c, m.ngroups ? m.groups[g] : "");
-				csv_f64(&c, m.ngroups ? pw[g] : NAN, 6);
+				csv_str(&c, mp->ngroups ? mp->groups[g] : "");
+				csv_f64(&c, mp->ngroups ? pw[g] : NAN, 6);
 				if (have_prof)
 					csv_str(&c, frame);
 				csv_row_end(&c);
@@ -290,15 +260,15 @@ int cmd_timeline(int argc, char **argv)
 			outfile_open(&af, apath);
 			afp = af.fp;
 		}
-		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", m.align.method, m.align.uncert_ms);
-		fprintf(afp, "perun span: %.6f .. %.6f s\n", m.span_t0_s, m.span_t1_s);
+		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
+		fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
 		if (have_prof) {
 			char line[768];
-			align_pyspy_describe(&a, &p, line, sizeof line);
+			align_pyspy_describe(ap, pp, line, sizeof line);
 			fprintf(afp, "py-spy alignment: %s\n", line);
 		}
-		if (m.emulated)
-			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(&m));
+		if (mp->emulated)
+			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(mp));
 		if (apath) {
 			outfile_commit(&af);
 			free(apath);
@@ -307,12 +277,42 @@ int cmd_timeline(int argc, char **argv)
 	outfile_commit(&of);
 	free(pids);
 	free(pthr);
-	if (have_prof) {
-		free(top);
-		sample_energy_free(&se);
-		align_pyspy_free(&a);
-		pyspy_profile_free(&p);
-	}
-	energy_model_close(&m);
+	free(top);
 	return 0;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	struct em_opts o = {0};
+	const char *out = NULL, *profile = NULL;
+	double bin_s;
+	struct run_opts ro = {0};
+	struct run_model rm;
+	struct em_error e;
+	int rc;
+	const struct option opts[] = {
+		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile: adds the top_frame column"),
+		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the alignment note to stderr)"),
+		OPT_DOUBLE(0, "bin", &bin_s, "S", 1e-4, 3600, ANCHOR_TIMELINE_BIN_S, "bin width, s"),
+		OPTS_PERUN_SELECT(&o),
+		OPTS_ALIGN(&o),
+		OPT_NO_HOOK(&o),
+		OPT_END(),
+	};
+
+	if (options_parse(argc, argv, opts, &timeline_usage, 0))
+		options_usage_error(&timeline_usage, "unexpected argument '%s'", argv[1]);
+	if (!o.ring || !o.perun)
+		options_usage_error(&timeline_usage, "needs --ring and --perun");
+	if (out && !strcmp(out, "-"))
+		out = NULL;
+	ro.em = o;
+	ro.profile = profile;
+	if (run_model_open(&rm, &ro, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	rc = timeline_write(&rm, out, bin_s);
+	run_model_close(&rm);
+	return rc;
 }

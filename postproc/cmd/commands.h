@@ -17,6 +17,10 @@ int cmd_functions(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
+/* `anchorpost` with no arguments (cmd_phases.c): the run in the current
+ * directory; -1 when there is none (the caller prints the usage). */
+int cmd_here(void);
+
 /* cmd_mpi.c: several rings (ranks, hosts).  `phases` hands over to
  * cmd_phases_mpi when phases_wants_mpi() says its options ask for it. */
 int cmd_phases_mpi(int argc, char **argv);

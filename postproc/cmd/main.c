@@ -28,7 +28,7 @@ static const struct command commands[] = {
 	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin"},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
-	{"report", cmd_report, "--ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},
+	{"report", cmd_report, "DIR | --ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},
 	{NULL, NULL, NULL},
 };
 
@@ -37,7 +37,8 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: anchorpost COMMAND [ARGS]\n\ncommands:\n");
 	for (const struct command *c = commands; c->name; c++)
 		fprintf(fp, "  %-10s %s\n", c->name, c->summary);
-	fprintf(fp, "\n'anchorpost COMMAND --help' shows a command's options;\n"
+	fprintf(fp, "\n'anchorpost' alone in a run directory: its phase table and phases.csv;\n"
+		    "'anchorpost COMMAND --help' shows a command's options;\n"
 		    "'anchorpost --version' prints the version;\n"
 		    "'anchorpost --completion bash' prints the bash completion script.\n");
 }
@@ -66,6 +67,9 @@ static int completion(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
+		int rc = cmd_here();
+		if (rc >= 0)
+			return rc;
 		usage(stderr);
 		return 2;
 	}

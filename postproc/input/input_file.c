@@ -82,13 +82,20 @@ static char *canon_path(const char *path)
 	return out;
 }
 
-static void remember(struct known **list, const char *path, const struct stat *st)
+/* 0 or -ENOMEM (nothing remembered). */
+static int remember(struct known **list, const char *path, const struct stat *st)
 {
 	struct known *k = calloc(1, sizeof *k);
 	if (!k)
-		return; /* only a lost safety check, never a wrong result */
+		return -ENOMEM;
 	k->raw = strdup(path);
 	k->canon = canon_path(path);
+	if (!k->raw || !k->canon) {
+		free(k->raw);
+		free(k->canon);
+		free(k);
+		return -ENOMEM;
+	}
 	if (st) {
 		k->dev = st->st_dev;
 		k->ino = st->st_ino;
@@ -96,6 +103,7 @@ static void remember(struct known **list, const char *path, const struct stat *s
 	}
 	k->next = *list;
 	*list = k;
+	return 0;
 }
 
 static const char *find(const struct known *list, const char *path, const struct stat *st)
@@ -120,6 +128,7 @@ static const char *find(const struct known *list, const char *path, const struct
 static int admit(const char *path, const struct stat *st, int flags, char *err, size_t errlen)
 {
 	const char *out;
+	int rc = 0;
 	if (!S_ISREG(st->st_mode))
 		return set_err(err, errlen, S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL,
 			       "is %s, not a regular file (inputs are read from files only)",
@@ -129,11 +138,15 @@ static int admit(const char *path, const struct stat *st, int flags, char *err, 
 	pthread_mutex_lock(&g_lock);
 	out = find(g_outputs, path, st);
 	if (!out)
-		remember(&g_inputs, path, st);
+		rc = remember(&g_inputs, path, st);
 	pthread_mutex_unlock(&g_lock);
 	if (out)
 		return set_err(err, errlen, -EEXIST,
 			       "is also the output of this command: refusing to overwrite an input; choose another output");
+	/* The input is read anyway only if it is known: else no output
+	 * could be checked against it. */
+	if (rc)
+		return set_err(err, errlen, rc, "out of memory");
 	return 0;
 }
 
@@ -184,7 +197,7 @@ const char *input_file_same_input(const char *path, const struct stat *st)
 void input_file_note_output(const char *path, const struct stat *st)
 {
 	pthread_mutex_lock(&g_lock);
-	remember(&g_outputs, path, st);
+	(void)remember(&g_outputs, path, st); /* lost: only a later input check */
 	pthread_mutex_unlock(&g_lock);
 }
 

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,27 +70,34 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Wait for the child at most limit_s; kill it after that.  Returns 0 with
- * *status, or 1 when it had to be killed. */
-static int wait_limited(pid_t pid, double limit_s, int *status)
+/* Read the child's message until it closes its end of the pipe (it exited:
+ * at once, no polling interval) or limit_s passes.  Returns 0 at the end,
+ * 1 on timeout. */
+static int read_until_closed(int fd, double limit_s, char *msg, size_t cap, size_t *len)
 {
-	const struct timespec tick = {0, 5 * 1000 * 1000};
 	double t0 = now_s();
 	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r == pid)
-			return 0;
-		if (r < 0 && errno != EINTR) {
-			*status = 0;
-			return 0;
-		}
-		if (now_s() - t0 > limit_s) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-				;
+		double left = limit_s - (now_s() - t0);
+		struct pollfd pf = {fd, POLLIN, 0};
+		char buf[256];
+		ssize_t k;
+		int n;
+		if (left <= 0)
 			return 1;
-		}
-		nanosleep(&tick, NULL);
+		n = poll(&pf, 1, (int)(left * 1000) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 0; /* cannot wait on the pipe: waitpid decides */
+		if (n == 0)
+			continue;
+		k = read(fd, buf, sizeof buf);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return 0;
+		for (ssize_t i = 0; i < k && *len + 1 < cap; i++)
+			msg[(*len)++] = buf[i];
 	}
 }
 
@@ -117,28 +125,26 @@ int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_
 	}
 	close(fds[1]);
 	double limit_s = time_limit_s(path);
-	if (wait_limited(pid, limit_s, &status)) {
+	if (read_until_closed(fds[0], limit_s, msg, sizeof msg, &mlen)) {
 		unsigned maj = 0, min = 0, rel = 0;
 		close(fds[0]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
 		H5get_libversion(&maj, &min, &rel);
 		snprintf(err, errlen,
 			 "libhdf5 %u.%u.%u did not finish reading this file in %.0f s (it loops on some corrupt files, see docs/perun-format.md; $ANCHORPOST_PERUN_TIMEOUT_S raises the limit)",
 			 maj, min, rel, limit_s);
 		return -ETIMEDOUT;
 	}
-	/* The child has exited: its end of the pipe is closed, reads end at EOF. */
-	for (;;) {
-		ssize_t k = read(fds[0], msg + mlen, sizeof msg - 1 - mlen);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		mlen += (size_t)k;
-		if (mlen == sizeof msg - 1)
-			break;
-	}
 	msg[mlen] = '\0';
 	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			status = 0;
+			break;
+		}
+	}
 	if (WIFSIGNALED(status)) {
 		unsigned maj = 0, min = 0, rel = 0;
 		H5get_libversion(&maj, &min, &rel);

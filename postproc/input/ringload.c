@@ -1,22 +1,27 @@
 /* ringload.c - load a ring with its clock and process table. */
 #include "ringload.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "diag.h"
 #include "input_file.h"
 
-void ringload_open(struct ringload *rl, const char *path)
+int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
 {
-	char err[512];
+	int rc;
 	memset(rl, 0, sizeof *rl);
-	if (input_file_check(path, INPUT_FILE_REMEMBER, err, sizeof err) != 0 ||
-	    ring_reader_load(path, &rl->rf, err, sizeof err) != 0)
-		diag_fatal(path, "%s", err);
+	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)) != 0)
+		return rc < 0 ? rc : -EINVAL;
+	if ((rc = ring_reader_load(path, &rl->rf, err, errlen)) != 0)
+		return rc < 0 ? rc : -EINVAL;
 	if (ring_clock_build(rl->rf.ev, rl->rf.nev, &rl->clock) != 0 ||
-	    ring_procs_build(rl->rf.ev, rl->rf.nev, rl->rf.hdr.hostname, &rl->procs) != 0)
-		diag_fatal(path, "out of memory");
+	    ring_procs_build(rl->rf.ev, rl->rf.nev, rl->rf.hdr.hostname, &rl->procs) != 0) {
+		snprintf(err, errlen, "out of memory");
+		ringload_close(rl);
+		return -ENOMEM;
+	}
 	ring_clock_use_creation(&rl->clock, &rl->rf.hdr);
 	if (rl->rf.stats.truncated_slots)
 		diag_warn(path, "file is truncated: %llu of %llu slots missing; reading the rest",
@@ -25,6 +30,14 @@ void ringload_open(struct ringload *rl, const char *path)
 	if (rl->clock.steps)
 		diag_warn(path, "the realtime clock was stepped %u time(s) during the run (largest %.3f ms); UTC times near a step are uncertain",
 			  rl->clock.steps, rl->clock.max_step_ms);
+	return 0;
+}
+
+void ringload_open(struct ringload *rl, const char *path)
+{
+	char err[512];
+	if (ringload_load(rl, path, err, sizeof err))
+		diag_fatal(path, "%s", err);
 }
 
 void ringload_close(struct ringload *rl)

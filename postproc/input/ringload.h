@@ -15,7 +15,12 @@ struct ringload {
 	struct ring_procs procs;
 };
 
-/* Load path or diag_fatal. */
+/* Load path: 0, or a negative errno with a one-line reason in err (the
+ * caller names the file).  Warnings (truncated file, clock steps) go to
+ * stderr and do not fail. */
+int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen);
+
+/* ringload_load or diag_fatal (for the commands that read only a ring). */
 void ringload_open(struct ringload *rl, const char *path);
 
 void ringload_close(struct ringload *rl);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +46,6 @@ static int build_sensor(struct em_sensor *s)
 		return -ENOMEM;
 	s->ser.t_s = p->timesteps_s;
 	s->ser.n = n;
-	if (p->alt_values && p->alt_unit && !strcmp(p->alt_unit, "J")) {
-		int monotone = 1;
-		for (size_t i = 1; i < n; i++)
-			monotone &= p->alt_values[i] >= p->alt_values[i - 1];
-		if (monotone) {
-			/* RAPL: the counter itself is the most exact energy. */
-			s->ser.kind = ATTRIB_COUNTER_J;
-			s->ser.value = p->alt_values;
-			for (size_t i = 0; i < n; i++)
-				s->cum_j[i] = p->alt_values[i] - p->alt_values[0];
-			return 0;
-		}
-	}
 	s->ser.value = p->values;
 	if (!strcmp(s->group, "gpu")) {
 		/* NVML: power reads; perun integrates trapezoids.  What a read
@@ -71,16 +59,23 @@ static int build_sensor(struct em_sensor *s)
 		sensor_model_lookup(gname, &resp);
 		s->ser.avg_window_s = resp.window_s;
 		s->ser.kind = ATTRIB_INSTANT_W;
-		for (size_t i = 1; i < n; i++)
-			s->cum_j[i] = s->cum_j[i - 1] + 0.5 * (p->values[i] + p->values[i - 1]) *
-								(p->timesteps_s[i] - p->timesteps_s[i - 1]);
 	} else {
-		/* RAPL power as perun stores it: the mean over the window before. */
-		s->ser.kind = ATTRIB_WINDOW_AVG_W;
-		for (size_t i = 1; i < n; i++)
-			s->cum_j[i] = s->cum_j[i - 1] + p->values[i] * (p->timesteps_s[i] - p->timesteps_s[i - 1]);
+		s->ser.kind = ATTRIB_WINDOW_AVG_W; /* RAPL power: the mean over the window before */
 	}
-	return 0;
+	if (p->alt_values && p->alt_unit && !strcmp(p->alt_unit, "J")) {
+		int monotone = 1;
+		for (size_t i = 1; i < n; i++)
+			monotone &= p->alt_values[i] >= p->alt_values[i - 1];
+		if (monotone) {
+			/* RAPL: the counter itself is the most exact energy. */
+			s->ser.kind = ATTRIB_COUNTER_J;
+			s->ser.value = p->alt_values;
+			s->ser.avg_window_s = 0;
+		}
+	}
+	/* One rule for the curve with attrib (attrib_series_cum_j); no phase
+	 * edges here: the slices are cut anywhere. */
+	return attrib_series_cum_j(&s->ser, NULL, NULL, s->cum_j);
 }
 
 /* Cumulative energy at timeline t (inside the span), interpolated. */
@@ -130,12 +125,13 @@ const char *energy_model_sensor_note(const struct energy_model *m)
 	return m->emulated ? "emulated sensor, not a measurement" : "";
 }
 
+/* 1 when dir(path)/name exists, 0 when not, -ENOMEM. */
 static int file_exists_beside(const char *path, const char *name)
 {
 	char *dup = strdup(path), buf[4096];
 	int found;
 	if (!dup)
-		return 0;
+		return -ENOMEM;
 	snprintf(buf, sizeof buf, "%s/%s", dirname(dup), name);
 	found = access(buf, F_OK) == 0;
 	free(dup);
@@ -170,27 +166,27 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
  * first sample: a file whose execution_dt (in the zone assumed) lies
  * outside that stretch of the ring is another run's, or was written in
  * another zone.  The proof goes into the message. */
-static void execution_dt_check(const struct energy_model *m, const struct em_opts *o,
-			       const struct perun_sensor *ref, double bound_hi_s)
+static int execution_dt_check(const struct energy_model *m, const struct em_opts *o,
+			      const struct perun_sensor *ref, double bound_hi_s, struct em_error *e)
 {
 	const struct phase_thread *th;
 	const struct ring_proc *pr;
 	int64_t unix_ns;
 	char a[48], b[48], c[48];
 	if (!m->ph.nthr || !ref || !ref->n || !m->rl.clock.n)
-		return;
+		return 0;
 	th = &m->ph.thr[m->ph.primary];
 	pr = ring_procs_find(&m->rl.procs, th->pid);
 	if (!pr || !pr->start_ns || !strstr(pr->argv, "perun") || !strstr(pr->argv, " monitor ") ||
 	    align_parse_execution_dt(m->run->execution_dt, o->tz, &unix_ns))
-		return;
-	double e = ((double)ring_clock_mono_ns(&m->rl.clock, unix_ns) - (double)m->base_ns) / 1e9;
+		return 0;
+	double ex = ((double)ring_clock_mono_ns(&m->rl.clock, unix_ns) - (double)m->base_ns) / 1e9;
 	double start = energy_model_tl(m, pr->start_ns);
 	double first_max = bound_hi_s + ref->timesteps_s[0];
 	/* execution_dt has microseconds; 1 s covers SYNC interpolation and a
 	 * zone offset of less than that cannot be one anyway */
-	if (e >= start - 1.0 && (!isfinite(first_max) || e <= first_max + 1.0))
-		return;
+	if (ex >= start - 1.0 && (!isfinite(first_max) || ex <= first_max + 1.0))
+		return 0;
 	ring_clock_iso(unix_ns, a, sizeof a);
 	ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, pr->start_ns), b, sizeof b);
 	if (isfinite(first_max))
@@ -198,11 +194,13 @@ static void execution_dt_check(const struct energy_model *m, const struct em_opt
 			       sizeof c);
 	else
 		snprintf(c, sizeof c, "its end");
-	diag_fatal(o->perun, "not the perun run recorded in %s: its execution_dt %s (read in %s) must lie between the "
+	e->file = o->perun;
+	snprintf(e->msg, sizeof e->msg, "not the perun run recorded in %s: its execution_dt %s (read in %s) must lie between the "
 			     "start of perun's process %u at %s and its first sample, by %s, but is %s: another run's "
 			     "file, or pass --tz with the zone it was written in",
 		   o->ring, a, o->tz ? o->tz : "this machine's zone", pr->pid, b, c,
-		   e < start ? "earlier" : "later");
+		 ex < start ? "earlier" : "later");
+	return -EINVAL;
 }
 
 /* UTC of timeline second t, for messages. */
@@ -211,39 +209,62 @@ static void iso_tl(const struct energy_model *m, double t_s, char *buf, size_t c
 	ring_clock_iso(ring_clock_unix_ns(&m->rl.clock, (uint64_t)((double)m->base_ns + t_s * 1e9)), buf, cap);
 }
 
-void energy_model_open(struct energy_model *m, const struct em_opts *o)
+/* Fill *e, undo what was loaded, and return the code for the caller's
+ * return (energy_model_open's failure paths). */
+static int __attribute__((format(printf, 5, 6)))
+em_fail(struct energy_model *m, struct em_error *e, int code, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	e->file = file;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	energy_model_close(m);
+	return code;
+}
+#define EM_FAIL(file, ...) return em_fail(m, e, -EINVAL, file, __VA_ARGS__)
+#define EM_FAIL_OOM() return em_fail(m, e, -ENOMEM, NULL, "out of memory")
+
+int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	char err[512];
+	int rc;
 	memset(m, 0, sizeof *m);
-	ringload_open(&m->rl, o->ring);
+	m->ring_path = o->ring;
+	m->perun_path = o->perun;
+	if ((rc = ringload_load(&m->rl, o->ring, err, sizeof err)))
+		return em_fail(m, e, rc, o->ring, "%s", err);
 	if (!m->rl.rf.nev)
-		diag_fatal(o->ring, "the ring holds no records%s",
+		EM_FAIL(o->ring, "the ring holds no records%s",
 			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
 						    : "");
 	m->base_ns = m->rl.rf.ev[0].ts_ns;
 	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
-		diag_fatal(o->ring, "out of memory");
+		EM_FAIL_OOM();
 	if (!m->ph.nnames)
-		diag_fatal(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
+		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
 				    "ANCHOR_AUTO anchors were recorded");
-	if (perun_load(o->perun, &m->pf, err, sizeof err))
-		diag_fatal(o->perun, "%s", err);
+	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
+	if ((rc = perun_load_guarded(o->perun, &m->pf, err, sizeof err)))
+		return em_fail(m, e, rc, o->perun, "%s", err);
 	if (!m->pf.nruns)
-		diag_fatal(o->perun, "no perun run in the file");
+		EM_FAIL(o->perun, "no perun run in the file");
 	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
 	if (!m->run)
-		diag_fatal(o->perun, "no multirun '%s' in the file", o->run);
+		EM_FAIL(o->perun, "no multirun '%s' in the file", o->run);
 	if (o->round < 0 || (size_t)o->round >= m->run->nrounds)
-		diag_fatal(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
+		EM_FAIL(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
 			   o->round);
 	m->round = &m->run->rounds[o->round];
 	m->host = pick_host(m->round, o->host ? o->host : m->rl.rf.hdr.hostname);
 	if (!m->host)
-		diag_fatal(o->perun, "round %s has no host", m->round->id);
-	m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt");
+		EM_FAIL(o->perun, "round %s has no host", m->round->id);
+	if ((m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt")) < 0)
+		EM_FAIL_OOM();
 
 	/* Power sensors of the host, grouped by device group. */
-	energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups);
+	if (energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups))
+		EM_FAIL_OOM();
 
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
@@ -257,7 +278,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	int hook = o->no_hook ? 0 : align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
-		diag_fatal(o->perun, "does not match %s perun run recorded in %s (%s%zu perun.sample stamps vs "
+		EM_FAIL(o->perun, "does not match %s perun run recorded in %s (%s%zu perun.sample stamps vs "
 				     "%zu timesteps here, multirun %s round %ld): files from different runs (or pick "
 				     "--run/--round)",
 			   m->align.hook_runs > 1 ? "any" : "the", o->ring, m->align.hook_runs > 1 ? "the first has " : "its ",
@@ -276,7 +297,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 	}
 	if (hook <= 0) {
 		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
-			diag_fatal(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
+			EM_FAIL(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 					     "is unusable (or the ring has no SYNC record)",
 				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
 		double range_s = o->fit_range_s, lo, hi;
@@ -289,18 +310,25 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 			range_s = (hi - lo) / 2 + 0.05;
 		} else if (!(lo <= hi)) {
 			/* contradictory: the ring and this file are not one run */
-			diag_fatal(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
+			EM_FAIL(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
 					     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
 		}
-		execution_dt_check(m, o, ref, hi);
+		if ((rc = execution_dt_check(m, o, ref, hi, e)) < 0) {
+			energy_model_close(m);
+			return rc;
+		}
 		struct align_perun fit = m->align;
 		int fitted = 0;
 		if (m->nsen && !o->no_fit) {
 			size_t niv;
 			struct attrib_interval *iv = primary_intervals(m, &niv);
+			if (!iv && m->ph.nthr)
+				EM_FAIL_OOM();
 			if (iv && niv)
 				fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
 			free(iv);
+			if (fitted < 0)
+				EM_FAIL_OOM();
 		}
 		align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
 	}
@@ -316,7 +344,7 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 				if (m->host->groups[g].sensors[s].n > 1)
 					any = &m->host->groups[g].sensors[s];
 		if (!any)
-			diag_fatal(o->perun, "host %s has no sensor data", m->host->name);
+			EM_FAIL(o->perun, "host %s has no sensor data", m->host->name);
 		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
 		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
 		double r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
@@ -359,15 +387,16 @@ void energy_model_open(struct energy_model *m, const struct em_opts *o)
 			snprintf(share, sizeof share, "only %.0f%% of", all > 0 ? 100 * inside / all : 0.0);
 			/* A damaged ring is the likelier culprit than "another run". */
 			if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))
-				diag_fatal(o->ring, "damaged ring (%s): %s its phase time (%s .. %s) lies within the "
+				EM_FAIL(o->ring, "damaged ring (%s): %s its phase time (%s .. %s) lies within the "
 						    "span of %s (%s .. %s, alignment %s)",
 					   dmg, none ? "none of" : share, a, b, o->perun, c, d, m->align.method);
-			diag_fatal(o->perun, "%s (files from different runs?): %s the phase time in %s (%s .. %s) "
+			EM_FAIL(o->perun, "%s (files from different runs?): %s the phase time in %s (%s .. %s) "
 					     "lies within perun's span %s .. %s (alignment %s)",
 				   none ? "no time overlap" : "too little time overlap", none ? "none of" : share,
 				   o->ring, a, b, c, d, m->align.method);
 		}
 	}
+	return 0;
 }
 
 void energy_model_close(struct energy_model *m)
@@ -384,8 +413,8 @@ void energy_model_close(struct energy_model *m)
 	memset(m, 0, sizeof *m);
 }
 
-void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
-			      char ***groups, size_t *ngroups)
+int energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
+			     char ***groups, size_t *ngroups)
 {
 	for (size_t g = 0; g < h->ngroups; g++) {
 		const struct perun_group *gr = &h->groups[g];
@@ -394,24 +423,25 @@ void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen
 				continue;
 			struct em_sensor *ns = realloc(*sen, (*nsen + 1) * sizeof *ns);
 			if (!ns)
-				diag_fatal(NULL, "out of memory");
+				return -ENOMEM;
 			*sen = ns;
 			memset(&ns[*nsen], 0, sizeof *ns);
 			ns[*nsen].ps = &gr->sensors[s];
 			ns[*nsen].group = gr->name;
-			if (build_sensor(&ns[*nsen]))
-				diag_fatal(NULL, "out of memory");
-			(*nsen)++;
+			/* Counted first so that the caller's close frees a half-built one. */
+			if (build_sensor(&ns[(*nsen)++]))
+				return -ENOMEM;
 			size_t k;
 			for (k = 0; k < *ngroups && strcmp((*groups)[k], gr->name); k++)
 				;
 			if (k == *ngroups) {
 				char **ng = realloc(*groups, (*ngroups + 1) * sizeof *ng);
 				if (!ng)
-					diag_fatal(NULL, "out of memory");
+					return -ENOMEM;
 				*groups = ng;
 				(*groups)[(*ngroups)++] = gr->name;
 			}
 		}
 	}
+	return 0;
 }

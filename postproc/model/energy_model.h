@@ -39,6 +39,7 @@ struct em_opts {
 };
 
 struct energy_model {
+	const char *ring_path, *perun_path; /* as opened (the caller's strings) */
 	struct ringload rl;
 	struct phase_set ph;
 	struct perun_file pf;
@@ -55,8 +56,16 @@ struct energy_model {
 	double span_t0_s, span_t1_s; /* perun's span on the timeline */
 };
 
-/* Load and align, or diag_fatal with a one-line reason. */
-void energy_model_open(struct energy_model *m, const struct em_opts *o);
+/* A failure: the file it concerns (NULL: none) and one line saying why. */
+struct em_error {
+	const char *file;
+	char msg[1024];
+};
+
+/* Load and align.  Returns 0, or a negative errno with *e filled (and
+ * nothing left to close).  The perun file is read through
+ * perun_load_guarded: a libhdf5 crash or hang is an error, not a signal. */
+int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e);
 
 void energy_model_close(struct energy_model *m);
 
@@ -70,10 +79,10 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b);
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s);
 
 /* Append host h's power sensors (>= 2 samples) to *sen, each with its
- * cumulative energy curve, and their device groups, once each, to *groups;
- * diag_fatal when out of memory. */
-void energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
-			      char ***groups, size_t *ngroups);
+ * cumulative energy curve, and their device groups, once each, to *groups.
+ * Returns 0 or -ENOMEM (what was appended stays, for the caller to free). */
+int energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
+			     char ***groups, size_t *ngroups);
 
 /* The notice every output carries for an emulated sensor ("" if real). */
 const char *energy_model_sensor_note(const struct energy_model *m);

@@ -300,7 +300,7 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 	memset(&a, 0, sizeof a);
 	a.offset_s = r->prior_offset_s;
 	snprintf(a.method, sizeof a.method, "execution_dt");
-	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a)) {
+	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a) > 0) {
 		r->fit_offset_s = a.offset_s;
 		r->fit_uncert_ms = a.uncert_ms;
 	}
@@ -710,7 +710,9 @@ static void load_hosts(struct mring *m, const struct mring_opts *o)
 {
 	const struct perun_round *round;
 	char err[512];
-	if (perun_load(o->perun, &m->pf, err, sizeof err))
+	/* Guarded as every perun read: libhdf5 crashes and loops on some
+	 * corrupt files (perun_guard.c). */
+	if (perun_load_guarded(o->perun, &m->pf, err, sizeof err))
 		diag_fatal(o->perun, "%s", err);
 	if (!m->pf.nruns)
 		diag_fatal(o->perun, "no perun run in the file");
@@ -727,7 +729,8 @@ static void load_hosts(struct mring *m, const struct mring_opts *o)
 		struct mr_host *mh = &m->hosts[h];
 		mh->ph = &round->hosts[h];
 		mh->offset_s = NAN;
-		energy_model_add_sensors(mh->ph, &mh->sen, &mh->nsen, &m->groups, &m->ngroups);
+		if (energy_model_add_sensors(mh->ph, &mh->sen, &mh->nsen, &m->groups, &m->ngroups))
+			diag_fatal(NULL, "out of memory");
 	}
 	{
 		char *dup = xstrdup(o->perun), buf[4096];

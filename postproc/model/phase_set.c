@@ -430,6 +430,8 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			goto out;
 		ps->thr = th;
 		th = &ps->thr[ps->nthr++];
+		/* Zeroed: a failure below frees its seg (found by test_oom). */
+		memset(th, 0, sizeof *th);
 		th->pid = ps->occ[lo].pid;
 		th->tid = ps->occ[lo].tid;
 		if (thread_timeline(ps, lo, hi, th))

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,18 @@ static double quantile(const double *v, size_t n, double q)
 	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
 }
 
+/* Fill *e and return code (the attribution's failure paths). */
+static int __attribute__((format(printf, 4, 5)))
+em_set(struct em_error *e, int code, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	e->file = file;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 /* device: 1 = occurrences on device timelines only, 0 = host only. */
 static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, int device, struct phase_stats *st)
 {
@@ -65,8 +78,8 @@ static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, int d
 }
 
 /* Attribute one scope: its primary thread's segments against every sensor. */
-void phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			   struct phase_scope *sr)
+int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			  struct phase_scope *sr, struct em_error *e)
 {
 	size_t np = m->ph.nnames, ng = m->ngroups;
 	const struct phase_thread *th, *host, *dev = NULL;
@@ -76,16 +89,16 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
 	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
 	if (!sr->row || !sr->total_j)
-		diag_fatal(NULL, "out of memory");
+		return em_set(e, -ENOMEM, NULL, "out of memory");
 	if (sr->thr < 0 || !m->nsen)
-		return;
+		return 0;
 	host = &m->ph.thr[sr->thr];
 	/* GPU groups on the device timeline when the ring has one. */
 	if (dthr >= 0)
 		dev = &m->ph.thr[dthr];
 	iv = malloc((host->nseg > (dev ? dev->nseg : 0) ? host->nseg + 1 : dev->nseg + 1) * sizeof *iv);
 	if (!iv)
-		diag_fatal(NULL, "out of memory");
+		return em_set(e, -ENOMEM, NULL, "out of memory");
 	/* An alignment known only to within its 95 % interval (the fallback
 	 * without perun's stamps) moves every phase by up to that much: the
 	 * intervals are widened by the change such a shift makes. */
@@ -120,12 +133,15 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 			rc = attrib_split(&es->ser, iv, niv, np, ao, &r);
 		else
 			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
-		if (rc == -ENODATA)
-			diag_fatal(m->rl.rf.path, "too few perun sample windows over the phases of thread %u to "
-						  "attribute %zu phases (a run of a few sampling periods, or files from "
-						  "different runs?)", th->tid, np);
-		if (rc)
-			diag_fatal(m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id, strerror(-rc));
+		if (rc) {
+			free(iv);
+			if (rc == -ENODATA)
+				return em_set(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
+					      "thread %u to attribute %zu phases (a run of a few sampling periods, or "
+					      "files from different runs?)", th->tid, np);
+			return em_set(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
+				      strerror(-rc));
+		}
 		sr->total_j[g] += r.total_j;
 		for (size_t k = 0; k <= np; k++) {
 			struct phase_group_row *gr = &sr->row[k * ng + g];
@@ -178,6 +194,7 @@ void phase_scope_attribute(const struct energy_model *m, enum attrib_choice meth
 			}
 		}
 	}
+	return 0;
 }
 
 void phase_scope_free(struct phase_scope *sr)
@@ -428,19 +445,21 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	free(maxw);
 }
 
-void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-		       int by_process, FILE *tty)
+int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+		      int by_process, FILE *tty, struct em_error *e)
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	int rc;
 	/* Several perun runs in one ring: counts and times of this file's run
 	 * only, as its energy is. */
 	if (m->align.hook_runs > 1 && m->ph.nthr)
 		all.pid = m->ph.thr[m->ph.primary].pid;
-	phase_scope_attribute(m, method, ao, &all);
-	phase_table_write_scope(c, m, &all, tty);
+	rc = phase_scope_attribute(m, method, ao, &all, e);
+	if (!rc)
+		phase_table_write_scope(c, m, &all, tty);
 	phase_scope_free(&all);
-	if (!by_process)
-		return;
+	if (rc || !by_process)
+		return rc;
 	for (size_t p = 0; p < m->rl.procs.n; p++) {
 		uint32_t pid = m->rl.procs.p[p].pid;
 		long thr = phase_set_primary_of(&m->ph, pid);
@@ -450,10 +469,14 @@ void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_
 		if (thr < 0 || seen)
 			continue;
 		struct phase_scope sr = {.thr = thr, .pid = pid};
-		phase_scope_attribute(m, method, ao, &sr);
-		phase_table_write_scope(c, m, &sr, tty);
+		rc = phase_scope_attribute(m, method, ao, &sr, e);
+		if (!rc)
+			phase_table_write_scope(c, m, &sr, tty);
 		phase_scope_free(&sr);
+		if (rc)
+			return rc;
 	}
+	return 0;
 }
 
 void phase_table_warn(const struct energy_model *m, const struct em_opts *o)

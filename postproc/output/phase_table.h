@@ -33,9 +33,10 @@ struct phase_scope {
 };
 
 /* Attribute one scope (thr, pid set by the caller) by the chosen method
- * (enum attrib_choice).  diag_fatal on failure. */
-void phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			   struct phase_scope *sr);
+ * (enum attrib_choice).  0, or a negative errno with *e filled (sr still
+ * to be freed). */
+int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			  struct phase_scope *sr, struct em_error *e);
 
 void phase_scope_free(struct phase_scope *sr);
 
@@ -50,9 +51,10 @@ void phase_table_csv_header(struct csv *c);
 void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
 			     FILE *tty);
 
-/* Every scope: "all", then one per process with phases when by_process. */
-void phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-		       int by_process, FILE *tty);
+/* Every scope: "all", then one per process with phases when by_process.
+ * 0, or a negative errno with *e filled. */
+int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+		      int by_process, FILE *tty, struct em_error *e);
 
 /* Warnings every consumer of the table prints once: no power sensors,
  * unmatched ranges. */

@@ -2,13 +2,13 @@
 #include "trace_json.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
 #include "group_power.h"
 #include "outfile.h"
 #include "ring_clock.h"
@@ -29,6 +29,7 @@ struct w {
 	struct trace_stats *st;
 	uint32_t *shown; /* sorted pids that carry something: the others get no track */
 	size_t nshown;
+	int oom;         /* sticky: an allocation failed, the file is abandoned */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -63,14 +64,16 @@ static char *json_string(const char *s)
 	cJSON *j = cJSON_CreateString(s ? s : "");
 	char *out = j ? cJSON_PrintUnformatted(j) : NULL;
 	cJSON_Delete(j);
-	if (!out)
-		diag_fatal(NULL, "out of memory");
 	return out;
 }
 
 static void put_str(struct w *w, const char *s)
 {
 	char *e = json_string(s);
+	if (!e) {
+		w->oom = 1;
+		return;
+	}
 	fputs(e, w->fp);
 	cJSON_free(e);
 }
@@ -143,8 +146,12 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 	uint64_t *open_end = malloc((ph->nocc + 1) * sizeof *open_end);
 	size_t n = 0, nopen = 0;
 	uint32_t cur_pid = 0, cur_tid = 0;
-	if (!v || !open_end)
-		diag_fatal(NULL, "out of memory");
+	if (!v || !open_end) {
+		free(v);
+		free(open_end);
+		w->oom = 1;
+		return;
+	}
 
 	/* Occurrences come sorted by (pid, tid, t0), outer first: a slice
 	 * must end before (or with) every slice open around it, else the
@@ -287,6 +294,10 @@ static void write_power(struct w *w, const struct energy_model *m)
 		char *name;
 		/* Perfetto names a counter track "<name> <arg key>": "cpu power (W)". */
 		name = json_string(m->groups[g]);
+		if (!name) {
+			w->oom = 1;
+			return;
+		}
 		group_power_build(m, g, &gp);
 		/* A counter holds its value until the next event: each window's
 		 * mean at the window's start, and 0 after the last window. */
@@ -379,8 +390,11 @@ static uint32_t *canonical_frames(const struct pyspy_frames *fr)
 {
 	uint32_t *order = malloc((fr->n ? fr->n : 1) * sizeof *order);
 	uint32_t *canon = malloc((fr->n ? fr->n : 1) * sizeof *canon);
-	if (!order || !canon)
-		diag_fatal(NULL, "out of memory");
+	if (!order || !canon) {
+		free(order);
+		free(canon);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < fr->n; i++)
 		order[i] = i;
 	sort_frames = fr;
@@ -407,6 +421,10 @@ static void frame_open(struct w *w, const struct stack_track *tr, double t, cons
 {
 	if (!fname[f])
 		fname[f] = json_string(fr->name);
+	if (!fname[f]) {
+		w->oom = 1;
+		return;
+	}
 	open_ev(w, "B", tr->pid, tr->tid);
 	fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", fname[f]);
 	put_ts(w, "ts", t);
@@ -428,15 +446,21 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	uint32_t maxdepth = 1, *cur, *prev, *canon = canonical_frames(&p->frames);
 	size_t ns = 0;
 	char buf[320];
-	if (!tr || !fname || !s)
-		diag_fatal(NULL, "out of memory");
 	for (uint32_t i = 0; i < p->stacks.n; i++)
 		if (p->stacks.v[i].depth > maxdepth)
 			maxdepth = p->stacks.v[i].depth;
 	cur = malloc(maxdepth * sizeof *cur);
 	prev = malloc(maxdepth * sizeof *prev);
-	if (!cur || !prev)
-		diag_fatal(NULL, "out of memory");
+	if (!tr || !fname || !s || !canon || !cur || !prev) {
+		free(tr);
+		free(fname);
+		free(s);
+		free(canon);
+		free(cur);
+		free(prev);
+		w->oom = 1;
+		return;
+	}
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct pyspy_thread *th = &p->threads[t];
@@ -561,8 +585,10 @@ static void collect_shown(struct w *w, const struct energy_model *m, const struc
 {
 	size_t cap = m->ph.nocc + m->rl.rf.nev + (ps && ps->p ? ps->p->nthreads : 0) + 1, n = 0;
 	uint32_t *v = malloc(cap * sizeof *v);
-	if (!v)
-		diag_fatal(NULL, "out of memory");
+	if (!v) {
+		w->oom = 1;
+		return;
+	}
 	for (size_t i = 0; i < m->ph.nocc; i++)
 		v[n++] = m->ph.occ[i].pid;
 	for (size_t i = 0; i < m->rl.rf.nev; i++)
@@ -582,8 +608,8 @@ static void collect_shown(struct w *w, const struct energy_model *m, const struc
 	w->shown = v;
 }
 
-void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
-		      const char *path, struct trace_stats *st)
+int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
+		     const char *path, struct trace_stats *st, char *err, size_t errlen)
 {
 	struct outfile of;
 	struct w w = {.path = path, .first = 1, .st = st};
@@ -613,7 +639,11 @@ void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps
 		write_stacks(&w, m, ps, default_pid);
 	write_other(&w, m, ps, title);
 	free(w.shown);
-	if (ferror(w.fp))
-		diag_fatal(path, "write error");
+	if (w.oom || ferror(w.fp)) {
+		outfile_abort(&of);
+		snprintf(err, errlen, "%s", w.oom ? "out of memory" : "write error");
+		return w.oom ? -ENOMEM : -EIO;
+	}
 	outfile_commit(&of);
+	return 0;
 }

@@ -45,8 +45,9 @@ struct trace_stats {
 	size_t slices, instants, counters, stack_events;
 };
 
-/* Write path (temp + rename); diag_fatal on error. */
-void trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
-		      const char *path, struct trace_stats *st);
+/* Write path (temp + rename).  0, or -ENOMEM / -EIO with one line in err
+ * (and no file). */
+int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
+		     const char *path, struct trace_stats *st, char *err, size_t errlen);
 
 #endif

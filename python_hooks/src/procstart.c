@@ -1,10 +1,9 @@
 /*
  * procstart.c - the PROC_START record when the module owns the writer.
  *
- * Same text layout as libanchor.so's (ring_format.h: NUL-separated
- * key=value; host and rank variables first because argv is the field that
- * gets truncated).  argv comes from /proc/self/cmdline: the interpreter's
- * real command line, which sys.argv has already rewritten.
+ * The text is libanchor.so's, from the same source (anchors/
+ * ring_procstart.c); argv comes from /proc/self/cmdline: the
+ * interpreter's real command line, which sys.argv has already rewritten.
  */
 #include "pyanchor.h"
 
@@ -13,24 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ring_writer.h"
-
-static size_t add_field(char *buf, size_t n, size_t cap, const char *key, const char *val, size_t vl)
-{
-	size_t kl = strlen(key);
-
-	if (n + kl + 2 >= cap)
-		return n;
-	memcpy(buf + n, key, kl);
-	n += kl;
-	buf[n++] = '=';
-	if (vl > cap - n - 1)
-		vl = cap - n - 1;
-	memcpy(buf + n, val, vl);
-	n += vl;
-	buf[n++] = '\0';
-	return n;
-}
+/* The encoder libanchor.so uses too, compiled into the module (as
+ * writer.c includes the writer): one PROC_START text for both. */
+#include "ring_procstart.c"
 
 /* /proc/self/cmdline with the NULs between arguments turned into spaces. */
 static size_t read_cmdline(char *out, size_t cap)
@@ -54,25 +38,6 @@ static size_t read_cmdline(char *out, size_t cap)
 
 void pya_record_start(void)
 {
-	static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK",
-						"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-						"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
-	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
-	char host[256] = "", exe[512] = "", args[512];
-	size_t n = 0, an;
-	ssize_t k;
-
-	gethostname(host, sizeof host - 1);
-	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[k > 0 ? k : 0] = '\0';
-	an = read_cmdline(args, sizeof args);
-	n = add_field(buf, n, sizeof buf, "host", host, strlen(host));
-	for (int i = 0; rank_vars[i]; i++) {
-		const char *v = getenv(rank_vars[i]);
-		if (v && *v)
-			n = add_field(buf, n, sizeof buf, rank_vars[i], v, strlen(v));
-	}
-	n = add_field(buf, n, sizeof buf, "exe", exe, strlen(exe));
-	n = add_field(buf, n, sizeof buf, "argv", args, an);
-	ring_writer_emit(ANCHOR_KIND_PROC_START, 0, (uint64_t)getppid(), buf, n, NULL, 0);
+	char args[512];
+	ring_procstart_emit(args, read_cmdline(args, sizeof args));
 }

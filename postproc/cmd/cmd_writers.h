@@ -1,0 +1,45 @@
+/*
+ * cmd_writers.h - each command's writer over an opened run (run_model.h),
+ * called by the command itself after its options and by `report`, which
+ * opens the run once and writes everything from it.  Each returns the
+ * command's exit status; errors are one line (diag.h).
+ */
+#ifndef ANCHORPOST_CMD_WRITERS_H
+#define ANCHORPOST_CMD_WRITERS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "perun.h"
+#include "ringload.h"
+#include "run_model.h"
+
+/* phases.csv (out NULL: stdout, the table then to stderr) and the table. */
+void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
+		  const struct attrib_opts *ao, int by_process);
+
+/* functions.csv (out NULL: stdout) + OUT.alignment.txt; the optional
+ * speedscope, stacks and samples files where their paths are given. */
+int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
+		    const char *samples_out);
+
+/* timeline.csv (out NULL: stdout) in bins of bin_s + OUT.alignment.txt. */
+int timeline_write(const struct run_model *rm, const char *out, double bin_s);
+
+/* perun's samples (or regions) as long CSV to out ("-": stdout), of one
+ * multirun (only, NULL: all); the energy table goes to table (NULL: none)
+ * and, when out is a file, to OUT.energy.csv.  in names the file.
+ * aligned (NULL: none; pf must then be aligned->pf): the t_s,unix_s
+ * columns of `perun --ring` for its run, round and host. */
+int perun_write(const struct perun_file *pf, const char *in, const char *out, const struct perun_multirun *only,
+		int regions, FILE *table, const struct energy_model *aligned);
+
+/* `samples PROFILE --ring RING -o out` from a loaded profile aligned with
+ * the ring (align_pyspy_fit: al, base_ns = the ring's first record):
+ * t_s,unix_s per sample, OUT.alignment.txt and the stacks/frames/threads
+ * companions when out is a file. */
+int samples_write_ring(const struct pyspy_profile *p, const char *in, const struct ringload *rl,
+		       const struct align_pyspy *al, uint64_t base_ns, const char *ring, const char *out,
+		       int stack_text);
+
+#endif

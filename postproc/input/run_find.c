@@ -1,0 +1,151 @@
+/* run_find.c - a run's files in a directory (see run_find.h). */
+#include "run_find.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum kind { K_RING, K_PERUN, K_PROFILE, K_N };
+
+struct cands {
+	char **v[K_N];
+	size_t n[K_N];
+};
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t a = strlen(s), b = strlen(tail);
+	return a >= b && !strcmp(s + a - b, tail);
+}
+
+static int kind_of(const char *name, int in_perun_dir)
+{
+	if (ends_with(name, ".hdf5") || ends_with(name, ".h5"))
+		return K_PERUN;
+	if (in_perun_dir)
+		return -1;
+	if (ends_with(name, ".ring"))
+		return K_RING;
+	/* report's own output is not an input */
+	if (!strcmp(name, "energy.speedscope.json"))
+		return -1;
+	if (ends_with(name, ".speedscope.json") || ends_with(name, ".chrometrace.json") ||
+	    (!strncmp(name, "profile", 7) && (ends_with(name, ".json") || ends_with(name, ".txt"))))
+		return K_PROFILE;
+	return -1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Add the regular files of dir/sub ("" for dir itself) to c. */
+static int scan(const char *dir, const char *sub, struct cands *c)
+{
+	char path[4096];
+	DIR *d;
+	struct dirent *de;
+	snprintf(path, sizeof path, "%s%s%s", dir, *sub ? "/" : "", sub);
+	if (!(d = opendir(path)))
+		return *sub ? 0 : -errno;
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *full, **nv;
+		int k = kind_of(de->d_name, *sub != '\0');
+		if (k < 0)
+			continue;
+		if (asprintf(&full, "%s/%s", path, de->d_name) < 0)
+			goto oom;
+		if (stat(full, &st) < 0 || !S_ISREG(st.st_mode)) {
+			free(full);
+			continue;
+		}
+		nv = realloc(c->v[k], (c->n[k] + 1) * sizeof *nv);
+		if (!nv) {
+			free(full);
+			goto oom;
+		}
+		c->v[k] = nv;
+		nv[c->n[k]++] = full;
+	}
+	closedir(d);
+	return 0;
+oom:
+	closedir(d);
+	return -ENOMEM;
+}
+
+static void cands_free(struct cands *c)
+{
+	for (int k = 0; k < K_N; k++) {
+		for (size_t i = 0; i < c->n[k]; i++)
+			free(c->v[k][i]);
+		free(c->v[k]);
+	}
+}
+
+/* "several rings: a, b; name one with --ring" */
+static void several(char *err, size_t errlen, const char *what, const char *opt, const struct cands *c, int k)
+{
+	size_t len = 0;
+	int w = snprintf(err, errlen, "several %s: ", what);
+	len = w > 0 ? (size_t)w : 0;
+	for (size_t i = 0; i < c->n[k] && len < errlen; i++) {
+		w = snprintf(err + len, errlen - len, "%s%s", i ? ", " : "", c->v[k][i]);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	if (len < errlen)
+		snprintf(err + len, errlen - len, "; choose one with %s", opt);
+}
+
+int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
+{
+	struct cands c;
+	int rc;
+	memset(f, 0, sizeof *f);
+	memset(&c, 0, sizeof c);
+	if ((rc = scan(dir, "", &c)) || (rc = scan(dir, "perun", &c))) {
+		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		cands_free(&c);
+		return rc;
+	}
+	for (int k = 0; k < K_N; k++)
+		if (c.n[k] > 1)
+			qsort(c.v[k], c.n[k], sizeof *c.v[k], cmp_str);
+	rc = 0;
+	if (c.n[K_RING] > 1)
+		several(err, errlen, "rings", "--ring", &c, K_RING), rc = -EEXIST;
+	else if (c.n[K_PERUN] > 1)
+		several(err, errlen, "perun files", "--perun", &c, K_PERUN), rc = -EEXIST;
+	else if (c.n[K_PROFILE] > 1)
+		several(err, errlen, "py-spy profiles", "--profile", &c, K_PROFILE), rc = -EEXIST;
+	else if (!c.n[K_RING] || !c.n[K_PERUN]) {
+		snprintf(err, errlen, "no run here: %s", !c.n[K_RING] && !c.n[K_PERUN] ? "no ring (*.ring) and no perun file (*.hdf5)"
+							 : !c.n[K_RING] ? "no ring (*.ring) beside the perun file"
+									: "no perun file (*.hdf5, here or in perun/) beside the ring");
+		rc = -ENOENT;
+	}
+	if (!rc || (rc == -ENOENT && (c.n[K_RING] || c.n[K_PERUN]))) {
+		/* Hand over what was found; the caller needs to know a half run. */
+		if (c.n[K_RING])
+			f->ring = c.v[K_RING][0], c.n[K_RING] = 0;
+		if (c.n[K_PERUN])
+			f->perun = c.v[K_PERUN][0], c.n[K_PERUN] = 0;
+		if (c.n[K_PROFILE])
+			f->profile = c.v[K_PROFILE][0], c.n[K_PROFILE] = 0;
+	}
+	cands_free(&c);
+	return rc;
+}
+
+void run_find_free(struct run_files *f)
+{
+	free(f->ring);
+	free(f->perun);
+	free(f->profile);
+	memset(f, 0, sizeof *f);
+}
