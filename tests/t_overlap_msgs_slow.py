@@ -9,7 +9,8 @@
   * a damaged ring (the later half of its records left uncommitted: the
     reader counts them torn) is named as the culprit, not the profile or
     the perun file: `functions`/`timeline` with the profile, and `phases`,
-    either succeed or fail with one line "anchorpost: RING: damaged ring";
+    either succeed with one warning naming the ring as damaged, or fail
+    with one line "anchorpost: RING: damaged ring";
   * a refusal prints the spans it compared (phases vs perun), not the
     whole ring's span.
 """
@@ -124,12 +125,19 @@ for args in (["functions", "--profile", prof], ["timeline", "--profile", prof], 
     lines = [ln for ln in p.stderr.splitlines() if not ln.startswith("anchorpost %s:" % args[0])
              and "warning:" not in ln]
     if p.returncode == 0:
-        print("ok: %s on the damaged ring: succeeded" % args[0])
+        # It may still align (bounded or exact alignment needs only some
+        # overlap); then the numbers must not be silent about the damage.
+        warned = [ln for ln in p.stderr.splitlines() if ln.startswith("anchorpost: warning: %s: damaged ring" % torn)]
+        check(len(warned) >= 1, "%s succeeded on the damaged ring without a warning naming it: %r"
+              % (args[0], p.stderr))
+        print("ok: %s on the damaged ring: succeeded, warned: %s" % (args[0], warned[0][:140] if warned else ""))
         continue
     failed += 1
     check(len(lines) == 1, "%s on the damaged ring: want one error line, got %r" % (args[0], p.stderr))
     check(lines[0].startswith("anchorpost: %s: damaged ring (" % torn),
           "%s on the damaged ring names another file: %s" % (args[0], lines[0]))
     print("ok: %s on the damaged ring: %s" % (args[0], lines[0][:160]))
-check(failed > 0, "no command failed on the damaged ring: the damage did not reproduce the case")
+# Whether a command fails depends on how much overlap the damage leaves
+# (h-workflow's bounded alignment accepts partial overlap): each command
+# either failed naming the ring or succeeded with the warning, both checked.
 print("PASS")

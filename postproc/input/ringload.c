@@ -27,6 +27,17 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 		diag_warn(path, "file is truncated: %llu of %llu slots missing; reading the rest",
 			  (unsigned long long)rl->rf.stats.truncated_slots,
 			  (unsigned long long)rl->rf.stats.nslots);
+	{
+		/* Torn, orphan or failing records: what they held is missing from
+		 * every table built on this ring, so say so even when the rest
+		 * still aligns (a number from a damaged ring is not silent). */
+		const struct ring_stats *st = &rl->rf.stats;
+		if (st->torn || st->orphan_slots || st->bad_check)
+			diag_warn(path, "damaged ring: %llu torn record(s), %llu orphan continuation(s), %llu failing "
+					"their check; what they held (phase edges, marks) is missing from every table",
+				  (unsigned long long)st->torn, (unsigned long long)st->orphan_slots,
+				  (unsigned long long)st->bad_check);
+	}
 	if (rl->clock.steps)
 		diag_warn(path, "the realtime clock was stepped %u time(s) during the run (largest %.3f ms); UTC times near a step are uncertain",
 			  rl->clock.steps, rl->clock.max_step_ms);
