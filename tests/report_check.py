@@ -197,6 +197,10 @@ def check_timebase(d, doc):
 	for k, v in (doc.get("otherData") or {}).items():
 		if "unix" in k and isinstance(v, (int, float)):
 			u = v + ts_b * 1e-6 if "origin" in k or "epoch" in k or "zero" in k else None
+			if k == "ts0_unix_ns":  # trace_json.c: UTC of ts 0
+				u = v * 1e-9 + ts_b * 1e-6
+			elif k == "ts0_unix_s":
+				u = v + ts_b * 1e-6
 			if u is not None:
 				check(abs(u - u_samp) <= US, f"trace.json otherData {k}: sample at unix {u:.6f}, samples.csv {u_samp:.6f}")
 				print(f"ok   trace.json otherData {k}: the sample's unix time matches samples.csv")
