@@ -67,7 +67,7 @@ static void widen(struct attrib_row *r, double h)
  * never appears alone in a reading: its power is known only through how
  * its share of each window varies.  When that leaves an interval wider
  * than the estimate itself, the point estimate is noise (measured,
- * BENCHMARKS.md section 8: 0.3 ms "iteration" rows at 110 kW, a 30 ms
+ * BENCHMARKS.md section 11: 0.3 ms "iteration" rows at 110 kW, a 30 ms
  * 120 W phase at 266 W [9, 516]): say "unidentifiable" with [0, total]
  * rather than print a confident-looking number.  Sub-window phases the
  * data does pin down (0.3 s under a 1 s window, +-14 %) keep theirs.
