@@ -99,7 +99,7 @@ static void several(char *err, size_t errlen, const char *what, const char *opt,
 		len += w > 0 ? (size_t)w : 0;
 	}
 	if (len < errlen)
-		snprintf(err + len, errlen - len, "; choose one with %s", opt);
+		snprintf(err + len, errlen - len, "; pick one with `anchorpost phases %s FILE` (or report)", opt);
 }
 
 int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
