@@ -9,7 +9,7 @@
 # Environment:
 #   DEMO_OUT=out/demo    where the recording and the report go (replaced)
 #   DEMO_STEPS=N         shorten: one epoch of N steps (default: the
-#                        example's 3 epochs x 50 steps, about a minute)
+#                        example's 3 epochs x 50 steps, about three minutes on 2 cores)
 #   DEMO_ARGS="..."      more examples/transformer.py options
 #   DEMO_SKIP_SETUP=1    skip install-deps and make (tests)
 #   PYTHON, BUILD        interpreter and build directory
