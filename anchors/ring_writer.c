@@ -21,7 +21,6 @@
 #include <sys/mman.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
