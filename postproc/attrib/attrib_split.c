@@ -54,6 +54,129 @@ static void split(const struct attrib_win *w, const double *share, size_t k, con
 	}
 }
 
+/* Bootstrap: the same split for every replicate of the fitted powers;
+ * rep[p * n_boot + b] is phase p's energy in replicate b. */
+static int split_replicates(const struct attrib_win *w, const double *share, size_t k,
+			    const struct attrib_fit *f, double *rep)
+{
+	for (unsigned b = 0; b < f->n_boot; b++) {
+		double eb[64], *dst = eb;
+		if (k > 64 && !(dst = malloc(k * sizeof *dst)))
+			return -ENOMEM;
+		split(w, share, k, &f->boot_p_w[(size_t)b * k], dst);
+		for (size_t p = 0; p < k; p++)
+			rep[(size_t)p * f->n_boot + b] = dst[p];
+		if (dst != eb)
+			free(dst);
+	}
+	return 0;
+}
+
+/* Timing: perun stamps a round before it reads the sensors, and the
+ * counters themselves tick: refit and resplit with the phases moved by
+ * +-sigma_s and widen every interval by the larger change.  share and es
+ * are scratch (share is left holding the last shifted shares). */
+static int widen_by_shift(const struct attrib_win *w, const struct attrib_interval *iv, size_t n_iv,
+			  const struct attrib_union *u, size_t n_phase, double sigma_s, double *share,
+			  const double *e, double *es, double *widen_j)
+{
+	size_t k = n_phase + 1;
+	int rc;
+
+	for (int sgn = -1; sigma_s > 0 && sgn <= 1; sgn += 2) {
+		struct attrib_fit g;
+		attrib_shares(w, iv, n_iv, u, n_phase, sgn * sigma_s, share);
+		if ((rc = attrib_fit_rows(share, w->y_w, w->n, k, 0, 0, 0, &g)))
+			return rc;
+		split(w, share, k, g.p_w, es);
+		for (size_t p = 0; p < k; p++)
+			if (fabs(es[p] - e[p]) > widen_j[p])
+				widen_j[p] = fabs(es[p] - e[p]);
+		attrib_fit_free(&g);
+	}
+	return 0;
+}
+
+/* Per edge: a timing error tau moves |p_a - p_b| * tau joules across
+ * it.  Independent from edge to edge, so they add in quadrature (a
+ * systematic lag is what widen_by_shift covers).  Edges are found between
+ * touching neighbours in iv, so iv must be in time order. */
+static int widen_by_edges(const struct attrib_interval *iv, size_t n_iv, size_t n_phase,
+			  const double *p_w, double sigma_s, double *widen_j)
+{
+	size_t k = n_phase + 1;
+	double *q = calloc(k, sizeof *q);
+
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_iv; i++) {
+		int a = iv[i].phase;
+		int prev = (int)n_phase, next = (int)n_phase;
+		if (i > 0 && iv[i - 1].t1_s == iv[i].t0_s)
+			prev = iv[i - 1].phase;
+		if (i + 1 < n_iv && iv[i + 1].t0_s == iv[i].t1_s)
+			next = iv[i + 1].phase;
+		double d0 = fabs(p_w[a] - p_w[prev]) * sigma_s;
+		double d1 = fabs(p_w[a] - p_w[next]) * sigma_s;
+		q[a] += d0 * d0 + d1 * d1;
+		if (prev == (int)n_phase)
+			q[n_phase] += d0 * d0;
+		if (next == (int)n_phase)
+			q[n_phase] += d1 * d1;
+	}
+	for (size_t p = 0; p < k; p++)
+		if (sqrt(q[p]) > widen_j[p])
+			widen_j[p] = sqrt(q[p]);
+	free(q);
+	return 0;
+}
+
+/* The result rows: energy e, the bootstrap percentiles of rep (sorted in
+ * place) widened by widen_j, and the flags. */
+static void fill_rows(const struct attrib_win *w, const struct attrib_fit *f, const double *e, double *rep,
+		      const double *widen_j, double vif_max, size_t k, struct attrib_result *out)
+{
+	out->n_windows = w->n;
+	out->rms_resid_w = sqrt(f->rss / (double)w->n);
+	out->cond = f->cond;
+	out->n_boot = f->n_boot;
+	out->block_len = f->block_len;
+	for (size_t p = 0; p < k; p++) {
+		struct attrib_row *r = &out->row[p];
+		double *v = &rep[(size_t)p * f->n_boot];
+		r->method = ATTRIB_SPLIT;
+		r->vif = f->vif[p];
+		r->energy_j = e[p];
+		qsort(v, f->n_boot, sizeof *v, cmp_double);
+		r->ci_low_j = v[(size_t)(0.025 * (f->n_boot - 1))];
+		r->ci_high_j = v[(size_t)ceil(0.975 * (f->n_boot - 1))];
+		/* The replicates scatter around the split of the fitted powers,
+		 * not necessarily around this estimate: keep it inside. */
+		if (r->ci_low_j > r->energy_j)
+			r->ci_low_j = r->energy_j;
+		if (r->ci_high_j < r->energy_j)
+			r->ci_high_j = r->energy_j;
+		r->ci_low_j -= widen_j[p];
+		r->ci_high_j += widen_j[p];
+		if (r->ci_low_j < 0 && r->energy_j >= 0)
+			r->ci_low_j = 0;
+		if (r->flags & ATTRIB_FLAG_NO_TIME) {
+			r->vif = 0;
+		} else if (!(f->vif[p] <= vif_max)) {
+			r->flags |= ATTRIB_FLAG_UNIDENTIFIABLE;
+			r->ci_low_j = 0;
+			r->ci_high_j = out->total_j;
+		}
+		if (f->p_w[p] == 0 && !(r->flags & ATTRIB_FLAG_NO_TIME))
+			r->flags |= ATTRIB_FLAG_AT_ZERO;
+		r->power_w = r->time_s > 0 ? r->energy_j / r->time_s : 0;
+	}
+	double sum = 0;
+	for (size_t p = 0; p < k; p++)
+		sum += e[p];
+	out->closure_j = sum - out->total_j;
+}
+
 int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out)
 {
@@ -97,102 +220,11 @@ int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv
 	if ((rc = attrib_fit_rows(share, w.y_w, w.n, k, n_boot, seed, o ? o->block_len : 0, &f)))
 		goto done;
 	split(&w, share, k, f.p_w, e);
-	for (unsigned b = 0; b < f.n_boot; b++) {
-		double eb[64], *dst = eb;
-		if (k > 64 && !(dst = malloc(k * sizeof *dst))) {
-			rc = -ENOMEM;
-			goto done;
-		}
-		split(&w, share, k, &f.boot_p_w[(size_t)b * k], dst);
-		for (size_t p = 0; p < k; p++)
-			rep[(size_t)p * f.n_boot + b] = dst[p];
-		if (dst != eb)
-			free(dst);
-	}
-	/* Timing: perun stamps a round before it reads the sensors, and the
-	 * counters themselves tick: refit and resplit with the phases moved by
-	 * +-offset_sigma and widen every interval by the larger change. */
-	for (int sgn = -1; sigma_s > 0 && sgn <= 1; sgn += 2) {
-		struct attrib_fit g;
-		attrib_shares(&w, iv, n_iv, &u, n_phase, sgn * sigma_s, share);
-		if ((rc = attrib_fit_rows(share, w.y_w, w.n, k, 0, 0, 0, &g)))
-			goto done;
-		split(&w, share, k, g.p_w, es);
-		for (size_t p = 0; p < k; p++)
-			if (fabs(es[p] - e[p]) > widen_j[p])
-				widen_j[p] = fabs(es[p] - e[p]);
-		attrib_fit_free(&g);
-	}
-	/* Per edge: a timing error tau moves |p_a - p_b| * tau joules across
-	 * it.  Independent from edge to edge, so they add in quadrature (a
-	 * systematic lag is what the shift above covers). */
-	{
-		double *q = calloc(k, sizeof *q);
-		if (!q) {
-			rc = -ENOMEM;
-			goto done;
-		}
-		for (size_t i = 0; i < n_iv; i++) {
-			int a = iv[i].phase;
-			int prev = (int)n_phase, next = (int)n_phase;
-			if (i > 0 && iv[i - 1].t1_s == iv[i].t0_s)
-				prev = iv[i - 1].phase;
-			if (i + 1 < n_iv && iv[i + 1].t0_s == iv[i].t1_s)
-				next = iv[i + 1].phase;
-			double d0 = fabs(f.p_w[a] - f.p_w[prev]) * sigma_s;
-			double d1 = fabs(f.p_w[a] - f.p_w[next]) * sigma_s;
-			q[a] += d0 * d0 + d1 * d1;
-			if (prev == (int)n_phase)
-				q[n_phase] += d0 * d0;
-			if (next == (int)n_phase)
-				q[n_phase] += d1 * d1;
-		}
-		for (size_t p = 0; p < k; p++)
-			if (sqrt(q[p]) > widen_j[p])
-				widen_j[p] = sqrt(q[p]);
-		free(q);
-	}
-	out->n_windows = w.n;
-	out->rms_resid_w = sqrt(f.rss / (double)w.n);
-	out->cond = f.cond;
-	out->n_boot = f.n_boot;
-	out->block_len = f.block_len;
-	for (size_t p = 0; p < k; p++) {
-		struct attrib_row *r = &out->row[p];
-		double *v = &rep[(size_t)p * f.n_boot];
-		r->method = ATTRIB_SPLIT;
-		r->vif = f.vif[p];
-		r->energy_j = e[p];
-		qsort(v, f.n_boot, sizeof *v, cmp_double);
-		r->ci_low_j = v[(size_t)(0.025 * (f.n_boot - 1))];
-		r->ci_high_j = v[(size_t)ceil(0.975 * (f.n_boot - 1))];
-		/* The replicates scatter around the split of the fitted powers,
-		 * not necessarily around this estimate: keep it inside. */
-		if (r->ci_low_j > r->energy_j)
-			r->ci_low_j = r->energy_j;
-		if (r->ci_high_j < r->energy_j)
-			r->ci_high_j = r->energy_j;
-		r->ci_low_j -= widen_j[p];
-		r->ci_high_j += widen_j[p];
-		if (r->ci_low_j < 0 && r->energy_j >= 0)
-			r->ci_low_j = 0;
-		if (r->flags & ATTRIB_FLAG_NO_TIME) {
-			r->vif = 0;
-		} else if (!(f.vif[p] <= vif_max)) {
-			r->flags |= ATTRIB_FLAG_UNIDENTIFIABLE;
-			r->ci_low_j = 0;
-			r->ci_high_j = out->total_j;
-		}
-		if (f.p_w[p] == 0 && !(r->flags & ATTRIB_FLAG_NO_TIME))
-			r->flags |= ATTRIB_FLAG_AT_ZERO;
-		r->power_w = r->time_s > 0 ? r->energy_j / r->time_s : 0;
-	}
-	{
-		double sum = 0;
-		for (size_t p = 0; p < k; p++)
-			sum += e[p];
-		out->closure_j = sum - out->total_j;
-	}
+	if ((rc = split_replicates(&w, share, k, &f, rep)) ||
+	    (rc = widen_by_shift(&w, iv, n_iv, &u, n_phase, sigma_s, share, e, es, widen_j)) ||
+	    (rc = widen_by_edges(iv, n_iv, n_phase, f.p_w, sigma_s, widen_j)))
+		goto done;
+	fill_rows(&w, &f, e, rep, widen_j, vif_max, k, out);
 	rc = 0;
 done:
 	if (rc)
