@@ -306,20 +306,14 @@ int phase_set_is_tool(const struct phase_set *ps, int phase)
 	return ps->tool && phase >= 0 && (size_t)phase < ps->nnames && ps->tool[phase];
 }
 
-int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
-		    struct phase_set *ps)
+/* Pass 1: which threads use ranges, and each thread's last record (where
+ * what is still open at the end is closed); device clock notes. */
+static int scan_threads(struct builder *b, const struct ring_event *ev, size_t n)
 {
-	struct builder b = {0};
-	int rc = -ENOMEM;
-	(void)procs;
-
-	memset(ps, 0, sizeof *ps);
-	b.ps = ps;
-	/* Pass 1: which threads use ranges, and each thread's last record. */
 	for (size_t i = 0; i < n; i++) {
-		struct thr_state *t = thread_of(&b, ev[i].pid, edge_tid(&ev[i]));
+		struct thr_state *t = thread_of(b, ev[i].pid, edge_tid(&ev[i]));
 		if (!t)
-			goto out;
+			return -1;
 		if ((ev[i].kind == ANCHOR_KIND_BEGIN || ev[i].kind == ANCHOR_KIND_END ||
 		     ev[i].kind == ANCHOR_KIND_DEV_BEGIN || ev[i].kind == ANCHOR_KIND_DEV_END) &&
 		    strncmp(ev[i].text, "perun.", 6))
@@ -327,71 +321,108 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		if (edge_ns(&ev[i]) > t->last_ns || edge_tid(&ev[i]) != PHASE_DEVICE_TID)
 			t->last_ns = edge_ns(&ev[i]);
 		if (ev[i].kind == ANCHOR_KIND_DEV_CLOCK)
-			dev_clock(ps, ev[i].text);
+			dev_clock(b->ps, ev[i].text);
 	}
-	/* Pass 2: build occurrences. */
-	for (size_t i = 0; i < n; i++) {
-		const struct ring_event *e = &ev[i];
-		struct thr_state *t;
-		int ph;
-		long o;
-		int kind = e->kind == ANCHOR_KIND_DEV_BEGIN ? ANCHOR_KIND_BEGIN
-			   : e->kind == ANCHOR_KIND_DEV_END ? ANCHOR_KIND_END : e->kind;
-		if (kind != ANCHOR_KIND_BEGIN && kind != ANCHOR_KIND_END && kind != ANCHOR_KIND_MARK)
-			continue;
-		/* anchor's own bookkeeping (perun's sample clock) is no phase. */
-		if (!strncmp(e->text, "perun.", 6))
-			continue;
-		t = thread_of(&b, e->pid, edge_tid(e));
-		if (!t || (ph = intern(&b, e->text)) < 0)
-			goto out;
-		if (kind == ANCHOR_KIND_BEGIN) {
-			/* A mark segment between ranges ends where the next range
-			 * starts; anchor's sync pulses and MPI calls (perun's own,
-			 * or a collective inside the marked step) nest in it. */
-			if (t->mark_open >= 0 && strncmp(e->text, "anchor.", 7) && strncmp(e->text, "MPI_", 4)) {
-				ps->occ[t->mark_open].t1_ns = e->ts_ns;
-				t->mark_open = -1;
-			}
-			if ((o = new_occ(&b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
-				goto out;
-			/* A device edge's value is its time, not a range id. */
-			if (e->kind == ANCHOR_KIND_BEGIN && (e->flags & ANCHOR_FLAG_VALUE)) {
-				ps->occ[o].has_id = 1;
-				ps->occ[o].id = e->value;
-			}
-		} else if (kind == ANCHOR_KIND_END) {
-			/* An END with a value names its range (asyncio tasks
-			 * interleave on one thread): that BEGIN first, then
-			 * by name alone as for any END. */
-			const uint64_t *id = (e->kind == ANCHOR_KIND_END && (e->flags & ANCHOR_FLAG_VALUE)) ? &e->value : NULL;
-			int found = 0;
-			for (int pass = id ? 0 : 1; pass < 2 && !found; pass++) {
-				const uint64_t *want = pass ? NULL : id;
-				found = close_on(ps, t, ph, want, edge_ns(e));
-				/* Ranges may cross threads: look in the process's others
-				 * (host ranges only: the device timeline is its own). */
-				for (size_t k = 0; k < b.nts && !found && t->tid != PHASE_DEVICE_TID; k++)
-					if (b.ts[k].pid == e->pid && &b.ts[k] != t && b.ts[k].tid != PHASE_DEVICE_TID)
-						found = close_on(ps, &b.ts[k], ph, want, e->ts_ns);
-			}
-			if (!found)
-				ps->unmatched_end++;
-		} else if (t->has_ranges && t->nstack) {
-			/* Inside an open range a mark is an instant: cutting the range
-			 * would take time from a phase the user delimited exactly. */
-			ps->marks_in_range++;
-		} else {
-			if (t->mark_open >= 0)
-				ps->occ[t->mark_open].t1_ns = e->ts_ns;
-			if ((o = new_occ(&b, e, ph, 0, 1)) < 0)
-				goto out;
-			t->mark_open = o;
-		}
+	return 0;
+}
+
+static int on_begin(struct builder *b, struct thr_state *t, const struct ring_event *e, int ph)
+{
+	struct phase_set *ps = b->ps;
+	long o;
+
+	/* A mark segment between ranges ends where the next range
+	 * starts; anchor's sync pulses and MPI calls (perun's own,
+	 * or a collective inside the marked step) nest in it. */
+	if (t->mark_open >= 0 && strncmp(e->text, "anchor.", 7) && strncmp(e->text, "MPI_", 4)) {
+		ps->occ[t->mark_open].t1_ns = e->ts_ns;
+		t->mark_open = -1;
 	}
-	/* Close what is still open at the thread's (or process's) last record. */
-	for (size_t k = 0; k < b.nts; k++) {
-		struct thr_state *t = &b.ts[k];
+	if ((o = new_occ(b, e, ph, (int)t->nstack, 0)) < 0 || push(t, o))
+		return -1;
+	/* A device edge's value is its time, not a range id. */
+	if (e->kind == ANCHOR_KIND_BEGIN && (e->flags & ANCHOR_FLAG_VALUE)) {
+		ps->occ[o].has_id = 1;
+		ps->occ[o].id = e->value;
+	}
+	return 0;
+}
+
+static void on_end(struct builder *b, struct thr_state *t, const struct ring_event *e, int ph)
+{
+	struct phase_set *ps = b->ps;
+	/* An END with a value names its range (asyncio tasks
+	 * interleave on one thread): that BEGIN first, then
+	 * by name alone as for any END. */
+	const uint64_t *id = (e->kind == ANCHOR_KIND_END && (e->flags & ANCHOR_FLAG_VALUE)) ? &e->value : NULL;
+	int found = 0;
+
+	for (int pass = id ? 0 : 1; pass < 2 && !found; pass++) {
+		const uint64_t *want = pass ? NULL : id;
+		found = close_on(ps, t, ph, want, edge_ns(e));
+		/* Ranges may cross threads: look in the process's others
+		 * (host ranges only: the device timeline is its own). */
+		for (size_t k = 0; k < b->nts && !found && t->tid != PHASE_DEVICE_TID; k++)
+			if (b->ts[k].pid == e->pid && &b->ts[k] != t && b->ts[k].tid != PHASE_DEVICE_TID)
+				found = close_on(ps, &b->ts[k], ph, want, e->ts_ns);
+	}
+	if (!found)
+		ps->unmatched_end++;
+}
+
+static int on_mark(struct builder *b, struct thr_state *t, const struct ring_event *e, int ph)
+{
+	struct phase_set *ps = b->ps;
+	long o;
+
+	if (t->has_ranges && t->nstack) {
+		/* Inside an open range a mark is an instant: cutting the range
+		 * would take time from a phase the user delimited exactly. */
+		ps->marks_in_range++;
+		return 0;
+	}
+	if (t->mark_open >= 0)
+		ps->occ[t->mark_open].t1_ns = e->ts_ns;
+	if ((o = new_occ(b, e, ph, 0, 1)) < 0)
+		return -1;
+	t->mark_open = o;
+	return 0;
+}
+
+/* Pass 2: one record into occurrences (device edges count as host ones). */
+static int take_event(struct builder *b, const struct ring_event *e)
+{
+	struct thr_state *t;
+	int ph;
+	int kind = e->kind == ANCHOR_KIND_DEV_BEGIN ? ANCHOR_KIND_BEGIN
+		   : e->kind == ANCHOR_KIND_DEV_END ? ANCHOR_KIND_END : e->kind;
+
+	if (kind != ANCHOR_KIND_BEGIN && kind != ANCHOR_KIND_END && kind != ANCHOR_KIND_MARK)
+		return 0;
+	/* anchor's own bookkeeping (perun's sample clock) is no phase. */
+	if (!strncmp(e->text, "perun.", 6))
+		return 0;
+	t = thread_of(b, e->pid, edge_tid(e));
+	if (!t || (ph = intern(b, e->text)) < 0)
+		return -1;
+	if (kind == ANCHOR_KIND_BEGIN)
+		return on_begin(b, t, e, ph);
+	if (kind == ANCHOR_KIND_END) {
+		on_end(b, t, e, ph);
+		return 0;
+	}
+	return on_mark(b, t, e, ph);
+}
+
+/* Close what is still open at the thread's (or process's) last record,
+ * then drop the marks that turned out to be instants. */
+static void close_open(struct builder *b, const struct ring_procs *procs)
+{
+	struct phase_set *ps = b->ps;
+	size_t n = 0;
+
+	for (size_t k = 0; k < b->nts; k++) {
+		struct thr_state *t = &b->ts[k];
 		uint64_t end = t->last_ns;
 		const struct ring_proc *p = procs ? ring_procs_find(procs, t->pid) : NULL;
 		if (p && p->exit_ns > end)
@@ -411,14 +442,15 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			ps->occ[t->mark_open].t1_ns = end;
 		}
 	}
-	{
-		size_t k = 0;
-		for (size_t i = 0; i < ps->nocc; i++)
-			if (ps->occ[i].phase >= 0)
-				ps->occ[k++] = ps->occ[i];
-		ps->nocc = k;
-	}
-	/* Per thread: exclusive timeline and self times. */
+	for (size_t i = 0; i < ps->nocc; i++)
+		if (ps->occ[i].phase >= 0)
+			ps->occ[n++] = ps->occ[i];
+	ps->nocc = n;
+}
+
+/* Per thread: exclusive timeline and self times; the primary thread. */
+static int build_threads(struct phase_set *ps)
+{
 	if (ps->nocc)
 		qsort(ps->occ, ps->nocc, sizeof *ps->occ, cmp_occ_thread);
 	for (size_t lo = 0; lo < ps->nocc;) {
@@ -427,7 +459,7 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 			hi++;
 		struct phase_thread *th = realloc(ps->thr, (ps->nthr + 1) * sizeof *th);
 		if (!th)
-			goto out;
+			return -1;
 		ps->thr = th;
 		th = &ps->thr[ps->nthr++];
 		/* Zeroed: a failure below frees its seg (found by test_oom). */
@@ -435,14 +467,31 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 		th->pid = ps->occ[lo].pid;
 		th->tid = ps->occ[lo].tid;
 		if (thread_timeline(ps, lo, hi, th))
-			goto out;
+			return -1;
 		/* The primary is a host thread (device timelines: phase_set_device_of). */
 		if (th->tid != PHASE_DEVICE_TID &&
 		    (ps->thr[ps->primary].tid == PHASE_DEVICE_TID || th->phase_ns > ps->thr[ps->primary].phase_ns))
 			ps->primary = ps->nthr - 1;
 		lo = hi;
 	}
-	if (classify_tool(ps, procs))
+	return 0;
+}
+
+int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
+		    struct phase_set *ps)
+{
+	struct builder b = {0};
+	int rc = -ENOMEM;
+
+	memset(ps, 0, sizeof *ps);
+	b.ps = ps;
+	if (scan_threads(&b, ev, n))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (take_event(&b, &ev[i]))
+			goto out;
+	close_open(&b, procs);
+	if (build_threads(ps) || classify_tool(ps, procs))
 		goto out;
 	rc = 0;
 out:
