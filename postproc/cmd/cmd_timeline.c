@@ -141,6 +141,120 @@ static int seg_phase(const struct phase_thread *th, uint64_t ts)
 	return th->seg[lo - 1].phase;
 }
 
+/* One phase column per process that has phases: its pid and primary
+ * thread (index into mp->ph.thr); returns how many. */
+static size_t phase_columns(const struct energy_model *mp, uint32_t *pids, long *pthr)
+{
+	size_t npids = 0;
+
+	for (size_t i = 0; i < mp->rl.procs.n; i++) {
+		uint32_t pid = mp->rl.procs.p[i].pid;
+		long th = phase_set_primary_of(&mp->ph, pid);
+		int seen = 0;
+		for (size_t k = 0; k < npids; k++)
+			seen |= pids[k] == pid;
+		if (th < 0 || seen)
+			continue;
+		pids[npids] = pid;
+		pthr[npids++] = th;
+	}
+	return npids;
+}
+
+/* Mean power per device group over [lo, hi) cut to perun's span; NaN
+ * where the bin lies outside it. */
+static void bin_power_w(const struct energy_model *mp, double lo, double hi, double *pw)
+{
+	for (size_t g = 0; g < mp->ngroups; g++) {
+		double clo = lo > mp->span_t0_s ? lo : mp->span_t0_s, chi = hi < mp->span_t1_s ? hi : mp->span_t1_s;
+		double e = 0;
+		pw[g] = NAN;
+		if (chi <= clo)
+			continue;
+		for (size_t s = 0; s < mp->nsen; s++)
+			if (energy_model_group_of(mp, &mp->sen[s]) == g)
+				e += energy_model_slice_j(&mp->sen[s], clo, chi);
+		pw[g] = e / (chi - clo);
+	}
+}
+
+/* What the CSV's columns are worth: beside OUT, or on stderr with -o -. */
+static void write_alignment_note(const struct run_model *rm, const char *out, int have_prof)
+{
+	const struct energy_model *mp = &rm->m;
+	FILE *afp = stderr;
+	struct outfile af;
+	char *apath = NULL;
+
+	if (out && !outfile_is_stream(out)) {
+		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+			diag_fatal(NULL, "out of memory");
+		outfile_open(&af, apath);
+		afp = af.fp;
+	}
+	fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
+	fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
+	if (have_prof) {
+		char line[768];
+		align_pyspy_describe(&rm->al, &rm->p, line, sizeof line);
+		fprintf(afp, "py-spy alignment: %s\n", line);
+	}
+	if (mp->emulated)
+		fprintf(afp, "sensor: %s\n", energy_model_sensor_note(mp));
+	if (apath) {
+		outfile_commit(&af);
+		free(apath);
+	}
+}
+
+/* The bins and their columns, shared by every row of the CSV. */
+struct tl_grid {
+	double t0, bin_s;
+	size_t nbins;
+	const uint32_t *top; /* per bin, top frame id; NULL without a profile */
+	const uint32_t *pids;
+	const long *pthr;
+	size_t npids;
+};
+
+/* Bin b: one row per phase column and device group. */
+static void write_bin(struct csv *c, const struct run_model *rm, const struct tl_grid *gr, size_t b, double *pw)
+{
+	const struct energy_model *mp = &rm->m;
+	double lo = gr->t0 + (double)b * gr->bin_s, hi = lo + gr->bin_s, mid = (lo + hi) / 2;
+	char ts[48], unix_s[48], frame[1024] = "";
+	size_t nts = (size_t)snprintf(ts, sizeof ts, "%.9f", lo);
+	size_t nunix = timebase_unix_text(&mp->rl.clock, mp->base_ns, lo, unix_s, sizeof unix_s);
+
+	bin_power_w(mp, lo, hi, pw);
+	if (gr->top && gr->top[b] != UINT32_MAX) {
+		const struct pyspy_frame *f = &rm->p.frames.v[gr->top[b]];
+		snprintf(frame, sizeof frame, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
+	}
+	for (size_t k = 0; k < (gr->npids ? gr->npids : 1); k++) {
+		const char *phase = "";
+		if (gr->npids) {
+			double ns = (double)mp->base_ns + mid * 1e9;
+			int ph = ns >= 0 ? seg_phase(&mp->ph.thr[gr->pthr[k]], (uint64_t)ns) : -1;
+			phase = ph >= 0 ? mp->ph.names[ph] : "";
+		}
+		for (size_t g = 0; g < (mp->ngroups ? mp->ngroups : 1); g++) {
+			csv_strn(c, ts, nts);
+			if (nunix)
+				csv_strn(c, unix_s, nunix);
+			else
+				csv_empty(c);
+			csv_u64(c, gr->npids ? gr->pids[k] : 0);
+			csv_str(c, phase);
+			csv_str(c, mp->ngroups ? mp->groups[g] : "");
+			csv_f64(c, mp->ngroups ? pw[g] : NAN, 6);
+			if (gr->top)
+				csv_str(c, frame);
+			csv_row_end(c);
+		}
+	}
+}
+
 int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 {
 	const struct energy_model *mp = &rm->m;
@@ -177,27 +291,17 @@ int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 		have_prof = 1;
 	}
 
-	/* One phase column per process that has phases. */
 	pids = calloc(mp->rl.procs.n + 1, sizeof *pids);
 	pthr = calloc(mp->rl.procs.n + 1, sizeof *pthr);
 	if (!pids || !pthr)
 		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < mp->rl.procs.n; i++) {
-		uint32_t pid = mp->rl.procs.p[i].pid;
-		long th = phase_set_primary_of(&mp->ph, pid);
-		int seen = 0;
-		for (size_t k = 0; k < npids; k++)
-			seen |= pids[k] == pid;
-		if (th < 0 || seen)
-			continue;
-		pids[npids] = pid;
-		pthr[npids++] = th;
-	}
+	npids = phase_columns(mp, pids, pthr);
 
 	struct outfile of;
 	struct csv c;
 	static const char *const cols[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", NULL};
 	static const char *const cols_np[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", NULL};
+	const struct tl_grid gr = {t0, bin_s, nbins, top, pids, pthr, npids};
 	double *pw = malloc((mp->ngroups + 1) * sizeof *pw);
 	if (!pw)
 		diag_fatal(NULL, "out of memory");
@@ -205,75 +309,10 @@ int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 	outfile_open(&of, out ? out : "-");
 	csv_init(&c, of.fp);
 	csv_header(&c, have_prof ? cols : cols_np);
-	for (size_t b = 0; b < nbins; b++) {
-		double lo = t0 + (double)b * bin_s, hi = lo + bin_s, mid = (lo + hi) / 2;
-		char ts[48], unix_s[48], frame[1024] = "";
-		size_t nts = (size_t)snprintf(ts, sizeof ts, "%.9f", lo);
-		size_t nunix = timebase_unix_text(&mp->rl.clock, mp->base_ns, lo, unix_s, sizeof unix_s);
-		for (size_t g = 0; g < mp->ngroups; g++) {
-			double clo = lo > mp->span_t0_s ? lo : mp->span_t0_s, chi = hi < mp->span_t1_s ? hi : mp->span_t1_s;
-			double e = 0;
-			pw[g] = NAN;
-			if (chi <= clo)
-				continue;
-			for (size_t s = 0; s < mp->nsen; s++)
-				if (energy_model_group_of(mp, &mp->sen[s]) == g)
-					e += energy_model_slice_j(&mp->sen[s], clo, chi);
-			pw[g] = e / (chi - clo);
-		}
-		if (have_prof && top[b] != UINT32_MAX) {
-			const struct pyspy_frame *f = &pp->frames.v[top[b]];
-			snprintf(frame, sizeof frame, "%s (%s:%d)", f->name, f->file ? f->file : "", f->line);
-		}
-		for (size_t k = 0; k < (npids ? npids : 1); k++) {
-			const char *phase = "";
-			if (npids) {
-				double ns = (double)mp->base_ns + mid * 1e9;
-				int ph = ns >= 0 ? seg_phase(&mp->ph.thr[pthr[k]], (uint64_t)ns) : -1;
-				phase = ph >= 0 ? mp->ph.names[ph] : "";
-			}
-			for (size_t g = 0; g < (mp->ngroups ? mp->ngroups : 1); g++) {
-				csv_strn(&c, ts, nts);
-				if (nunix)
-					csv_strn(&c, unix_s, nunix);
-				else
-					csv_empty(&c);
-				csv_u64(&c, npids ? pids[k] : 0);
-				csv_str(&c, phase);
-				csv_str(&c, mp->ngroups ? mp->groups[g] : "");
-				csv_f64(&c, mp->ngroups ? pw[g] : NAN, 6);
-				if (have_prof)
-					csv_str(&c, frame);
-				csv_row_end(&c);
-			}
-		}
-	}
+	for (size_t b = 0; b < nbins; b++)
+		write_bin(&c, rm, &gr, b, pw);
 	free(pw);
-
-	{
-		FILE *afp = stderr;
-		struct outfile af;
-		char *apath = NULL;
-		if (out && !outfile_is_stream(out)) {
-			if (asprintf(&apath, "%s.alignment.txt", out) < 0)
-				diag_fatal(NULL, "out of memory");
-			outfile_open(&af, apath);
-			afp = af.fp;
-		}
-		fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
-		fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
-		if (have_prof) {
-			char line[768];
-			align_pyspy_describe(ap, pp, line, sizeof line);
-			fprintf(afp, "py-spy alignment: %s\n", line);
-		}
-		if (mp->emulated)
-			fprintf(afp, "sensor: %s\n", energy_model_sensor_note(mp));
-		if (apath) {
-			outfile_commit(&af);
-			free(apath);
-		}
-	}
+	write_alignment_note(rm, out, have_prof);
 	outfile_commit(&of);
 	free(pids);
 	free(pthr);
