@@ -51,16 +51,16 @@ static int parse_desc(const struct ring_event *e, struct ring_counters *rc, size
 	return 0;
 }
 
-int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_counters *rc)
+/* Which process sampled most: several may sample (one per rank, or a
+ * child that inherited the sampler), one set of counters is kept.  Sets
+ * *pid, *samplers and *count (its SENSOR records); 0 samplers: none. */
+static int busiest_sampler(const struct ring_event *ev, size_t nev, uint32_t *pid, size_t *samplers,
+			   size_t *count)
 {
 	uint32_t *pids = NULL;
-	size_t *cnt = NULL, npid = 0, best = 0, n = 0;
-	const struct ring_event *desc = NULL;
-	uint64_t *prev = NULL, *gaps = NULL, last_ts = 0;
-	int rc_ = 0;
+	size_t *cnt = NULL, npid = 0, best = 0;
+	int rc = 0;
 
-	memset(rc, 0, sizeof *rc);
-	/* Which process sampled most. */
 	for (size_t i = 0; i < nev; i++) {
 		size_t k;
 		if (ev[i].kind != ANCHOR_KIND_SENSOR)
@@ -75,7 +75,7 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 			if (nc)
 				cnt = nc;
 			if (!np || !nc) {
-				rc_ = -ENOMEM;
+				rc = -ENOMEM;
 				goto out;
 			}
 			pids[npid] = ev[i].pid;
@@ -83,13 +83,77 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 		}
 		cnt[k]++;
 	}
-	if (!npid)
-		goto out;
 	for (size_t k = 1; k < npid; k++)
 		if (cnt[k] > cnt[best])
 			best = k;
-	rc->pid = pids[best];
-	rc->samplers = npid;
+	*samplers = npid;
+	if (npid) {
+		*pid = pids[best];
+		*count = cnt[best];
+	}
+out:
+	free(pids);
+	free(cnt);
+	return rc;
+}
+
+/* Counter increment from prev to v: a step back below max is a wrap, any
+ * other step back a reset (counted, taken as no energy). */
+static uint64_t counter_delta(struct ring_counter *c, uint64_t prev, uint64_t v)
+{
+	if (v >= prev)
+		return v - prev;
+	if (c->max && prev <= c->max) {
+		c->wraps++;
+		return c->max - prev + 1 + v;
+	}
+	c->resets++;
+	return 0;
+}
+
+/* The sampler's SENSOR records into cumulative joules per counter (room
+ * for count ticks allocated by the caller); gaps[i] is the time between
+ * tick i and i+1. */
+static void accumulate(const struct ring_event *ev, size_t nev, struct ring_counters *rc, uint64_t *prev,
+		       uint64_t *gaps)
+{
+	uint64_t last_ts = 0;
+
+	for (size_t i = 0; i < nev; i++) {
+		uint64_t v[ANCHOR_SENSOR_MAX];
+		if (ev[i].kind != ANCHOR_KIND_SENSOR || ev[i].pid != rc->pid)
+			continue;
+		if (ring_event_sensor(&ev[i], v, ANCHOR_SENSOR_MAX) != rc->n)
+			continue;
+		if (rc->ticks && ev[i].ts_ns <= last_ts)
+			continue; /* strictly increasing time for the integrals */
+		if (rc->ticks)
+			gaps[rc->ticks - 1] = ev[i].ts_ns - last_ts;
+		for (size_t k = 0; k < rc->n; k++) {
+			struct ring_counter *c = &rc->c[k];
+			double e = 0;
+			if (c->n)
+				e = c->cum_j[c->n - 1] + (double)counter_delta(c, prev[k], v[k]) * c->j_per_count;
+			c->ts_ns[c->n] = ev[i].ts_ns;
+			c->cum_j[c->n] = e;
+			c->n++;
+			prev[k] = v[k];
+		}
+		last_ts = ev[i].ts_ns;
+		rc->ticks++;
+	}
+}
+
+int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_counters *rc)
+{
+	size_t count = 0, n = 0;
+	const struct ring_event *desc = NULL;
+	uint64_t *prev = NULL, *gaps = NULL;
+	int rc_ = 0;
+
+	memset(rc, 0, sizeof *rc);
+	if ((rc_ = busiest_sampler(ev, nev, &rc->pid, &rc->samplers, &count)) || !rc->samplers)
+		goto out;
 	for (size_t i = 0; i < nev && !desc; i++)
 		if (ev[i].kind == ANCHOR_KIND_SENSOR_DESC && ev[i].pid == rc->pid && ev[i].value &&
 		    ev[i].value <= ANCHOR_SENSOR_MAX)
@@ -104,53 +168,20 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 		goto out;
 	}
 	prev = calloc(n, sizeof *prev);
-	gaps = malloc(cnt[best] * sizeof *gaps);
+	gaps = malloc(count * sizeof *gaps);
 	if (!prev || !gaps) {
 		rc_ = -ENOMEM;
 		goto out;
 	}
 	for (size_t k = 0; k < n; k++) {
-		rc->c[k].ts_ns = malloc(cnt[best] * sizeof(uint64_t));
-		rc->c[k].cum_j = malloc(cnt[best] * sizeof(double));
+		rc->c[k].ts_ns = malloc(count * sizeof(uint64_t));
+		rc->c[k].cum_j = malloc(count * sizeof(double));
 		if (!rc->c[k].ts_ns || !rc->c[k].cum_j) {
 			rc_ = -ENOMEM;
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < nev; i++) {
-		uint64_t v[ANCHOR_SENSOR_MAX];
-		if (ev[i].kind != ANCHOR_KIND_SENSOR || ev[i].pid != rc->pid)
-			continue;
-		if (ring_event_sensor(&ev[i], v, ANCHOR_SENSOR_MAX) != n)
-			continue;
-		if (rc->ticks && ev[i].ts_ns <= last_ts)
-			continue; /* strictly increasing time for the integrals */
-		if (rc->ticks)
-			gaps[rc->ticks - 1] = ev[i].ts_ns - last_ts;
-		for (size_t k = 0; k < n; k++) {
-			struct ring_counter *c = &rc->c[k];
-			double e = 0;
-			if (c->n) {
-				uint64_t d;
-				if (v[k] >= prev[k]) {
-					d = v[k] - prev[k];
-				} else if (c->max && prev[k] <= c->max) {
-					d = c->max - prev[k] + 1 + v[k];
-					c->wraps++;
-				} else {
-					d = 0;
-					c->resets++;
-				}
-				e = c->cum_j[c->n - 1] + (double)d * c->j_per_count;
-			}
-			c->ts_ns[c->n] = ev[i].ts_ns;
-			c->cum_j[c->n] = e;
-			c->n++;
-			prev[k] = v[k];
-		}
-		last_ts = ev[i].ts_ns;
-		rc->ticks++;
-	}
+	accumulate(ev, nev, rc, prev, gaps);
 	if (rc->ticks > 1) {
 		qsort(gaps, rc->ticks - 1, sizeof *gaps, cmp_u64);
 		rc->period_ms = (double)gaps[(rc->ticks - 1) / 2] / 1e6;
@@ -166,8 +197,6 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 		rc->n = 0;
 	}
 out:
-	free(pids);
-	free(cnt);
 	free(prev);
 	free(gaps);
 	if (rc_)
