@@ -138,24 +138,18 @@ static double mark_value(const struct ring_event *e, int *has)
 	return (double)(int64_t)e->value;
 }
 
-static void write_anchors(struct w *w, const struct energy_model *m)
+/* The anchor events in v (room for nocc + nev), sorted per track; returns
+ * how many.  Occurrences come sorted by (pid, tid, t0), outer first: a
+ * slice must end before (or with) every slice open around it, else the
+ * viewers mis-nest it, so those become async.  open_end: scratch, nocc. */
+static size_t collect_anchor_events(const struct w *w, const struct energy_model *m, struct aev *v,
+				    uint64_t *open_end)
 {
 	const struct phase_set *ph = &m->ph;
 	const struct ring_file *rf = &m->rl.rf;
-	struct aev *v = malloc((ph->nocc + rf->nev + 1) * sizeof *v);
-	uint64_t *open_end = malloc((ph->nocc + 1) * sizeof *open_end);
 	size_t n = 0, nopen = 0;
 	uint32_t cur_pid = 0, cur_tid = 0;
-	if (!v || !open_end) {
-		free(v);
-		free(open_end);
-		w->oom = 1;
-		return;
-	}
 
-	/* Occurrences come sorted by (pid, tid, t0), outer first: a slice
-	 * must end before (or with) every slice open around it, else the
-	 * viewers mis-nest it, so those become async. */
 	for (size_t i = 0; i < ph->nocc; i++) {
 		const struct phase_occ *o = &ph->occ[i];
 		int type = AEV_SLICE;
@@ -177,56 +171,82 @@ static void write_anchors(struct w *w, const struct energy_model *m)
 			v[n++] = (struct aev){e->pid, e->pid, e->ts_ns, n, i, AEV_EXIT};
 	}
 	qsort(v, n, sizeof *v, cmp_aev);
+	return n;
+}
 
-	for (size_t i = 0; i < n; i++) {
-		const struct aev *a = &v[i];
-		if (a->type == AEV_SLICE || a->type == AEV_ASYNC) {
-			const struct phase_occ *o = &ph->occ[a->idx];
-			const char *name = ph->names[o->phase];
-			double t0 = energy_model_tl(m, o->t0_ns), t1 = energy_model_tl(m, o->t1_ns);
-			if (a->type == AEV_SLICE) {
-				open_ev(w, "X", a->pid, a->tid);
-				/* Device-side phases: their own category and track. */
-				fputs(o->tid == PHASE_DEVICE_TID ? ",\"cat\":\"anchor.device\",\"name\":"
-								 : ",\"cat\":\"anchor\",\"name\":", w->fp);
-				put_str(w, name);
-				put_ts(w, "ts", t0);
-				put_num(w, "dur", "%.3f", (t1 - t0) * 1e6);
-				fprintf(w->fp, ",\"args\":{\"depth\":%d%s}}", o->depth,
-					o->unclosed ? ",\"unclosed\":true" : o->from_mark ? ",\"from_mark\":true" : "");
-				w->st->slices++;
-			} else {
-				/* Async: "b" then "e" on the same (cat, id) track. */
-				for (int end = 0; end < 2; end++) {
-					open_ev(w, end ? "e" : "b", a->pid, a->tid);
-					fprintf(w->fp, ",\"cat\":\"anchor\",\"id\":\"occ%zu\",\"name\":", a->idx);
-					put_str(w, name);
-					put_ts(w, "ts", end ? t1 : t0);
-					fputs("}", w->fp);
-				}
-				w->st->slices++;
-			}
-		} else if (a->type == AEV_MARK) {
-			const struct ring_event *e = &rf->ev[a->idx];
-			int has;
-			double val = mark_value(e, &has);
-			open_ev(w, "i", a->pid, a->tid);
-			fputs(",\"s\":\"t\",\"cat\":\"mark\",\"name\":", w->fp);
-			put_str(w, e->text);
-			put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
-			if (has && isfinite(val))
-				fprintf(w->fp, ",\"args\":{\"value\":%.17g}", val);
+/* A phase occurrence: an "X" slice, or "b"/"e" on its own async track. */
+static void write_occ(struct w *w, const struct energy_model *m, const struct aev *a)
+{
+	const struct phase_set *ph = &m->ph;
+	const struct phase_occ *o = &ph->occ[a->idx];
+	const char *name = ph->names[o->phase];
+	double t0 = energy_model_tl(m, o->t0_ns), t1 = energy_model_tl(m, o->t1_ns);
+
+	if (a->type == AEV_SLICE) {
+		open_ev(w, "X", a->pid, a->tid);
+		/* Device-side phases: their own category and track. */
+		fputs(o->tid == PHASE_DEVICE_TID ? ",\"cat\":\"anchor.device\",\"name\":"
+						 : ",\"cat\":\"anchor\",\"name\":", w->fp);
+		put_str(w, name);
+		put_ts(w, "ts", t0);
+		put_num(w, "dur", "%.3f", (t1 - t0) * 1e6);
+		fprintf(w->fp, ",\"args\":{\"depth\":%d%s}}", o->depth,
+			o->unclosed ? ",\"unclosed\":true" : o->from_mark ? ",\"from_mark\":true" : "");
+	} else {
+		/* Async: "b" then "e" on the same (cat, id) track. */
+		for (int end = 0; end < 2; end++) {
+			open_ev(w, end ? "e" : "b", a->pid, a->tid);
+			fprintf(w->fp, ",\"cat\":\"anchor\",\"id\":\"occ%zu\",\"name\":", a->idx);
+			put_str(w, name);
+			put_ts(w, "ts", end ? t1 : t0);
 			fputs("}", w->fp);
-			w->st->instants++;
-		} else {
-			const struct ring_event *e = &rf->ev[a->idx];
-			open_ev(w, "i", a->pid, a->tid);
-			fputs(",\"s\":\"p\",\"cat\":\"process\",\"name\":\"exit\"", w->fp);
-			put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
-			fprintf(w->fp, ",\"args\":{\"%s\":%" PRIu64 "}}",
-				e->flags & ANCHOR_FLAG_SIGNAL ? "signal" : "status", e->value);
-			w->st->instants++;
 		}
+	}
+	w->st->slices++;
+}
+
+/* A mark (thread instant, its value if finite) or a process exit. */
+static void write_instant(struct w *w, const struct energy_model *m, const struct aev *a)
+{
+	const struct ring_event *e = &m->rl.rf.ev[a->idx];
+
+	open_ev(w, "i", a->pid, a->tid);
+	if (a->type == AEV_MARK) {
+		int has;
+		double val = mark_value(e, &has);
+		fputs(",\"s\":\"t\",\"cat\":\"mark\",\"name\":", w->fp);
+		put_str(w, e->text);
+		put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
+		if (has && isfinite(val))
+			fprintf(w->fp, ",\"args\":{\"value\":%.17g}", val);
+		fputs("}", w->fp);
+	} else {
+		fputs(",\"s\":\"p\",\"cat\":\"process\",\"name\":\"exit\"", w->fp);
+		put_ts(w, "ts", energy_model_tl(m, e->ts_ns));
+		fprintf(w->fp, ",\"args\":{\"%s\":%" PRIu64 "}}",
+			e->flags & ANCHOR_FLAG_SIGNAL ? "signal" : "status", e->value);
+	}
+	w->st->instants++;
+}
+
+static void write_anchors(struct w *w, const struct energy_model *m)
+{
+	struct aev *v = malloc((m->ph.nocc + m->rl.rf.nev + 1) * sizeof *v);
+	uint64_t *open_end = malloc((m->ph.nocc + 1) * sizeof *open_end);
+	size_t n;
+
+	if (!v || !open_end) {
+		free(v);
+		free(open_end);
+		w->oom = 1;
+		return;
+	}
+	n = collect_anchor_events(w, m, v, open_end);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].type == AEV_SLICE || v[i].type == AEV_ASYNC)
+			write_occ(w, m, &v[i]);
+		else
+			write_instant(w, m, &v[i]);
 	}
 	free(v);
 	free(open_end);
@@ -437,30 +457,13 @@ static void frame_open(struct w *w, const struct stack_track *tr, double t, cons
 	w->st->stack_events++;
 }
 
-static void write_stacks(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, uint32_t default_pid)
+/* Per py-spy thread: its track (pid, tid in the ring where known), whether
+ * it is shown, and its name and sort metadata. */
+static void stack_tracks(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps,
+			 uint32_t default_pid, struct stack_track *tr)
 {
 	const struct pyspy_profile *p = ps->p;
-	struct stack_track *tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
-	char **fname = calloc(p->frames.n ? p->frames.n : 1, sizeof *fname);
-	struct sidx *s = malloc((p->nsamples ? p->nsamples : 1) * sizeof *s);
-	uint32_t maxdepth = 1, *cur, *prev, *canon = canonical_frames(&p->frames);
-	size_t ns = 0;
 	char buf[320];
-	for (uint32_t i = 0; i < p->stacks.n; i++)
-		if (p->stacks.v[i].depth > maxdepth)
-			maxdepth = p->stacks.v[i].depth;
-	cur = malloc(maxdepth * sizeof *cur);
-	prev = malloc(maxdepth * sizeof *prev);
-	if (!tr || !fname || !s || !canon || !cur || !prev) {
-		free(tr);
-		free(fname);
-		free(s);
-		free(canon);
-		free(cur);
-		free(prev);
-		w->oom = 1;
-		return;
-	}
 
 	for (uint32_t t = 0; t < p->nthreads; t++) {
 		const struct pyspy_thread *th = &p->threads[t];
@@ -484,6 +487,71 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 			meta(w, "process_name", pid, 0, buf);
 		}
 	}
+}
+
+/* Scratch of the stack diff: frame ids of the current and previous
+ * sample's stacks (maxdepth each), canonical frame per id, JSON names. */
+struct stack_diff {
+	uint32_t *cur, *prev, *canon, maxdepth;
+	char **fname;
+};
+
+/* Samples s[k..] of one thread: diff consecutive stacks as py-spy does,
+ * by function: functions that left get "E" (leaf first), new ones "B"
+ * (root first); a gap (no sample: idle dropped, thread gone) closes all.
+ * Returns the index past the thread's samples. */
+static size_t diff_thread_stacks(struct w *w, const struct pyspy_profile *p, const struct stack_track *t,
+				 const struct sidx *s, size_t k, size_t ns, const struct stack_diff *d)
+{
+	uint32_t th = s[k].thread, nprev = 0;
+	double prev_end = 0;
+
+	for (; k < ns && s[k].thread == th; k++) {
+		const struct pyspy_sample *sm = &p->samples[s[k].i];
+		double t0 = s[k].t, t_end = s[k].t_end;
+		uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, d->cur, d->maxdepth), same = 0;
+		if (nprev && t0 > prev_end + 1e-6) {
+			while (nprev) {
+				frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]]);
+				nprev--;
+			}
+		}
+		while (same < nprev && same < ncur && d->canon[d->prev[same]] == d->canon[d->cur[same]])
+			same++;
+		for (; nprev > same; nprev--)
+			frame_close(w, t, t0, d->fname[d->prev[nprev - 1]]);
+		for (uint32_t j = same; j < ncur; j++) {
+			frame_open(w, t, t0, &p->frames.v[d->cur[j]], d->fname, d->cur[j]);
+			d->prev[j] = d->cur[j];
+		}
+		nprev = ncur;
+		prev_end = t_end > t0 ? t_end : t0;
+	}
+	for (; nprev; nprev--)
+		frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]]);
+	return k;
+}
+
+static void write_stacks(struct w *w, const struct energy_model *m, const struct trace_pyspy *ps, uint32_t default_pid)
+{
+	const struct pyspy_profile *p = ps->p;
+	struct stack_track *tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
+	struct sidx *s = malloc((p->nsamples ? p->nsamples : 1) * sizeof *s);
+	struct stack_diff d = {.maxdepth = 1};
+	size_t ns = 0;
+
+	d.fname = calloc(p->frames.n ? p->frames.n : 1, sizeof *d.fname);
+	d.canon = canonical_frames(&p->frames);
+	for (uint32_t i = 0; i < p->stacks.n; i++)
+		if (p->stacks.v[i].depth > d.maxdepth)
+			d.maxdepth = p->stacks.v[i].depth;
+	d.cur = malloc(d.maxdepth * sizeof *d.cur);
+	d.prev = malloc(d.maxdepth * sizeof *d.prev);
+	if (!tr || !d.fname || !s || !d.canon || !d.cur || !d.prev) {
+		w->oom = 1;
+		goto out;
+	}
+	stack_tracks(w, m, ps, default_pid, tr);
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pyspy_sample *sm = &p->samples[i];
 		double a, b;
@@ -493,46 +561,17 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 		s[ns++] = (struct sidx){sm->thread, a, b, i};
 	}
 	qsort(s, ns, sizeof *s, cmp_sidx);
-
-	/* Per thread, diff consecutive stacks as py-spy does, by function:
-	 * functions that left get "E" (leaf first), new ones "B" (root
-	 * first); a gap (no sample: idle dropped, thread gone) closes all. */
-	for (size_t k = 0; k < ns;) {
-		uint32_t th = s[k].thread, nprev = 0;
-		double prev_end = 0;
-		const struct stack_track *t = &tr[th];
-		for (; k < ns && s[k].thread == th; k++) {
-			const struct pyspy_sample *sm = &p->samples[s[k].i];
-			double t0 = s[k].t, t_end = s[k].t_end;
-			uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, cur, maxdepth), same = 0;
-			if (nprev && t0 > prev_end + 1e-6) {
-				while (nprev) {
-					frame_close(w, t, prev_end, fname[prev[nprev - 1]]);
-					nprev--;
-				}
-			}
-			while (same < nprev && same < ncur && canon[prev[same]] == canon[cur[same]])
-				same++;
-			for (; nprev > same; nprev--)
-				frame_close(w, t, t0, fname[prev[nprev - 1]]);
-			for (uint32_t d = same; d < ncur; d++) {
-				frame_open(w, t, t0, &p->frames.v[cur[d]], fname, cur[d]);
-				prev[d] = cur[d];
-			}
-			nprev = ncur;
-			prev_end = t_end > t0 ? t_end : t0;
-		}
-		for (; nprev; nprev--)
-			frame_close(w, t, prev_end, fname[prev[nprev - 1]]);
-	}
+	for (size_t k = 0; k < ns;)
+		k = diff_thread_stacks(w, p, &tr[s[k].thread], s, k, ns, &d);
 	for (uint32_t f = 0; f < p->frames.n; f++)
-		cJSON_free(fname[f]);
-	free(fname);
+		cJSON_free(d.fname[f]);
+out:
+	free(d.fname);
 	free(tr);
 	free(s);
-	free(cur);
-	free(prev);
-	free(canon);
+	free(d.cur);
+	free(d.prev);
+	free(d.canon);
 }
 
 /* What ts 0 is, so that the trace can be merged with another of the same
