@@ -126,52 +126,47 @@ static int identifiability(const double *gram, const double *d, size_t k, struct
 	return 0;
 }
 
-int attrib_fit_rows(const double *share, const double *y, size_t n, size_t k, unsigned n_boot,
-		    uint64_t seed, size_t block_len, struct attrib_fit *f)
+/* Work space of one fit: the normal equations (gram, g), the column
+ * norms d, and solve_scaled's and the bootstrap's scratch, all k or k*k. */
+struct fit_work {
+	double *gram, *g, *d, *gs, *bs, *xs, *db;
+};
+
+/* The residual from the rows themselves: y'y - 2p'g + p'Gp cancels
+ * catastrophically when the fit is good. */
+static double rows_rss(const double *share, const double *y, size_t n, size_t k, const double *p_w)
 {
-	memset(f, 0, sizeof *f);
-	f->k = k;
-	f->n_rows = n;
-	double *gram = calloc(k * k, sizeof *gram), *g = calloc(k, sizeof *g);
-	double *d = malloc(k * sizeof *d), *gs = malloc(k * k * sizeof *gs);
-	double *bs = malloc(k * sizeof *bs), *xs = malloc(k * sizeof *xs);
-	double *db = malloc(k * sizeof *db);
-	double *bgram = NULL, *bg = NULL;
-	f->p_w = calloc(k, sizeof *f->p_w);
-	f->se_w = calloc(k, sizeof *f->se_w);
-	f->vif = calloc(k, sizeof *f->vif);
-	int rc = -ENOMEM;
-	if (!gram || !g || !d || !gs || !bs || !xs || !db || !f->p_w || !f->se_w || !f->vif)
-		goto out;
-	for (size_t j = 0; j < n; j++)
-		gram_add(share + j * k, y[j], k, gram, g);
-	for (size_t a = 0; a < k; a++)
-		d[a] = sqrt(gram[a * k + a]);
-	rc = solve_scaled(gram, g, d, k, gs, bs, xs, f->p_w);
-	if (rc)
-		goto out;
-	/* The residual from the rows themselves: y'y - 2p'g + p'Gp cancels
-	 * catastrophically when the fit is good. */
-	f->rss = 0;
+	double rss = 0;
 	for (size_t j = 0; j < n; j++) {
 		double r = y[j];
 		for (size_t a = 0; a < k; a++)
-			r -= share[j * k + a] * f->p_w[a];
-		f->rss += r * r;
+			r -= share[j * k + a] * p_w[a];
+		rss += r * r;
 	}
-	if (n_boot == 0) {
-		rc = 0;
-		goto out;
-	}
-	rc = identifiability(gram, d, k, f);
-	if (rc)
-		goto out;
+	return rss;
+}
+
+/* Analytic standard errors: residual variance over the columns in use,
+ * times each column's variance inflation. */
+static void standard_errors(const double *d, size_t n, size_t k, struct attrib_fit *f)
+{
 	size_t used = 0;
 	for (size_t a = 0; a < k; a++)
 		used += d[a] > 0;
 	double sigma2 = n > used ? f->rss / (double)(n - used) : 0;
 	for (size_t a = 0; a < k; a++)
 		f->se_w[a] = d[a] > 0 ? sqrt(sigma2 * f->vif[a]) / d[a] : 0;
+}
+
+/* Moving-block bootstrap over the rows: blocks of block_len consecutive
+ * rows (cube root of n by default) keep their autocorrelation; each
+ * replicate draws nb blocks with replacement and refits.  Fills
+ * f->boot_p_w and f->block_len; overwrites wk->gram and wk->g. */
+static int block_bootstrap(const double *share, const double *y, size_t n, size_t k, unsigned n_boot,
+			   uint64_t seed, size_t block_len, struct fit_work *wk, struct attrib_fit *f)
+{
+	double *gram = wk->gram, *g = wk->g;
+	int rc = -ENOMEM;
 
 	if (block_len == 0)
 		block_len = (size_t)ceil(cbrt((double)n));
@@ -179,10 +174,9 @@ int attrib_fit_rows(const double *share, const double *y, size_t n, size_t k, un
 		block_len = n;
 	size_t nb = (n + block_len - 1) / block_len;
 	f->block_len = block_len;
-	bgram = calloc(nb * k * k, sizeof *bgram);
-	bg = calloc(nb * k, sizeof *bg);
+	double *bgram = calloc(nb * k * k, sizeof *bgram);
+	double *bg = calloc(nb * k, sizeof *bg);
 	f->boot_p_w = malloc((size_t)n_boot * k * sizeof *f->boot_p_w);
-	rc = -ENOMEM;
 	if (!bgram || !bg || !f->boot_p_w)
 		goto out;
 	for (size_t j = 0; j < n; j++)
@@ -202,23 +196,60 @@ int attrib_fit_rows(const double *share, const double *y, size_t n, size_t k, un
 		/* Scale by the full-data norms: a replicate that misses a
 		 * column entirely keeps it at 0 instead of dividing by 0. */
 		for (size_t a = 0; a < k; a++)
-			db[a] = gram[a * k + a] > 0 ? d[a] : 0;
-		rc = solve_scaled(gram, g, db, k, gs, bs, xs, f->boot_p_w + (size_t)b * k);
+			wk->db[a] = gram[a * k + a] > 0 ? wk->d[a] : 0;
+		rc = solve_scaled(gram, g, wk->db, k, wk->gs, wk->bs, wk->xs, f->boot_p_w + (size_t)b * k);
 		if (rc)
 			goto out;
 	}
 	f->n_boot = n_boot;
 	rc = 0;
 out:
-	free(gram);
-	free(g);
-	free(d);
-	free(gs);
-	free(bs);
-	free(xs);
-	free(db);
 	free(bgram);
 	free(bg);
+	return rc;
+}
+
+int attrib_fit_rows(const double *share, const double *y, size_t n, size_t k, unsigned n_boot,
+		    uint64_t seed, size_t block_len, struct attrib_fit *f)
+{
+	memset(f, 0, sizeof *f);
+	f->k = k;
+	f->n_rows = n;
+	struct fit_work wk = {
+		.gram = calloc(k * k, sizeof *wk.gram), .g = calloc(k, sizeof *wk.g),
+		.d = malloc(k * sizeof *wk.d), .gs = malloc(k * k * sizeof *wk.gs),
+		.bs = malloc(k * sizeof *wk.bs), .xs = malloc(k * sizeof *wk.xs),
+		.db = malloc(k * sizeof *wk.db),
+	};
+	f->p_w = calloc(k, sizeof *f->p_w);
+	f->se_w = calloc(k, sizeof *f->se_w);
+	f->vif = calloc(k, sizeof *f->vif);
+	int rc = -ENOMEM;
+	if (!wk.gram || !wk.g || !wk.d || !wk.gs || !wk.bs || !wk.xs || !wk.db || !f->p_w || !f->se_w || !f->vif)
+		goto out;
+	for (size_t j = 0; j < n; j++)
+		gram_add(share + j * k, y[j], k, wk.gram, wk.g);
+	for (size_t a = 0; a < k; a++)
+		wk.d[a] = sqrt(wk.gram[a * k + a]);
+	rc = solve_scaled(wk.gram, wk.g, wk.d, k, wk.gs, wk.bs, wk.xs, f->p_w);
+	if (rc)
+		goto out;
+	f->rss = rows_rss(share, y, n, k, f->p_w);
+	if (n_boot == 0)
+		goto out; /* a point fit: no intervals asked */
+	rc = identifiability(wk.gram, wk.d, k, f);
+	if (rc)
+		goto out;
+	standard_errors(wk.d, n, k, f);
+	rc = block_bootstrap(share, y, n, k, n_boot, seed, block_len, &wk, f);
+out:
+	free(wk.gram);
+	free(wk.g);
+	free(wk.d);
+	free(wk.gs);
+	free(wk.bs);
+	free(wk.xs);
+	free(wk.db);
 	if (rc)
 		attrib_fit_free(f);
 	return rc;
