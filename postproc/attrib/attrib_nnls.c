@@ -57,6 +57,64 @@ static void solve_passive(const double *gram, const double *g, size_t k, const s
 	}
 }
 
+/* Lawson-Hanson's outer step: the gradient of -1/2|Ax-y|^2, w = g - G x,
+ * over the variables held at zero; the one most above tol (k: none, x is
+ * optimal). */
+static size_t most_violated(const double *gram, const double *g, size_t k, const double *x, const char *in_p,
+			    double tol, double *w)
+{
+	size_t best = k;
+	double wbest = tol;
+	for (size_t i = 0; i < k; i++) {
+		if (in_p[i])
+			continue;
+		double s = g[i];
+		for (size_t j = 0; j < k; j++)
+			s -= gram[i * k + j] * x[j];
+		w[i] = s;
+		if (s > wbest) {
+			wbest = s;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* Lawson-Hanson's inner step, after the unconstrained solve z on the
+ * passive set P: the largest step from x toward z that keeps every
+ * variable >= 0 (above 1: z is feasible). */
+static double step_to_boundary(const double *x, const double *z, const size_t *P, size_t np)
+{
+	double alpha = 2;
+	for (size_t i = 0; i < np; i++) {
+		if (z[i] > 0)
+			continue;
+		double d = x[P[i]] - z[i];
+		double a = d > 0 ? x[P[i]] / d : 0;
+		if (a < alpha)
+			alpha = a;
+	}
+	return alpha;
+}
+
+/* Move x by alpha toward z and drop the variables that reached zero from
+ * the passive set; returns its new size. */
+static size_t step_back(double *x, const double *z, size_t *P, size_t np, char *in_p, double alpha)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < np; i++) {
+		size_t c = P[i];
+		x[c] += alpha * (z[i] - x[c]);
+		if (x[c] <= 1e-15 * (1 + fabs(z[i]))) {
+			x[c] = 0;
+			in_p[c] = 0;
+		} else {
+			P[keep++] = c;
+		}
+	}
+	return keep;
+}
+
 int attrib_nnls(const double *gram, const double *g, size_t k, double *x)
 {
 	if (!gram || !g || !x || k == 0)
@@ -79,21 +137,7 @@ int attrib_nnls(const double *gram, const double *g, size_t k, double *x)
 	int iter = 0, max_iter = 30 * (int)k + 30;
 	rc = -ERANGE;
 	for (;;) {
-		/* Gradient of -1/2|Ax-y|^2: w = g - G x. */
-		size_t best = k;
-		double wbest = tol;
-		for (size_t i = 0; i < k; i++) {
-			if (in_p[i])
-				continue;
-			double s = g[i];
-			for (size_t j = 0; j < k; j++)
-				s -= gram[i * k + j] * x[j];
-			w[i] = s;
-			if (s > wbest) {
-				wbest = s;
-				best = i;
-			}
-		}
+		size_t best = most_violated(gram, g, k, x, in_p, tol, w);
 		if (best == k || np == k)
 			break;
 		in_p[best] = 1;
@@ -102,35 +146,13 @@ int attrib_nnls(const double *gram, const double *g, size_t k, double *x)
 			if (++iter > max_iter)
 				goto out;
 			solve_passive(gram, g, k, P, np, z, work);
-			double alpha = 2;
-			for (size_t i = 0; i < np; i++) {
-				if (z[i] > 0)
-					continue;
-				double d = x[P[i]] - z[i];
-				double a = d > 0 ? x[P[i]] / d : 0;
-				if (a < alpha)
-					alpha = a;
-			}
+			double alpha = step_to_boundary(x, z, P, np);
 			if (alpha > 1) { /* all positive: accept */
 				for (size_t i = 0; i < np; i++)
 					x[P[i]] = z[i];
 				break;
 			}
-			/* Step back to the boundary and drop the variables
-			 * that reached zero. */
-			size_t keep = 0;
-			for (size_t i = 0; i < np; i++) {
-				size_t c = P[i];
-				x[c] += alpha * (z[i] - x[c]);
-				if (x[c] <= 1e-15 * (1 + fabs(z[i]))) {
-					x[c] = 0;
-					in_p[c] = 0;
-				} else {
-					P[keep++] = c;
-				}
-			}
-			np = keep;
-			if (np == 0)
+			if ((np = step_back(x, z, P, np, in_p, alpha)) == 0)
 				break;
 		}
 	}
