@@ -599,12 +599,10 @@ static char *companion(const char *out, const char *suffix)
 }
 
 /* stacks, frames and threads tables beside OUT. */
-static void write_companions(const struct out *o, const struct pyspy_profile *p, const char *out)
+/* OUT.stacks.csv: one row per frame of every stack the samples used. */
+static void write_stacks_csv(const struct out *o, const struct pyspy_profile *p, const char *out)
 {
 	static const char *const scols[] = {"stack_id", "depth", "frame_id", NULL};
-	static const char *const fcols[] = {"frame_id", "function", "file", "line", NULL};
-	static const char *const tcols[] = {"thread", "profile", "pid", "tid", "pthread_id", "thread_name",
-					    "samples", NULL};
 	struct outfile of;
 	struct csv c;
 	char *path = companion(out, ".stacks.csv");
@@ -634,8 +632,16 @@ static void write_companions(const struct out *o, const struct pyspy_profile *p,
 	free(fr);
 	outfile_commit(&of);
 	free(path);
+}
 
-	path = companion(out, ".frames.csv");
+/* OUT.frames.csv: every frame of the profile (line empty when unknown). */
+static void write_frames_csv(const struct pyspy_profile *p, const char *out)
+{
+	static const char *const fcols[] = {"frame_id", "function", "file", "line", NULL};
+	struct outfile of;
+	struct csv c;
+	char *path = companion(out, ".frames.csv");
+
 	outfile_open(&of, path);
 	csv_init(&c, of.fp);
 	csv_header(&c, fcols);
@@ -651,8 +657,18 @@ static void write_companions(const struct out *o, const struct pyspy_profile *p,
 	}
 	outfile_commit(&of);
 	free(path);
+}
 
-	path = companion(out, ".threads.csv");
+/* OUT.threads.csv: py-spy's threads with the pid and name the ring gave
+ * them where the profile lacks them. */
+static void write_threads_csv(const struct out *o, const struct pyspy_profile *p, const char *out)
+{
+	static const char *const tcols[] = {"thread", "profile", "pid", "tid", "pthread_id", "thread_name",
+					    "samples", NULL};
+	struct outfile of;
+	struct csv c;
+	char *path = companion(out, ".threads.csv");
+
 	outfile_open(&of, path);
 	csv_init(&c, of.fp);
 	csv_header(&c, tcols);
@@ -682,6 +698,13 @@ static void write_companions(const struct out *o, const struct pyspy_profile *p,
 	}
 	outfile_commit(&of);
 	free(path);
+}
+
+static void write_companions(const struct out *o, const struct pyspy_profile *p, const char *out)
+{
+	write_stacks_csv(o, p, out);
+	write_frames_csv(p, out);
+	write_threads_csv(o, p, out);
 }
 
 static void summary(const char *in, const struct pyspy_profile *p)
