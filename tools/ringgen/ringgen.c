@@ -285,34 +285,26 @@ static void work_ns(const struct opts *o, int k, int r, int64_t *d, int64_t *f, 
 		*f += (int64_t)(o->slow_ms * 1e6);
 }
 
-int main(int argc, char **argv)
+/* The ring in memory, its header filled as libanchor would (overwrite
+ * mode, CLOCK_MONOTONIC), sized so the run's records never wrap. */
+static struct anchor_ring_hdr *ring_init(struct gen *g, const struct opts *o)
 {
-	struct opts o;
-	struct gen g = {0};
 	struct anchor_ring_hdr *hdr;
-	char text[512];
-	size_t tl = 0;
-	uint64_t need;
-	int64_t now;
-	FILE *fp, *truth = NULL;
-
-	parse(argc, argv, &o);
 	/* 12 records a step, a SYNC per simulated second (< 1 a step), the
 	 * start records: size the ring so nothing wraps. */
-	need = (uint64_t)o.steps * 13 + 64;
-	g.nslots = ANCHOR_RING_MIN_SLOTS;
-	while (g.nslots < need)
-		g.nslots <<= 1;
-	g.buf = calloc(1, ANCHOR_RING_HDR_SIZE + g.nslots * ANCHOR_SLOT_SIZE);
-	if (!g.buf) {
-		fprintf(stderr, "ringgen: out of memory\n");
-		return 1;
-	}
-	g.pid = o.pid;
-	g.t0_unix_ns = o.t0_unix_ns;
-	g.mono_base_ns = o.mono_base_ns;
-	g.rt_error_ns = o.rt_error_ns;
-	hdr = (struct anchor_ring_hdr *)g.buf;
+	uint64_t need = (uint64_t)o->steps * 13 + 64;
+
+	g->nslots = ANCHOR_RING_MIN_SLOTS;
+	while (g->nslots < need)
+		g->nslots <<= 1;
+	g->buf = calloc(1, ANCHOR_RING_HDR_SIZE + g->nslots * ANCHOR_SLOT_SIZE);
+	if (!g->buf)
+		return NULL;
+	g->pid = o->pid;
+	g->t0_unix_ns = o->t0_unix_ns;
+	g->mono_base_ns = o->mono_base_ns;
+	g->rt_error_ns = o->rt_error_ns;
+	hdr = (struct anchor_ring_hdr *)g->buf;
 	memcpy(hdr->magic, ANCHOR_RING_MAGIC, 8);
 	hdr->endian = ANCHOR_RING_ENDIAN;
 	hdr->version_major = ANCHOR_RING_VERSION_MAJOR;
@@ -320,134 +312,179 @@ int main(int argc, char **argv)
 	hdr->header_size = ANCHOR_RING_HDR_SIZE;
 	hdr->slot_size = ANCHOR_SLOT_SIZE;
 	hdr->mode = ANCHOR_RING_MODE_OVERWRITE;
-	hdr->nslots = g.nslots;
+	hdr->nslots = g->nslots;
 	hdr->data_offset = ANCHOR_RING_HDR_SIZE;
 	hdr->feat_mask = ANCHOR_FEAT_CHECK;
-	hdr->session_id[0] = (uint8_t)o.seed;
+	hdr->session_id[0] = (uint8_t)o->seed;
 	hdr->clock_id = 1; /* CLOCK_MONOTONIC */
 	hdr->state = ANCHOR_RING_STATE_READY;
-	hdr->create_realtime_ns = (uint64_t)(o.t0_unix_ns + o.rt_error_ns);
-	hdr->create_monotonic_ns = (uint64_t)o.mono_base_ns;
-	hdr->creator_pid = o.pid;
+	hdr->create_realtime_ns = (uint64_t)(o->t0_unix_ns + o->rt_error_ns);
+	hdr->create_monotonic_ns = (uint64_t)o->mono_base_ns;
+	hdr->creator_pid = o->pid;
 	snprintf(hdr->writer_version, sizeof hdr->writer_version, "%s", ANCHOR_VERSION);
-	snprintf(hdr->hostname, sizeof hdr->hostname, "%s", o.host);
+	snprintf(hdr->hostname, sizeof hdr->hostname, "%s", o->host);
+	return hdr;
+}
 
-	now = o.t0_unix_ns;
-	tl += (size_t)snprintf(text + tl, sizeof text - tl, "host=%s", o.host) + 1;
-	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_RANK=%d", o.rank) + 1;
-	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_SIZE=%d", o.nranks) + 1;
+/* The process start records (PROC_START with the MPI rank variables,
+ * THREAD, the first SYNC) at now. */
+static void write_start(struct gen *g, const struct opts *o, int64_t now)
+{
+	char text[512];
+	size_t tl = 0;
+
+	tl += (size_t)snprintf(text + tl, sizeof text - tl, "host=%s", o->host) + 1;
+	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_RANK=%d", o->rank) + 1;
+	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_SIZE=%d", o->nranks) + 1;
 	tl += (size_t)snprintf(text + tl, sizeof text - tl, "exe=/usr/bin/python3") + 1;
 	tl += (size_t)snprintf(text + tl, sizeof text - tl, "argv=python3 train.py --synthetic") + 1;
-	emit(&g, now, ANCHOR_KIND_PROC_START, 0, 1, text, tl);
-	emit(&g, now, ANCHOR_KIND_THREAD, ANCHOR_FLAG_VALUE, 1, "python3", 7);
-	sync_rec(&g, now);
-	g.next_sync_ns = (uint64_t)now + 1000000000ull;
-	now += 1000000; /* 1 ms of start-up */
+	emit(g, now, ANCHOR_KIND_PROC_START, 0, 1, text, tl);
+	emit(g, now, ANCHOR_KIND_THREAD, ANCHOR_FLAG_VALUE, 1, "python3", 7);
+	sync_rec(g, now);
+	g->next_sync_ns = (uint64_t)now + 1000000000ull;
+}
 
-	struct power pw = {0};
-	if (o.power_out) {
-		/* Dry run of the schedule for the run's length. */
-		int64_t t = now, d, f, b;
-		for (int k = 0; k < o.steps; k++) {
-			int64_t mx = 0;
-			for (int r = 0; r < o.nranks; r++) {
-				work_ns(&o, k, r, &d, &f, &b);
-				if (d + f + b > mx)
-					mx = d + f + b;
-			}
-			t += mx + 1300000;
+/* --power-out: the sample windows from 0.5 s before now to 0.5 s after
+ * the last step (a dry run of the schedule gives the run's length), the
+ * start-up before now at idle power.  Returns 0, or main's exit code. */
+static int power_plan(const struct opts *o, int64_t now, struct power *pw)
+{
+	int64_t t = now, d, f, b;
+
+	for (int k = 0; k < o->steps; k++) {
+		int64_t mx = 0;
+		for (int r = 0; r < o->nranks; r++) {
+			work_ns(o, k, r, &d, &f, &b);
+			if (d + f + b > mx)
+				mx = d + f + b;
 		}
-		if (o.period_s < 0.001) {
-			fprintf(stderr, "ringgen: --period-s must be at least 0.001\n");
-			return 2;
-		}
-		pw.first_ns = now - 500000000;
-		pw.period_s = o.period_s;
-		pw.n = (size_t)ceil((double)(t + 500000000 - pw.first_ns) / 1e9 / o.period_s) + 1;
-		pw.pkg = calloc(pw.n, sizeof *pw.pkg);
-		pw.dram = calloc(pw.n, sizeof *pw.dram);
-		if (!pw.pkg || !pw.dram) {
-			fprintf(stderr, "ringgen: out of memory\n");
-			return 1;
-		}
-		power_add(&pw, pw.first_ns, now, NPOW - 1);
+		t += mx + 1300000;
 	}
+	if (o->period_s < 0.001) {
+		fprintf(stderr, "ringgen: --period-s must be at least 0.001\n");
+		return 2;
+	}
+	pw->first_ns = now - 500000000;
+	pw->period_s = o->period_s;
+	pw->n = (size_t)ceil((double)(t + 500000000 - pw->first_ns) / 1e9 / o->period_s) + 1;
+	pw->pkg = calloc(pw->n, sizeof *pw->pkg);
+	pw->dram = calloc(pw->n, sizeof *pw->dram);
+	if (!pw->pkg || !pw->dram) {
+		fprintf(stderr, "ringgen: out of memory\n");
+		return 1;
+	}
+	power_add(pw, pw->first_ns, now, NPOW - 1);
+	return 0;
+}
+
+/* Step k from now: every rank's truth row, this rank's 12 records and its
+ * power; returns the step's end. */
+static int64_t write_step(struct gen *g, const struct opts *o, int k, int64_t now, FILE *truth, struct power *pw)
+{
+	int64_t arrive_max = 0, d, f, b, end_ar, end_step;
+	int slowest = 0;
+
+	for (int r = 0; r < o->nranks; r++) {
+		work_ns(o, k, r, &d, &f, &b);
+		if (d + f + b > arrive_max) {
+			arrive_max = d + f + b;
+			slowest = r;
+		}
+	}
+	end_ar = now + arrive_max + 300000;
+	end_step = end_ar + 1000000;
+	if (truth)
+		for (int r = 0; r < o->nranks; r++) {
+			work_ns(o, k, r, &d, &f, &b);
+			fprintf(truth, "%d,%d,%lld,%lld,%lld,%d\n", k, r, (long long)(now + o->rt_error_ns),
+				(long long)(end_step + o->rt_error_ns), (long long)(end_ar - (now + d + f + b)),
+				r == slowest);
+		}
+	work_ns(o, k, o->rank, &d, &f, &b);
+	ev(g, now, ANCHOR_KIND_BEGIN, "train_step");
+	ev(g, now, ANCHOR_KIND_BEGIN, "data");
+	ev(g, now + d, ANCHOR_KIND_END, "data");
+	ev(g, now + d, ANCHOR_KIND_BEGIN, "forward");
+	ev(g, now + d + f, ANCHOR_KIND_END, "forward");
+	ev(g, now + d + f, ANCHOR_KIND_BEGIN, "backward");
+	ev(g, now + d + f + b, ANCHOR_KIND_END, "backward");
+	ev(g, now + d + f + b, ANCHOR_KIND_BEGIN, "MPI_Allreduce");
+	ev(g, end_ar, ANCHOR_KIND_END, "MPI_Allreduce");
+	ev(g, end_ar, ANCHOR_KIND_BEGIN, "optimizer.step");
+	ev(g, end_step, ANCHOR_KIND_END, "optimizer.step");
+	ev(g, end_step, ANCHOR_KIND_END, "train_step");
+	if (pw->n) {
+		power_add(pw, now, now + d, power_phase("data"));
+		power_add(pw, now + d, now + d + f, power_phase("forward"));
+		power_add(pw, now + d + f, now + d + f + b, power_phase("backward"));
+		power_add(pw, now + d + f + b, end_ar, power_phase("MPI_Allreduce"));
+		power_add(pw, end_ar, end_step, power_phase("optimizer.step"));
+	}
+	return end_step;
+}
+
+/* --power-out's file: the tail after now at idle power, then cumulative
+ * joules per sample (format in the opening comment).  Frees the samples. */
+static int power_write(const struct opts *o, int64_t now, struct power *pw)
+{
+	double cp = 0, cd = 0;
+	FILE *pf;
+
+	power_add(pw, now, pw->first_ns + (int64_t)llround((double)(pw->n - 1) * pw->period_s * 1e9), NPOW - 1);
+	pf = fopen(o->power_out, "w");
+	if (!pf) {
+		fprintf(stderr, "ringgen: %s: %s\n", o->power_out, strerror(errno));
+		return 1;
+	}
+	fprintf(pf, "# first_sample_unix_ns=%lld\n", (long long)(pw->first_ns + o->rt_error_ns));
+	for (size_t k = 0; k < NPOW; k++)
+		fprintf(pf, "# phase_j %s=%.9f,%.9f\n", phase_power[k].name ? phase_power[k].name : "(idle)",
+			pw->phase_j[k][0], pw->phase_j[k][1]);
+	fprintf(pf, "t_rel_s,pkg_j,dram_j\n");
+	for (size_t i = 0; i < pw->n; i++) {
+		cp += pw->pkg[i];
+		cd += pw->dram[i];
+		fprintf(pf, "%.6f,%.9f,%.9f\n", (double)i * pw->period_s, cp, cd);
+	}
+	if (fclose(pf)) {
+		fprintf(stderr, "ringgen: %s: %s\n", o->power_out, strerror(errno));
+		return 1;
+	}
+	free(pw->pkg);
+	free(pw->dram);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct gen g = {0};
+	struct anchor_ring_hdr *hdr;
+	struct power pw = {0};
+	int64_t now;
+	FILE *fp, *truth = NULL;
+	int rc;
+
+	parse(argc, argv, &o);
+	if (!(hdr = ring_init(&g, &o))) {
+		fprintf(stderr, "ringgen: out of memory\n");
+		return 1;
+	}
+	now = o.t0_unix_ns;
+	write_start(&g, &o, now);
+	now += 1000000; /* 1 ms of start-up */
+	if (o.power_out && (rc = power_plan(&o, now, &pw)))
+		return rc;
 	if (o.truth && !(truth = fopen(o.truth, "w"))) {
 		fprintf(stderr, "ringgen: %s: %s\n", o.truth, strerror(errno));
 		return 1;
 	}
 	if (truth)
 		fprintf(truth, "step,rank,t0_unix_ns,t1_unix_ns,wait_ns,slowest\n");
-	for (int k = 0; k < o.steps; k++) {
-		int64_t arrive_max = 0, d, f, b, end_ar, end_step, mine = 0;
-		int slowest = 0;
-		for (int r = 0; r < o.nranks; r++) {
-			work_ns(&o, k, r, &d, &f, &b);
-			if (d + f + b > arrive_max) {
-				arrive_max = d + f + b;
-				slowest = r;
-			}
-			if (r == o.rank)
-				mine = d + f + b;
-		}
-		end_ar = now + arrive_max + 300000;
-		end_step = end_ar + 1000000;
-		if (truth)
-			for (int r = 0; r < o.nranks; r++) {
-				work_ns(&o, k, r, &d, &f, &b);
-				fprintf(truth, "%d,%d,%lld,%lld,%lld,%d\n", k, r, (long long)(now + o.rt_error_ns),
-					(long long)(end_step + o.rt_error_ns), (long long)(end_ar - (now + d + f + b)),
-					r == slowest);
-			}
-		work_ns(&o, k, o.rank, &d, &f, &b);
-		(void)mine;
-		ev(&g, now, ANCHOR_KIND_BEGIN, "train_step");
-		ev(&g, now, ANCHOR_KIND_BEGIN, "data");
-		ev(&g, now + d, ANCHOR_KIND_END, "data");
-		ev(&g, now + d, ANCHOR_KIND_BEGIN, "forward");
-		ev(&g, now + d + f, ANCHOR_KIND_END, "forward");
-		ev(&g, now + d + f, ANCHOR_KIND_BEGIN, "backward");
-		ev(&g, now + d + f + b, ANCHOR_KIND_END, "backward");
-		ev(&g, now + d + f + b, ANCHOR_KIND_BEGIN, "MPI_Allreduce");
-		ev(&g, end_ar, ANCHOR_KIND_END, "MPI_Allreduce");
-		ev(&g, end_ar, ANCHOR_KIND_BEGIN, "optimizer.step");
-		ev(&g, end_step, ANCHOR_KIND_END, "optimizer.step");
-		ev(&g, end_step, ANCHOR_KIND_END, "train_step");
-		if (pw.n) {
-			power_add(&pw, now, now + d, power_phase("data"));
-			power_add(&pw, now + d, now + d + f, power_phase("forward"));
-			power_add(&pw, now + d + f, now + d + f + b, power_phase("backward"));
-			power_add(&pw, now + d + f + b, end_ar, power_phase("MPI_Allreduce"));
-			power_add(&pw, end_ar, end_step, power_phase("optimizer.step"));
-		}
-		now = end_step;
-	}
-	if (pw.n) {
-		double cp = 0, cd = 0;
-		FILE *pf;
-		power_add(&pw, now, pw.first_ns + (int64_t)llround((double)(pw.n - 1) * pw.period_s * 1e9), NPOW - 1);
-		pf = fopen(o.power_out, "w");
-		if (!pf) {
-			fprintf(stderr, "ringgen: %s: %s\n", o.power_out, strerror(errno));
-			return 1;
-		}
-		fprintf(pf, "# first_sample_unix_ns=%lld\n", (long long)(pw.first_ns + o.rt_error_ns));
-		for (size_t k = 0; k < NPOW; k++)
-			fprintf(pf, "# phase_j %s=%.9f,%.9f\n", phase_power[k].name ? phase_power[k].name : "(idle)",
-				pw.phase_j[k][0], pw.phase_j[k][1]);
-		fprintf(pf, "t_rel_s,pkg_j,dram_j\n");
-		for (size_t i = 0; i < pw.n; i++) {
-			cp += pw.pkg[i];
-			cd += pw.dram[i];
-			fprintf(pf, "%.6f,%.9f,%.9f\n", (double)i * pw.period_s, cp, cd);
-		}
-		if (fclose(pf)) {
-			fprintf(stderr, "ringgen: %s: %s\n", o.power_out, strerror(errno));
-			return 1;
-		}
-		free(pw.pkg);
-		free(pw.dram);
-	}
+	for (int k = 0; k < o.steps; k++)
+		now = write_step(&g, &o, k, now, truth, &pw);
+	if (pw.n && (rc = power_write(&o, now, &pw)))
+		return rc;
 	if (truth && fclose(truth)) {
 		fprintf(stderr, "ringgen: %s: %s\n", o.truth, strerror(errno));
 		return 1;
