@@ -293,11 +293,88 @@ static double row_sum(const struct attrib_result *r)
 /* ---- tests ---- */
 
 /* NNLS against brute force over all active sets (independent answer). */
+enum { NNLS_K = 4, NNLS_N = 9 };
+
+/* Unconstrained least squares on the columns in mask, by Gauss-Jordan on
+ * the normal equations; 1 and the solution in cand (0 outside mask) when
+ * the subset is regular and the solution non-negative. */
+static int subset_ls(const double *gram, const double *g, int mask, double *cand)
+{
+	enum { K = NNLS_K };
+	int idx[K], m = 0;
+	double aug[K][K + 1];
+
+	for (int k = 0; k < K; k++)
+		if (mask >> k & 1)
+			idx[m++] = k;
+	for (int i = 0; i < m; i++) {
+		for (int j = 0; j < m; j++)
+			aug[i][j] = gram[idx[i] * K + idx[j]];
+		aug[i][m] = g[idx[i]];
+	}
+	for (int c = 0; c < m; c++) {
+		int piv = c;
+		for (int r = c + 1; r < m; r++)
+			if (fabs(aug[r][c]) > fabs(aug[piv][c]))
+				piv = r;
+		if (fabs(aug[piv][c]) < 1e-12)
+			return 0;
+		for (int j = 0; j <= m; j++) {
+			double t = aug[c][j];
+			aug[c][j] = aug[piv][j];
+			aug[piv][j] = t;
+		}
+		for (int r = 0; r < m; r++) {
+			if (r == c)
+				continue;
+			double f = aug[r][c] / aug[c][c];
+			for (int j = 0; j <= m; j++)
+				aug[r][j] -= f * aug[c][j];
+		}
+	}
+	int ok = 1;
+	memset(cand, 0, K * sizeof *cand);
+	for (int i = 0; i < m; i++) {
+		double sol = aug[i][m] / aug[i][i];
+		if (sol < 0)
+			ok = 0;
+		cand[idx[i]] = sol;
+	}
+	return ok;
+}
+
+/* The NNLS answer by brute force: the feasible subset solution with the
+ * smallest residual over all 2^K active sets (shares nothing with the
+ * library's active-set iteration). */
+static void brute_nnls(const double a[][NNLS_K], const double *y, const double *gram, const double *g, double *bx)
+{
+	enum { K = NNLS_K, N = NNLS_N };
+	double best = INFINITY;
+
+	memset(bx, 0, K * sizeof *bx);
+	for (int mask = 0; mask < 1 << K; mask++) {
+		double cand[K];
+		if (!subset_ls(gram, g, mask, cand))
+			continue;
+		double rss = 0;
+		for (int i = 0; i < N; i++) {
+			double r = y[i];
+			for (int k = 0; k < K; k++)
+				r -= a[i][k] * cand[k];
+			rss += r * r;
+		}
+		if (rss < best) {
+			best = rss;
+			memcpy(bx, cand, K * sizeof *bx);
+		}
+	}
+}
+
 static void test_nnls(void)
 {
-	enum { K = 4, N = 9 };
+	enum { K = NNLS_K, N = NNLS_N };
 	for (int trial = 0; trial < 200; trial++) {
-		double a[N][K], y[N], g[K] = {0}, gram[K * K] = {0}, x[K];
+		double a[N][K], y[N], g[K] = {0}, gram[K * K] = {0}, x[K], bx[K];
 		for (int i = 0; i < N; i++) {
 			for (int k = 0; k < K; k++)
 				a[i][k] = urand();
@@ -311,76 +388,23 @@ static void test_nnls(void)
 			}
 		int rc = attrib_nnls(gram, g, K, x);
 		CHECK(rc >= 0, "nnls rc %d", rc);
-		double best = INFINITY, bx[K] = {0};
-		for (int mask = 0; mask < 1 << K; mask++) {
-			/* Unconstrained LS on the subset by Gauss-Jordan. */
-			int idx[K], m = 0;
-			for (int k = 0; k < K; k++)
-				if (mask >> k & 1)
-					idx[m++] = k;
-			double aug[K][K + 1], sol[K] = {0};
-			for (int i = 0; i < m; i++) {
-				for (int j = 0; j < m; j++)
-					aug[i][j] = gram[idx[i] * K + idx[j]];
-				aug[i][m] = g[idx[i]];
-			}
-			int ok = 1;
-			for (int c = 0; c < m && ok; c++) {
-				int piv = c;
-				for (int r = c + 1; r < m; r++)
-					if (fabs(aug[r][c]) > fabs(aug[piv][c]))
-						piv = r;
-				if (fabs(aug[piv][c]) < 1e-12) {
-					ok = 0;
-					break;
-				}
-				for (int j = 0; j <= m; j++) {
-					double t = aug[c][j];
-					aug[c][j] = aug[piv][j];
-					aug[piv][j] = t;
-				}
-				for (int r = 0; r < m; r++) {
-					if (r == c)
-						continue;
-					double f = aug[r][c] / aug[c][c];
-					for (int j = 0; j <= m; j++)
-						aug[r][j] -= f * aug[c][j];
-				}
-			}
-			if (!ok)
-				continue;
-			double cand[K] = {0};
-			for (int i = 0; i < m; i++) {
-				sol[i] = aug[i][m] / aug[i][i];
-				if (sol[i] < 0)
-					ok = 0;
-				cand[idx[i]] = sol[i];
-			}
-			if (!ok)
-				continue;
-			double rss = 0;
-			for (int i = 0; i < N; i++) {
-				double r = y[i];
-				for (int k = 0; k < K; k++)
-					r -= a[i][k] * cand[k];
-				rss += r * r;
-			}
-			if (rss < best) {
-				best = rss;
-				memcpy(bx, cand, sizeof bx);
-			}
-		}
+		brute_nnls((const double(*)[K])a, y, gram, g, bx);
 		for (int k = 0; k < K; k++)
 			CHECK(fabs(x[k] - bx[k]) < 1e-8 * (1 + fabs(bx[k])), "nnls trial %d x[%d] %g vs brute %g",
 			      trial, k, x[k], bx[k]);
 	}
-	/* Jacobi on a matrix with known eigenvalues 1, 3 and 6 (diag in a
-	 * rotated basis). */
+	printf("nnls: 200 random 9x4 problems match brute force over all active sets\n");
+}
+
+/* Jacobi on a matrix with known eigenvalues 1, 3 and 6 (diag in a
+ * rotated basis): M v = lam v for each pair. */
+static void test_eig_sym(void)
+{
 	double m[9] = {4, 1, 1, 1, 4, 1, 1, 1, 2}, lam[3], v[9];
 	double m0[9];
 	memcpy(m0, m, sizeof m);
 	attrib_eig_sym(m, 3, lam, v);
-	for (int e = 0; e < 3; e++) { /* check M v = lam v */
+	for (int e = 0; e < 3; e++) {
 		for (int i = 0; i < 3; i++) {
 			double s = 0;
 			for (int j = 0; j < 3; j++)
@@ -388,7 +412,6 @@ static void test_nnls(void)
 			CHECK(fabs(s - lam[e] * v[i * 3 + e]) < 1e-10, "eig residual");
 		}
 	}
-	printf("nnls: 200 random 9x4 problems match brute force over all active sets\n");
 }
 
 static struct loop_cfg long_cfg(double period)
@@ -963,6 +986,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	seed_rng(1);
 	test_nnls();
+	test_eig_sym();
 	test_integrate_exact();
 	test_bad_input();
 	print_header();
