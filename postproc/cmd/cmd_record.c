@@ -773,81 +773,114 @@ static void list_dir(const char *base, const char *dir)
 		free(ents);
 }
 
-int cmd_record(int argc, char **argv)
+/* OUTDIR (given or named by the time), which must not hold a recording
+ * yet, the profile's path in it, and the launcher script. */
+static void prepare_outdir(struct rec *r)
 {
-	struct rec r = {.subprocesses = 1};
-	char powercap[PATH_MAX] = "", ring[PATH_MAX], gen[64];
-	enum sensor s;
-	int gate[2], status = 0, code;
+	char ring[PATH_MAX], gen[64];
+	const char *dir = r->outdir_arg;
 
-	parse_args(&r, argc, argv);
-	find_parts(&r);
-	resolve_python(&r);
-	find_pyspy(&r);
-	if (!r.outdir_arg) {
+	if (!dir) {
 		time_t now = time(NULL);
 
 		strftime(gen, sizeof gen, "anchor-run-%Y%m%d-%H%M%S", localtime(&now));
-		r.outdir_arg = gen;
+		dir = gen;
 	}
-	mkdir_p(r.outdir_arg);
-	if (!realpath(r.outdir_arg, r.outdir))
-		diag_fatal(r.outdir_arg, "%s", strerror(errno));
-	join(ring, r.outdir, "run.ring");
+	mkdir_p(dir);
+	if (!realpath(dir, r->outdir))
+		diag_fatal(dir, "%s", strerror(errno));
+	join(ring, r->outdir, "run.ring");
 	if (!access(ring, F_OK))
 		diag_fatal(ring, "record: OUTDIR already holds a recording; choose another -d");
-	join(r.profile, r.outdir, r.speedscope ? "profile.speedscope.json" : "profile.chrometrace.json");
-	if (!r.in_process)
-		write_launcher(&r);
+	join(r->profile, r->outdir, r->speedscope ? "profile.speedscope.json" : "profile.chrometrace.json");
+	if (!r->in_process)
+		write_launcher(r);
+}
 
-	s = r.sensor;
+/* The sensor perun reads (auto: real where RAPL or an NVIDIA GPU is
+ * readable); the emulated one gets its powercap tree under OUTDIR, whose
+ * path goes to powercap (else left empty). */
+static enum sensor choose_sensor(struct rec *r, char *powercap)
+{
+	enum sensor s = r->sensor;
+
 	if (s == SENSOR_AUTO)
 		s = have_real_sensor() ? SENSOR_REAL : SENSOR_EMULATED;
-	if (r.sensor == SENSOR_REAL && !have_real_sensor())
+	if (r->sensor == SENSOR_REAL && !have_real_sensor())
 		diag_warn(NULL, "record: --sensor real, but no RAPL counter is readable and there is no NVIDIA GPU: perun will record no energy");
-	if (s == SENSOR_EMULATED && !r.emuldir[0])
+	if (s == SENSOR_EMULATED && !r->emuldir[0])
 		diag_fatal(NULL, "record: the emulated sensor needs tools/emulated_power beside the build dir, or ANCHOR_EMUL_DIR");
 	if (s == SENSOR_EMULATED) {
 		fprintf(stderr, "anchorpost: record: %s: %s (%s)\n",
-			r.sensor == SENSOR_AUTO ? "no readable RAPL counter or NVIDIA GPU" : "--sensor emulated",
+			r->sensor == SENSOR_AUTO ? "no readable RAPL counter or NVIDIA GPU" : "--sensor emulated",
 			"perun reads an emulated RAPL driven by the run's CPU time", EMULATED_NOTICE);
-		join(powercap, r.outdir, "emulated");
+		join(powercap, r->outdir, "emulated");
 		mkdir_p(powercap);
-		join(powercap, r.outdir, "emulated/powercap");
-		run_init(&r, powercap);
+		join(powercap, r->outdir, "emulated/powercap");
+		run_init(r, powercap);
 	}
+	return s;
+}
 
-	{
-		struct sigaction sa = {.sa_handler = on_sigint};
+/* Start perun (running the program), the emulated sensor's updater and
+ * py-spy; the program is held at a gate until the others are up. */
+static void launch(struct rec *r, enum sensor s, const char *powercap)
+{
+	struct sigaction sa = {.sa_handler = on_sigint};
+	int gate[2];
 
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
 	if (pipe2(gate, O_CLOEXEC))
 		diag_fatal(NULL, "record: pipe: %s", strerror(errno));
-	r.perun_pid = start_perun(&r, s, powercap, gate[0]);
-	training_pid = r.perun_pid;
+	r->perun_pid = start_perun(r, s, powercap, gate[0]);
+	training_pid = r->perun_pid;
 	close(gate[0]);
 	if (s == SENSOR_EMULATED)
-		start_updater(&r, powercap);
+		start_updater(r, powercap);
 	/* The run starts now: one byte opens the gate (EOF would not come
 	 * while another child still held the write end). */
 	if (write(gate[1], "g", 1) != 1)
 		diag_fatal(NULL, "record: pipe write: %s", strerror(errno));
 	close(gate[1]);
-	attach_pyspy(&r);
+	attach_pyspy(r);
+}
 
-	if (wait_training(r.perun_pid, &status))
+/* Wait for the program, then for py-spy and the updater; the program's
+ * exit code. */
+static int wait_run(struct rec *r)
+{
+	int status = 0, code;
+
+	if (wait_training(r->perun_pid, &status))
 		diag_fatal(NULL, "record: waitpid: %s", strerror(errno));
 	training_pid = 0; /* reaped: its pid may be reused */
 	code = exit_code(status);
 	/* py-spy notices the exit and writes its file; a long profile takes
 	 * a while to serialise. */
-	if (r.pyspy_pid && wait_or_signal(r.pyspy_pid, 120, SIGINT) != 0)
-		diag_warn(r.profile, "record: py-spy ended with an error");
-	if (r.updater_pid && wait_or_signal(r.updater_pid, 10, SIGTERM) != 0)
+	if (r->pyspy_pid && wait_or_signal(r->pyspy_pid, 120, SIGINT) != 0)
+		diag_warn(r->profile, "record: py-spy ended with an error");
+	if (r->updater_pid && wait_or_signal(r->updater_pid, 10, SIGTERM) != 0)
 		diag_warn(NULL, "record: the emulated sensor's updater ended with an error");
 	signal(SIGINT, SIG_DFL);
+	return code;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec r = {.subprocesses = 1};
+	char powercap[PATH_MAX] = "";
+	enum sensor s;
+	int code;
+
+	parse_args(&r, argc, argv);
+	find_parts(&r);
+	resolve_python(&r);
+	find_pyspy(&r);
+	prepare_outdir(&r);
+	s = choose_sensor(&r, powercap);
+	launch(&r, s, powercap);
+	code = wait_run(&r);
 	write_record_json(&r, s, code);
 
 	printf("anchorpost record: %s (exit status %d)\n", r.outdir, code);
