@@ -21,11 +21,14 @@ static const struct {
 } table[] = {
 	/* Hopper: newer than Ampere, so the 1 s average; 25 % sampled. */
 	{"H100", 1.0, 0.25, SRC_NVML_PART},
+	{"GH200", 1.0, 0.25, SRC_NVML_PART}, /* before H200, which it contains */
 	{"H200", 1.0, 0.25, SRC_NVML_PART},
-	{"GH200", 1.0, 0.25, SRC_NVML_PART},
 	/* GA100: instantaneous per NVML, but only 25 % of the time sampled. */
 	{"A100", 0.0, 0.25, SRC_NVML_PART},
 	{"A30", 0.0, 1.0, SRC_NVML " (GA100: instantaneous)"},
+	/* Turing workstation cards ("Quadro RTX 4000"), before "RTX 40" and
+	 * "RTX 50" below catch them: older than Ampere, instantaneous. */
+	{"Quadro RTX", 0.0, 1.0, SRC_NVML},
 	/* Other Ampere and newer (GA10x, Ada, Blackwell): 1 s average;
 	 * coverage not measured, taken as full. */
 	{"A10", 1.0, 1.0, SRC_NVML},
