@@ -63,6 +63,18 @@ $(B)/test_counters: tests/unit/test_counters.c $(ATTRIB_OBJ) $(HDRS)
 OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o
 $(B)/test_options: tests/unit/test_options.c $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
+# Unit tests of single modules (tests/t_unit_modules.sh): each links its
+# module and what that needs, nothing else.
+PO := $(B)/post/postproc
+AO := $(B)/post/anchors
+$(B)/test_csv: tests/unit/test_csv.c $(PO)/output/csv.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+$(B)/test_timebase: tests/unit/test_timebase.c $(PO)/output/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+$(B)/test_phase_set: tests/unit/test_phase_set.c $(PO)/model/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+$(B)/test_sensor_model: tests/unit/test_sensor_model.c $(PO)/attrib/sensor_model.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 # Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
 # anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
 # (libhdf5's and libc's own allocations are not: the test is about ours).

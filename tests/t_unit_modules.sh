@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Unit tests of single postproc modules (tests/unit/test_<module>.c, built
+# by make from the module's object alone): CSV quoting and numbers
+# (output/csv.c), timeline seconds to unix_s (output/timebase.c), phases
+# from ring events (model/phase_set.c), the GPU reading response table
+# (attrib/sensor_model.c).  Runs every one, fails if any fails.
+set -u
+cd "$ANCHOR_ROOT"
+B=${BUILD:-$ANCHOR_ROOT/build}
+tests="test_csv test_timebase test_phase_set test_sensor_model"
+targets=""
+for t in $tests; do targets="$targets $B/$t"; done
+make -s B="$B" $targets || exit 1
+rc=0
+for t in $tests; do
+	"$B/$t" || { echo "FAILED: $t"; rc=1; }
+done
+exit $rc
