@@ -161,14 +161,18 @@ static size_t collect_anchor_events(const struct w *w, const struct energy_model
 			type = AEV_ASYNC;
 		else
 			open_end[nopen++] = o->t1_ns;
-		v[n++] = (struct aev){o->pid, o->tid, o->t0_ns, n, i, type};
+		v[n] = (struct aev){o->pid, o->tid, o->t0_ns, n, i, type};
+		n++;
 	}
 	for (size_t i = 0; i < rf->nev; i++) {
 		const struct ring_event *e = &rf->ev[i];
-		if (e->kind == ANCHOR_KIND_MARK)
-			v[n++] = (struct aev){e->pid, e->tid, e->ts_ns, n, i, AEV_MARK};
-		else if (e->kind == ANCHOR_KIND_PROC_EXIT && shown(w, e->pid))
-			v[n++] = (struct aev){e->pid, e->pid, e->ts_ns, n, i, AEV_EXIT};
+		if (e->kind == ANCHOR_KIND_MARK) {
+			v[n] = (struct aev){e->pid, e->tid, e->ts_ns, n, i, AEV_MARK};
+			n++;
+		} else if (e->kind == ANCHOR_KIND_PROC_EXIT && shown(w, e->pid)) {
+			v[n] = (struct aev){e->pid, e->pid, e->ts_ns, n, i, AEV_EXIT};
+			n++;
+		}
 	}
 	qsort(v, n, sizeof *v, cmp_aev);
 	return n;
