@@ -75,6 +75,9 @@ $(B)/test_phase_set: tests/unit/test_phase_set.c $(PO)/model/phase_set.o $(AO)/r
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_sensor_model: tests/unit/test_sensor_model.c $(PO)/attrib/sensor_model.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+# phase_flags reads a run model (energy_model.h): every object but main.o.
+$(B)/test_phase_flags: tests/unit/test_phase_flags.c $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) $(PKG_LIBS) -lm -lpthread
 # Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
 # anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
 # (libhdf5's and libc's own allocations are not: the test is about ours).

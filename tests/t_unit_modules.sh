@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Unit tests of single postproc modules (tests/unit/test_<module>.c, built
-# by make from the module's object alone): CSV quoting and numbers
+# by make from the module and what it needs): CSV quoting and numbers
 # (output/csv.c), timeline seconds to unix_s (output/timebase.c), phases
 # from ring events (model/phase_set.c), the GPU reading response table
-# (attrib/sensor_model.c).  Runs every one, fails if any fails.
+# (attrib/sensor_model.c), plausibility flags of phase rows
+# (output/phase_flags.c).  Runs every one, fails if any fails.
 set -u
 cd "$ANCHOR_ROOT"
 B=${BUILD:-$ANCHOR_ROOT/build}
-tests="test_csv test_timebase test_phase_set test_sensor_model"
+tests="test_csv test_timebase test_phase_set test_sensor_model test_phase_flags"
 targets=""
 for t in $tests; do targets="$targets $B/$t"; done
 make -s B="$B" $targets || exit 1
