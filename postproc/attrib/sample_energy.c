@@ -428,8 +428,8 @@ static int dev_rescale(const struct energy_model *m, struct dev_plan *dp, struct
 			in += i;
 			out += f[p] * i;
 		}
-		for (size_t p = 0; p < np && out > 0; p++)
-			f[p] *= in / out;
+		for (size_t p = 0; p < np; p++) /* a fit of all zeros: the integrals */
+			f[p] = out > 0 ? f[p] * in / out : 1;
 		for (size_t o = 0; o < m->ph.nocc; o++)
 			dp->occ_j[o * ng + g] *= f[m->ph.occ[o].phase];
 	}
