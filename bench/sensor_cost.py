@@ -38,6 +38,13 @@ for tid in os.listdir("/proc/self/task"):
     with open(f"/proc/self/task/{tid}/comm") as f:
         if f.read().strip() == "anchor-sensors":
             print("sampler_cpu_ns", cpu_ns(tid))
+            # one voluntary switch per tick (the sleep); involuntary ones:
+            # the sampler preempted mid-tick (load), which inflates it
+            with open(f"/proc/self/task/{tid}/status") as st:
+                for line in st:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        k, v = line.split(":")
+                        print(k, v.strip())
 print("main_cpu_ns", cpu_ns(os.getpid()))
 """
 
@@ -63,6 +70,7 @@ def sampler_cost(lib, sens, tmp, seconds, tag):
 	d = subprocess.run([os.path.join(BUILD, "anchorpost"), "dump", "--ring", ring], capture_output=True, text=True,
 			   check=True).stdout
 	os.unlink(ring)
+	sampler_cost.switches = (int(vals.get("voluntary_ctxt_switches", 0)), int(vals.get("nonvoluntary_ctxt_switches", 0)))
 	return sum(1 for line in d.splitlines() if ",sensor," in line), int(vals.get("sampler_cpu_ns", 0)) / 1e9
 
 
@@ -96,7 +104,8 @@ def main():
 			per[lib].append((ticks, cpu_s))
 			print(f"  round {r + 1} lib {i + 1}: ticks {ticks} ({ticks / a.seconds:.0f}/s), sampler CPU "
 			      f"{cpu_s * 1e3:.1f} ms = {100 * cpu_s / a.seconds:.3f} % of one core, "
-			      f"{cpu_s / max(ticks, 1) * 1e6:.1f} us per tick")
+			      f"{cpu_s / max(ticks, 1) * 1e6:.1f} us per tick; context switches {sampler_cost.switches[0]} "
+			      f"voluntary, {sampler_cost.switches[1]} preempted")
 	for i, lib in enumerate(libs):
 		us = sorted(c / max(t, 1) * 1e6 for t, c in per[lib])
 		pct = sorted(100 * c / a.seconds for _t, c in per[lib])

@@ -15,20 +15,28 @@ Checks:
      host's launch windows are printed beside them;
   3. `anchorpost phases` (perun aligned exactly: ANCHOR_AUTO=torch,perun):
      GPU joules on the device-side phases, CPU package joules on the
-     host-side phases: forward and backward each within 20 %, the sum
+     host-side phases: forward and backward each within 20 %, optimizer.step's
+     GPU truth inside its 95 % interval, the sum
      over forward+backward+optimizer.step within 10 % of the exact
-     truth (optimizer.step alone printed only).  Truth: GPU = the
+     truth (optimizer.step's CPU alone printed only).  Truth: GPU = the
      stand-in's log x the emulated GPU's watts; package = the emulator's
      ledger per host phase.  40 iterations under perun's 0.1 s period
      (DESIGN asks 1 % only at >= 200 repetitions).  Everything is labelled
      "emulated sensor" / "emulated device".
   4. `anchorpost report`: trace.json holds every device-side occurrence on
      a named track (cat anchor.device).
+  5. with py-spy (it launches perun, chrometrace at 200 Hz): `anchorpost
+     functions` gives Model.forward (runs only inside forward) the GPU
+     joules of the device-side forward within 20 % (the old rule, GPU at
+     the samples' own instants: -65 %), SGD.step those of the device-side
+     optimizer.step within 50 %, the rule stated in its notes, and the GPU
+     joules still add up to perun's.
 """
 import csv
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,10 +72,13 @@ except ImportError as e:
     print("SKIP: needs perun and torch:", e)
     sys.exit(77)
 
+PYSPY = shutil.which("py-spy") or shutil.which("py-spy", path=os.path.dirname(sys.executable))
+if not PYSPY:
+    print("note: no py-spy, check 5 (anchorpost functions) is not run")
 out = os.path.join(TMP, "gpu_edges")
 os.makedirs(out, exist_ok=True)
 p = lambda *x: os.path.join(out, *x)  # noqa: E731
-for f in ("run.ring", "truth.json", "victim.json", "updater.ready"):
+for f in ("run.ring", "truth.json", "victim.json", "updater.ready", "profile.json"):
     if os.path.exists(p(f)):
         os.unlink(p(f))
 spec = {"notice": "emulated sensor, not a measurement", "phases": []}
@@ -96,10 +107,13 @@ try:
         time.sleep(0.01)
     venv = dict(env, ANCHOR_FILE=p("run.ring"), LD_PRELOAD=os.path.join(BUILD, "libanchor.so"),
                 ANCHOR_AUTO="torch,perun", GE_TESTS_DIR=TESTS)
-    res = subprocess.run([sys.executable, "-m", "anchor_emul.perun", "--powercap", p("powercap"), "monitor",
-                          "--data_out", p("perun"), "--sampling_period", "0.1",
-                          os.path.join(TESTS, "gpu_edges_victim.py"), p("phase.mmap"), p("victim.json"), str(ITERS)],
-                         env=venv, timeout=300, capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "anchor_emul.perun", "--powercap", p("powercap"), "monitor",
+           "--data_out", p("perun"), "--sampling_period", "0.1",
+           os.path.join(TESTS, "gpu_edges_victim.py"), p("phase.mmap"), p("victim.json"), str(ITERS)]
+    if PYSPY:  # py-spy launches perun (its script runs in perun's process)
+        cmd = [PYSPY, "record", "--idle", "--rate", "200", "--format", "chrometrace", "-o", p("profile.json"),
+               "--subprocesses", "--"] + cmd
+    res = subprocess.run(cmd, env=venv, timeout=300, capture_output=True, text=True)
 finally:
     if upd.poll() is None:
         upd.send_signal(signal.SIGTERM)
@@ -200,17 +214,65 @@ for name, lab in DEV_OF.items():
         got = float(r["energy_j"]) if r and r["energy_j"] not in ("", "nan") else float("nan")
         sums[grp][0] += got
         sums[grp][1] += want
-        # optimizer.step (~15 ms) is printed only: 40 iterations under a
-        # 0.1 s period, and NVML readings are point samples of power.
+        # optimizer.step's CPU (~8 ms on the host) is printed only: 40
+        # iterations under a 0.1 s period.
         msg = f"{name} {grp}: {got:.2f} J vs truth {want:.2f} J ({(got - want) / want * 100:+.1f} %) [emulated sensor]"
-        if name == "optimizer.step":
+        if name == "optimizer.step" and grp == "cpu":
             print("     " + msg)
+        elif name == "optimizer.step":
+            # 15 ms on the device, 40 times, under NVML point readings every
+            # 0.1 s: the estimate is seen from +0.2 to +38 % off; the check
+            # is that the truth lies in the 95 % interval the table gives.
+            lo = float(r["ci95_low_j"]) if r else float("nan")
+            hi = float(r["ci95_high_j"]) if r else float("nan")
+            check(lo <= want <= hi, msg + f", truth inside the 95 % interval [{lo:.2f}, {hi:.2f}]")
         else:
             check(abs(got - want) <= 0.2 * want, msg)
 for grp, (got, want) in sums.items():
     check(abs(got - want) <= 0.1 * want, f"{grp} over forward+backward+optimizer.step: {got:.1f} J vs truth {want:.1f} J "
           f"({(got - want) / want * 100:+.1f} %) [emulated sensor]")
 check(all("emulated" in r["sensor_note"] for r in table.values()), "every row says 'emulated sensor'")
+
+# 5. `anchorpost functions`: a function's GPU joules are those of the
+# device-side phases its host-side phase launched (Model.forward runs only
+# inside forward, SGD.step only inside optimizer.step).  Attributed on the
+# samples' own slices (the old rule) Model.forward got 157 J for 454 J
+# and 148 J for 426 J (two runs): the GPU ran its work later.
+if PYSPY and os.path.exists(p("profile.json")):
+    fn = subprocess.run([os.path.join(BUILD, "anchorpost"), "functions", "--ring", p("run.ring"), "--perun",
+                         p("perun", "gpu_edges_victim.hdf5"), "--profile", p("profile.json"), "-o", p("functions.csv")],
+                        capture_output=True, text=True)
+    check(fn.returncode == 0, "anchorpost functions ran" + ("" if fn.returncode == 0 else ": " + fn.stderr[-800:]))
+    notes = open(p("functions.csv.alignment.txt")).read() if fn.returncode == 0 else ""
+    check("group gpu: device-side" in notes and "group cpu: host-side" in notes and "device rule:" in notes,
+          "functions' notes state the rule: gpu on device-side phases, cpu on host-side")
+    check("emulated" in notes, "functions' notes say 'emulated sensor'")
+    frows = list(csv.DictReader(open(p("functions.csv")))) if fn.returncode == 0 else []
+
+    def fn_j(qual, col):
+        return sum(float(r[col]) for r in frows if r["function"] == qual and
+                   (r["file"] == "<string>" or r["file"].endswith("gpu_edges_victim.py")))
+
+    # Model.forward: the phases check's tolerance (seen -12..+6 %).
+    # SGD.step: a 9 ms host window holds one or two py-spy samples at
+    # 200 Hz, and under load chrometrace stamps a sample up to tens of ms
+    # after it read the stack (docs/functions.md, Alignment): samples of
+    # SGD.step land in the next phase and others in its window.  Seen -36
+    # to -7 % (the phase itself was within 0.2 % in the -36 % run); checked
+    # loosely (a share, not a number).
+    for qual, name, tol in (("Model.forward", "forward", 0.2), ("SGD.step", "optimizer.step", 0.5)):
+        got, want = fn_j(qual, "total_j_gpu"), gpu_truth.get(name, float("nan"))
+        check(abs(got - want) <= tol * want, f"functions: {qual} GPU {got:.2f} J vs device-side {name} truth "
+              f"{want:.2f} J ({(got - want) / want * 100:+.1f} %, tolerance {tol * 100:.0f} %) [emulated sensor]")
+    att = {}
+    for line in notes.splitlines():
+        if line.startswith("energy gpu: attributed"):
+            att = dict(zip(("attributed", "unsampled", "span"), (float(x.split()[-2]) for x in line.split(", "))))
+    self_gpu = sum(float(r["self_j_gpu"]) for r in frows)
+    check(att and abs(self_gpu - att["attributed"]) <= 0.01 * att["attributed"] and
+          abs(att["attributed"] + att["unsampled"] - att["span"]) <= 0.001 * att["span"],
+          f"functions: GPU self joules sum {self_gpu:.2f} J = attributed {att.get('attributed', 0):.2f} J; "
+          f"+ unsampled = perun's span {att.get('span', 0):.2f} J (no joule lost or made)")
 
 # 4. both timelines in trace.json and the timeline picture
 rep = subprocess.run([os.path.join(BUILD, "anchorpost"), "report", "--ring", p("run.ring"), "--perun",

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attrib.h"
 #include "input_file.h"
 
 /* Leaf source lines that wait rather than run.  Without --native py-spy
@@ -121,10 +122,12 @@ static int classify_frames(const struct pyspy_profile *p, const char *string_src
 	return rc;
 }
 
+/* A sweep event: a sample's slice (dev 0) or a device-side segment (dev 1)
+ * starts or ends. */
 struct sweep_ev {
 	double t;
 	size_t i;
-	int start;
+	int start, dev;
 };
 
 static int cmp_ev(const void *x, const void *y)
@@ -163,15 +166,401 @@ static void active_del(struct active *s, size_t i)
 		}
 }
 
-int sample_energy_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			const char *string_src, struct sample_energy *se)
+/* The phase thread (index into m->ph.thr) whose timeline a profile
+ * thread's samples are read on (sample_energy_phase_at), or -1. */
+static long thread_of(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread)
 {
-	size_t n = p->nsamples, ng = m->ngroups, nev = 0;
-	struct sweep_ev *ev = NULL;
-	struct active busy = {0}, idle = {0};
-	double *seg = NULL;
-	int rc = -ENOMEM;
+	const struct phase_set *ph = &m->ph;
+	uint32_t pid = a->thr[thread].ring_pid, tid = a->thr[thread].ring_tid;
+	long th = -1;
+	for (size_t i = 0; i < ph->nthr && pid; i++)
+		if (ph->thr[i].pid == pid && ph->thr[i].tid == tid)
+			th = (long)i;
+	if (th < 0 && pid)
+		th = phase_set_primary_of(ph, pid);
+	if (th < 0 && ph->nthr)
+		th = (long)ph->primary;
+	return th;
+}
 
+/*
+ * Device-side plan: the device timeline D (of the process with most
+ * device-side phase time), its process's primary host thread H, and for
+ * every device-side occurrence the host-side occurrence that launched it:
+ * the same phase's k-th occurrence on H for its k-th on D (the ring
+ * writes both edges of a phase at once, so the orders agree; a phase
+ * whose counts differ is paired up to the shorter list and counted).
+ */
+struct dev_plan {
+	long dthr, hthr;
+	int *host_of;   /* per occ: host occurrence of a device one, or -1 */
+	double *occ_j;  /* nocc x ngroups: device-side energy per host occurrence */
+	double *ph_j;   /* nnames x ngroups: the same per phase (integral) */
+	uint8_t *gdev;  /* per group: attributed on the device-side phases */
+};
+
+static int dev_plan_pair(const struct phase_set *ph, struct dev_plan *dp, struct sample_energy *se)
+{
+	const struct phase_thread *d = &ph->thr[dp->dthr], *h = &ph->thr[dp->hthr];
+	size_t np = ph->nnames, *off = calloc(np + 1, sizeof *off), *k = calloc(np + 1, sizeof *k), *hl;
+	if (!off || !k || !(hl = malloc((ph->nocc ? ph->nocc : 1) * sizeof *hl))) {
+		free(off);
+		free(k);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ph->nocc; i++)
+		if (ph->occ[i].pid == h->pid && ph->occ[i].tid == h->tid)
+			off[ph->occ[i].phase + 1]++;
+	for (size_t p = 0; p < np; p++)
+		off[p + 1] += off[p];
+	for (size_t i = 0; i < ph->nocc; i++) /* occ is sorted by t0 within a thread */
+		if (ph->occ[i].pid == h->pid && ph->occ[i].tid == h->tid)
+			hl[off[ph->occ[i].phase] + k[ph->occ[i].phase]++] = i;
+	memset(k, 0, (np + 1) * sizeof *k);
+	for (size_t i = 0; i < ph->nocc; i++) {
+		const struct phase_occ *o = &ph->occ[i];
+		size_t p = (size_t)o->phase;
+		if (o->pid != d->pid || o->tid != d->tid)
+			continue;
+		if (off[p] + k[p] < off[p + 1]) {
+			dp->host_of[i] = (int)hl[off[p] + k[p]++];
+			se->dev_paired++;
+		} else {
+			se->dev_unpaired++;
+		}
+	}
+	for (size_t p = 0; p < np; p++) /* host occurrences left without a device twin */
+		se->dev_unpaired += off[p + 1] - off[p] > k[p] && k[p] ? off[p + 1] - off[p] - k[p] : 0;
+	free(off);
+	free(k);
+	free(hl);
+	return 0;
+}
+
+/* 0 with dp->dthr = -1 when there is nothing to do on a device timeline. */
+static int dev_plan_build(const struct energy_model *m, struct dev_plan *dp, struct sample_energy *se)
+{
+	size_t ng = m->ngroups, any = 0;
+	memset(dp, 0, sizeof *dp);
+	dp->dthr = phase_set_device_of(&m->ph, 0);
+	dp->hthr = dp->dthr >= 0 ? phase_set_primary_of(&m->ph, m->ph.thr[dp->dthr].pid) : -1;
+	for (size_t g = 0; g < ng; g++)
+		any += phase_set_group_is_device(m->groups[g]) != 0;
+	if (dp->dthr < 0 || dp->hthr < 0 || !any) {
+		dp->dthr = -1;
+		return 0;
+	}
+	dp->host_of = malloc((m->ph.nocc ? m->ph.nocc : 1) * sizeof *dp->host_of);
+	dp->occ_j = calloc((m->ph.nocc ? m->ph.nocc : 1) * (ng ? ng : 1), sizeof *dp->occ_j);
+	dp->ph_j = calloc((m->ph.nnames ? m->ph.nnames : 1) * (ng ? ng : 1), sizeof *dp->ph_j);
+	dp->gdev = calloc(ng ? ng : 1, 1);
+	if (!dp->host_of || !dp->occ_j || !dp->ph_j || !dp->gdev)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->ph.nocc; i++)
+		dp->host_of[i] = -1;
+	for (size_t g = 0; g < ng; g++)
+		dp->gdev[g] = se->dev_group[g] = (uint8_t)(phase_set_group_is_device(m->groups[g]) != 0);
+	se->dev_pid = m->ph.thr[dp->dthr].pid;
+	return dev_plan_pair(&m->ph, dp, se);
+}
+
+static void dev_plan_free(struct dev_plan *dp)
+{
+	free(dp->host_of);
+	free(dp->occ_j);
+	free(dp->ph_j);
+	free(dp->gdev);
+}
+
+/* The device-side segment of D a sweep event names, paired or not. */
+static const struct phase_seg *dev_seg(const struct energy_model *m, const struct dev_plan *dp, size_t s)
+{
+	return &m->ph.thr[dp->dthr].seg[s];
+}
+
+/* The sweep's events: every sample's slice, every paired device segment. */
+static size_t sweep_events(const struct energy_model *m, const struct dev_plan *dp, const struct sample_energy *se,
+			   struct sweep_ev *ev)
+{
+	size_t nev = 0;
+	for (size_t i = 0; i < se->n; i++) {
+		if (!(se->t1_s[i] > se->t0_s[i]))
+			continue;
+		ev[nev++] = (struct sweep_ev){se->t0_s[i], i, 1, 0};
+		ev[nev++] = (struct sweep_ev){se->t1_s[i], i, 0, 0};
+	}
+	for (size_t s = 0; dp->dthr >= 0 && s < m->ph.thr[dp->dthr].nseg; s++) {
+		const struct phase_seg *sg = dev_seg(m, dp, s);
+		if (sg->occ < 0 || dp->host_of[sg->occ] < 0)
+			continue;
+		ev[nev++] = (struct sweep_ev){energy_model_tl(m, sg->t0_ns), s, 1, 1};
+		ev[nev++] = (struct sweep_ev){energy_model_tl(m, sg->t1_ns), s, 0, 1};
+	}
+	qsort(ev, nev, sizeof *ev, cmp_ev);
+	return nev;
+}
+
+/* One elementary piece [a, b] of the sweep: its energy per group goes to
+ * the busy samples there (else the idle ones), except a device group's
+ * inside a paired device segment, which goes to that segment's host-side
+ * occurrence (dev_distribute). */
+static void sweep_piece(const struct energy_model *m, const struct dev_plan *dp, long dseg, const struct active *busy,
+			const struct active *idle, double a, double b, double *seg, struct sample_energy *se)
+{
+	const struct active *who = busy->n ? busy : idle->n ? idle : NULL;
+	size_t ng = m->ngroups;
+	memset(seg, 0, ng * sizeof *seg);
+	for (size_t s = 0; s < m->nsen; s++)
+		seg[energy_model_group_of(m, &m->sen[s])] += energy_model_slice_j(&m->sen[s], a, b);
+	for (size_t g = 0; g < ng; g++) {
+		if (dseg >= 0 && dp->gdev[g]) {
+			const struct phase_seg *ds = dev_seg(m, dp, (size_t)dseg);
+			int h = dp->host_of[ds->occ];
+			dp->occ_j[(size_t)h * ng + g] += seg[g];
+			dp->ph_j[(size_t)ds->phase * ng + g] += seg[g];
+			se->dev_j[g] += seg[g];
+			continue;
+		}
+		if (!who) {
+			se->unsampled_j[g] += seg[g];
+			continue;
+		}
+		double share = seg[g] / (double)who->n;
+		for (size_t j = 0; j < who->n; j++)
+			se->e_j[who->v[j] * ng + g] += share;
+		se->attributed_j[g] += seg[g];
+	}
+}
+
+static int sweep(const struct energy_model *m, const struct dev_plan *dp, const struct sweep_ev *ev, size_t nev,
+		 struct sample_energy *se)
+{
+	struct active busy = {0}, idle = {0};
+	double prev = m->span_t0_s, *seg = calloc(m->ngroups ? m->ngroups : 1, sizeof *seg);
+	long dseg = -1;
+	int rc = seg ? 0 : -ENOMEM;
+	for (size_t k = 0; k <= nev && !rc; k++) {
+		double t = k < nev ? ev[k].t : m->span_t1_s;
+		if (t > prev) {
+			sweep_piece(m, dp, dseg, &busy, &idle, prev, t, seg, se);
+			prev = t;
+		}
+		if (k == nev)
+			break;
+		if (ev[k].dev) {
+			/* a thread's segments never overlap: one at a time */
+			dseg = ev[k].start ? (long)ev[k].i : -1;
+			continue;
+		}
+		struct active *set = se->idle[ev[k].i] ? &idle : &busy;
+		if (ev[k].start)
+			rc = active_add(set, ev[k].i);
+		else
+			active_del(set, ev[k].i);
+	}
+	free(seg);
+	free(busy.v);
+	free(idle.v);
+	return rc;
+}
+
+/* Per phase, a device group's joules as `anchorpost phases` attributes
+ * them on the device timeline (attrib_split: each window's energy split by
+ * time share x NNLS-fitted power; instant NVML reads: per-phase fit) into
+ * fit_j (nnames).  -ENODATA when too few windows cover the phases. */
+static int dev_fit_group(const struct energy_model *m, const struct dev_plan *dp, size_t g, double *fit_j)
+{
+	const struct phase_thread *d = &m->ph.thr[dp->dthr];
+	struct attrib_interval *iv = malloc((d->nseg ? d->nseg : 1) * sizeof *iv);
+	struct attrib_opts ao = {.n_boot = 20}; /* point estimates only */
+	size_t np = m->ph.nnames, niv = 0;
+	int rc = iv ? 0 : -ENOMEM;
+	for (size_t i = 0; i < d->nseg && !rc; i++) {
+		if (phase_set_is_tool(&m->ph, d->seg[i].phase))
+			continue; /* as `phases`: the tools' own activity is no phase to fit */
+		iv[niv].t0_s = energy_model_tl(m, d->seg[i].t0_ns) - m->align.offset_s;
+		iv[niv].t1_s = energy_model_tl(m, d->seg[i].t1_ns) - m->align.offset_s;
+		iv[niv++].phase = d->seg[i].phase;
+	}
+	for (size_t s = 0; s < m->nsen && !rc; s++) {
+		struct attrib_result r;
+		if (energy_model_group_of(m, &m->sen[s]) != g)
+			continue;
+		memset(&r, 0, sizeof r);
+		if (!(rc = attrib_split(&m->sen[s].ser, iv, niv, np, &ao, &r)))
+			for (size_t k = 0; k < np; k++)
+				fit_j[k] += r.row[k].energy_j;
+		attrib_result_free(&r);
+	}
+	free(iv);
+	return rc;
+}
+
+/*
+ * The energy inside the device-side phases is perun's (integral over
+ * their time); how it divides among the phases is the fit's: each phase's
+ * integral is scaled by fit/integral, then all by one factor so their sum
+ * is the integral again.  Why: the integral of a curve sampled every
+ * 0.1 s smears a 15 ms phase into its neighbours (tens of %), the fit does
+ * not; the scaling keeps every joule of perun's and only moves it between
+ * device-side phases.  Occurrences of one phase keep their integrals'
+ * proportions.  A failed fit leaves the integrals (se->dev_fit = 0).
+ */
+static int dev_rescale(const struct energy_model *m, struct dev_plan *dp, struct sample_energy *se)
+{
+	size_t np = m->ph.nnames, ng = m->ngroups;
+	double *fit = calloc(np ? np : 1, sizeof *fit), *f = calloc(np ? np : 1, sizeof *f);
+	int rc = fit && f ? 0 : -ENOMEM;
+	se->dev_fit = 1;
+	for (size_t g = 0; g < ng && !rc; g++) {
+		double in = 0, out = 0;
+		if (!dp->gdev[g])
+			continue;
+		memset(fit, 0, np * sizeof *fit);
+		if ((rc = dev_fit_group(m, dp, g, fit)) == -ENODATA || rc == -EINVAL) {
+			se->dev_fit = 0;
+			rc = 0;
+			continue;
+		}
+		for (size_t p = 0; p < np; p++) {
+			double i = dp->ph_j[p * ng + g];
+			f[p] = i > 0 && fit[p] >= 0 && !phase_set_is_tool(&m->ph, (int)p) ? fit[p] / i : 1;
+			in += i;
+			out += f[p] * i;
+		}
+		for (size_t p = 0; p < np; p++) /* a fit of all zeros: the integrals */
+			f[p] = out > 0 ? f[p] * in / out : 1;
+		for (size_t o = 0; o < m->ph.nocc; o++)
+			dp->occ_j[o * ng + g] *= f[m->ph.occ[o].phase];
+	}
+	free(fit);
+	free(f);
+	return rc;
+}
+
+/* First segment of h ending after ns (binary search). */
+static size_t seg_after(const struct phase_thread *h, uint64_t ns)
+{
+	size_t lo = 0, hi = h->nseg;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (h->seg[mid].t1_ns <= ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t tl_ns(const struct energy_model *m, double t_s)
+{
+	return (uint64_t)fmax(0, t_s * 1e9 + (double)m->base_ns);
+}
+
+/*
+ * Who gets a host occurrence's device-side energy: the samples of H whose
+ * own instant (when py-spy read the stack) falls in its self time, one
+ * equal share each; an occurrence shorter than the sampling period may
+ * hold no instant, then the samples whose slices overlap it, by overlap.
+ * Instants first because a slice can stretch over samples py-spy
+ * dropped under load, into a neighbouring phase whose launch carries
+ * much GPU energy in a short host time (backward's, optimizer.step's).
+ */
+struct dev_dist {
+	const struct energy_model *m;
+	const struct dev_plan *dp;
+	struct sample_energy *se;
+	double *w;     /* nocc x 4: instants busy, idle; overlap s busy, idle */
+	double *given; /* per group: energy handed to samples */
+	int pass;      /* 0: weigh, 1: give */
+};
+
+static void dist_one(struct dev_dist *dd, size_t i, int occ, int overlap, double x)
+{
+	size_t ng = dd->m->ngroups;
+	double *w = &dd->w[(size_t)occ * 4];
+	int idle = dd->se->idle[i], inst = w[0] > 0 || w[1] > 0;
+	double tot;
+	if (!dd->pass) {
+		w[2 * overlap + idle] += x;
+		return;
+	}
+	if (overlap == inst)
+		return; /* an instant-weighed occurrence ignores overlaps, and back */
+	tot = w[2 * overlap] > 0 ? w[2 * overlap] : w[2 * overlap + 1];
+	if ((w[2 * overlap] > 0 && idle) || !(tot > 0))
+		return;
+	for (size_t g = 0; g < ng; g++)
+		if (dd->dp->gdev[g]) {
+			double e = dd->dp->occ_j[(size_t)occ * ng + g] * x / tot;
+			dd->se->e_j[i * ng + g] += e;
+			dd->given[g] += e;
+		}
+}
+
+/* Sample i's instant and slice against the self segments of H. */
+static void dist_sample(struct dev_dist *dd, const struct align_pyspy *a, const struct pyspy_profile *p, size_t i)
+{
+	const struct phase_thread *h = &dd->m->ph.thr[dd->dp->hthr];
+	uint64_t x = tl_ns(dd->m, align_pyspy_time(a, p->samples[i].thread, p->samples[i].t_rel_s));
+	uint64_t t0 = tl_ns(dd->m, dd->se->t0_s[i]), t1 = tl_ns(dd->m, dd->se->t1_s[i]);
+	size_t s = seg_after(h, x);
+	if (s < h->nseg && h->seg[s].t0_ns <= x && h->seg[s].occ >= 0)
+		dist_one(dd, i, h->seg[s].occ, 0, 1);
+	for (s = seg_after(h, t0); s < h->nseg && h->seg[s].t0_ns < t1; s++) {
+		uint64_t lo = h->seg[s].t0_ns > t0 ? h->seg[s].t0_ns : t0, hi = h->seg[s].t1_ns < t1 ? h->seg[s].t1_ns : t1;
+		if (hi > lo && h->seg[s].occ >= 0)
+			dist_one(dd, i, h->seg[s].occ, 1, (double)(hi - lo) / 1e9);
+	}
+}
+
+/* The profile threads that are H, the thread that launched the device
+ * work: the one mapped to H's (pid, tid); if none is (py-spy's threads
+ * not matched to the ring's), every thread whose samples read H's phases.
+ * Not a helper thread of H's process that merely runs while H launches
+ * (a data loader, the device runtime's worker): it launched nothing.
+ * Returns 0 (the flags set in launcher). */
+static int launcher_threads(const struct energy_model *m, const struct align_pyspy *a, const struct pyspy_profile *p,
+			    const struct dev_plan *dp, uint8_t *launcher)
+{
+	const struct phase_thread *h = &m->ph.thr[dp->hthr];
+	int exact = 0;
+	for (uint32_t t = 0; t < p->nthreads; t++)
+		exact |= launcher[t] = a->thr[t].ring_pid == h->pid && a->thr[t].ring_tid == h->tid;
+	for (uint32_t t = 0; t < p->nthreads && !exact; t++)
+		launcher[t] = thread_of(m, a, t) == dp->hthr;
+	return 0;
+}
+
+/* Each host-side occurrence's device-side energy over its samples (see
+ * struct dev_dist); an occurrence no sample of H reaches leaves its
+ * device-side energy unsampled. */
+static int dev_distribute(const struct energy_model *m, const struct align_pyspy *a, const struct pyspy_profile *p,
+			  const struct dev_plan *dp, struct sample_energy *se)
+{
+	size_t nocc = m->ph.nocc ? m->ph.nocc : 1, ng = m->ngroups;
+	struct dev_dist dd = {m, dp, se, calloc(nocc * 4, sizeof(double)), calloc(ng ? ng : 1, sizeof(double)), 0};
+	int rc = dd.w && dd.given ? 0 : -ENOMEM;
+	uint8_t *launcher = calloc(p->nthreads ? p->nthreads : 1, 1);
+	if (!launcher || launcher_threads(m, a, p, dp, launcher))
+		rc = -ENOMEM;
+	for (dd.pass = 0; dd.pass < 2 && !rc; dd.pass++)
+		for (size_t i = 0; i < se->n; i++)
+			if (se->t1_s[i] > se->t0_s[i] && launcher[p->samples[i].thread])
+				dist_sample(&dd, a, p, i);
+	free(launcher);
+	for (size_t g = 0; g < ng && !rc; g++)
+		if (dp->gdev[g]) {
+			se->attributed_j[g] += dd.given[g];
+			se->unsampled_j[g] += se->dev_j[g] - dd.given[g];
+		}
+	free(dd.w);
+	free(dd.given);
+	return rc;
+}
+
+static int se_alloc(struct sample_energy *se, size_t n, size_t ng, size_t nframes)
+{
 	memset(se, 0, sizeof *se);
 	se->n = n;
 	se->ngroups = ng;
@@ -182,70 +571,50 @@ int sample_energy_build(const struct energy_model *m, const struct pyspy_profile
 	se->attributed_j = calloc(ng ? ng : 1, sizeof *se->attributed_j);
 	se->unsampled_j = calloc(ng ? ng : 1, sizeof *se->unsampled_j);
 	se->span_j = calloc(ng ? ng : 1, sizeof *se->span_j);
-	se->frame_blocking = calloc(p->frames.n ? p->frames.n : 1, 1);
-	ev = malloc((2 * n + 2) * sizeof *ev);
-	seg = calloc(ng ? ng : 1, sizeof *seg);
+	se->dev_j = calloc(ng ? ng : 1, sizeof *se->dev_j);
+	se->dev_group = calloc(ng ? ng : 1, 1);
+	se->frame_blocking = calloc(nframes ? nframes : 1, 1);
 	if (!se->t0_s || !se->t1_s || !se->idle || !se->e_j || !se->attributed_j || !se->unsampled_j || !se->span_j ||
-	    !se->frame_blocking || !ev || !seg)
+	    !se->dev_j || !se->dev_group || !se->frame_blocking)
+		return -ENOMEM;
+	return 0;
+}
+
+int sample_energy_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+			const char *string_src, struct sample_energy *se)
+{
+	size_t n = p->nsamples, nev, nseg = 0;
+	struct sweep_ev *ev = NULL;
+	struct dev_plan dp = {.dthr = -1};
+	int rc;
+
+	if ((rc = se_alloc(se, n, m->ngroups, p->frames.n)) || (rc = classify_frames(p, string_src, se->frame_blocking)) ||
+	    (rc = dev_plan_build(m, &dp, se)))
 		goto out;
-	if ((rc = classify_frames(p, string_src, se->frame_blocking)))
-		goto out;
-	rc = -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t st = p->samples[i].stack;
 		align_pyspy_slice(a, p, i, &se->t0_s[i], &se->t1_s[i]);
 		/* the leaf decides; a pseudo-frame leaf means no Python frame */
 		se->idle[i] = !st || se->frame_blocking[pyspy_stack_leaf(&p->stacks, st)];
 		se->idle_share += se->idle[i];
-		if (!(se->t1_s[i] > se->t0_s[i]))
-			continue;
-		ev[nev++] = (struct sweep_ev){se->t0_s[i], i, 1};
-		ev[nev++] = (struct sweep_ev){se->t1_s[i], i, 0};
 	}
 	se->idle_share = n ? se->idle_share / (double)n : 0;
-	qsort(ev, nev, sizeof *ev, cmp_ev);
 	for (size_t s = 0; s < m->nsen; s++)
 		se->span_j[energy_model_group_of(m, &m->sen[s])] +=
 			energy_model_slice_j(&m->sen[s], m->span_t0_s, m->span_t1_s);
-	{
-		double prev = m->span_t0_s;
-		for (size_t k = 0; k <= nev; k++) {
-			double t = k < nev ? ev[k].t : m->span_t1_s;
-			if (t > prev) {
-				struct active *who = busy.n ? &busy : idle.n ? &idle : NULL;
-				memset(seg, 0, ng * sizeof *seg);
-				for (size_t s = 0; s < m->nsen; s++)
-					seg[energy_model_group_of(m, &m->sen[s])] +=
-						energy_model_slice_j(&m->sen[s], prev, t);
-				for (size_t g = 0; g < ng; g++) {
-					if (!who) {
-						se->unsampled_j[g] += seg[g];
-						continue;
-					}
-					double share = seg[g] / (double)who->n;
-					for (size_t j = 0; j < who->n; j++)
-						se->e_j[who->v[j] * ng + g] += share;
-					se->attributed_j[g] += seg[g];
-				}
-				prev = t;
-			}
-			if (k == nev)
-				break;
-			struct active *set = se->idle[ev[k].i] ? &idle : &busy;
-			if (ev[k].start) {
-				if (active_add(set, ev[k].i))
-					goto out;
-			} else {
-				active_del(set, ev[k].i);
-			}
-		}
-	}
-	rc = 0;
+	if (dp.dthr >= 0)
+		nseg = m->ph.thr[dp.dthr].nseg;
+	rc = -ENOMEM;
+	if (!(ev = malloc((2 * n + 2 * nseg + 2) * sizeof *ev)))
+		goto out;
+	nev = sweep_events(m, &dp, se, ev);
+	if ((rc = sweep(m, &dp, ev, nev, se)))
+		goto out;
+	if (dp.dthr >= 0 && !(rc = dev_rescale(m, &dp, se)))
+		rc = dev_distribute(m, a, p, &dp, se);
 out:
 	free(ev);
-	free(seg);
-	free(busy.v);
-	free(idle.v);
+	dev_plan_free(&dp);
 	if (rc)
 		sample_energy_free(se);
 	return rc;
@@ -260,6 +629,8 @@ void sample_energy_free(struct sample_energy *se)
 	free(se->attributed_j);
 	free(se->unsampled_j);
 	free(se->span_j);
+	free(se->dev_j);
+	free(se->dev_group);
 	free(se->frame_blocking);
 	memset(se, 0, sizeof *se);
 }
@@ -281,22 +652,11 @@ static int seg_phase(const struct phase_thread *th, uint64_t ts)
 
 int sample_energy_phase_at(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread, double t_s)
 {
-	const struct phase_set *ph = &m->ph;
-	uint32_t pid = a->thr[thread].ring_pid, tid = a->thr[thread].ring_tid;
-	long th = -1;
+	long th = thread_of(m, a, thread);
 	double ns = t_s * 1e9 + (double)m->base_ns;
-	if (ns < 0)
+	if (ns < 0 || th < 0)
 		return -1;
-	for (size_t i = 0; i < ph->nthr && pid; i++)
-		if (ph->thr[i].pid == pid && ph->thr[i].tid == tid)
-			th = (long)i;
-	if (th < 0 && pid)
-		th = phase_set_primary_of(ph, pid);
-	if (th < 0 && ph->nthr)
-		th = (long)ph->primary;
-	if (th < 0)
-		return -1;
-	return seg_phase(&ph->thr[th], (uint64_t)ns);
+	return seg_phase(&m->ph.thr[th], (uint64_t)ns);
 }
 
 const char *sample_energy_perun_script(const struct ringload *rl, char *buf, size_t cap)

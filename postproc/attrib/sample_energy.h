@@ -11,6 +11,26 @@
  * sleeping thread is sampled as often as a spinning one, and whole-machine
  * power is drawn by what runs, not by what waits.  Energy of time no
  * sample covers stays unattributed and is reported as such.
+ *
+ * Device groups (GPU) when the ring has device-side edges: a GPU executes
+ * a phase's work after the host launched it, so the GPU energy of a
+ * py-spy sample's own instant belongs to whatever the device ran then,
+ * not to the stack py-spy saw.  Rule: the GPU energy inside each
+ * device-side segment of a phase occurrence (the device timeline's
+ * exclusive pieces, phase_set.h) goes to the host-side occurrence that
+ * launched it (same phase, same occurrence number on the process's
+ * primary thread: the k-th device-side "forward" is the k-th host-side
+ * one), and is spread over the samples of that thread inside the host
+ * occurrence's own (self) time, in proportion to the time each covers
+ * there (busy samples first, idle ones only when no busy one is there).
+ * How the energy inside the device-side phases divides among them is
+ * the fit `anchorpost phases` makes on the device timeline (perun's
+ * 0.1 s curve smears short phases into their neighbours), scaled so the
+ * sum stays perun's integral over that time (dev_rescale in the .c).
+ * GPU energy outside every paired device-side segment (device idle,
+ * between phases) stays on the host timeline as above; CPU/DRAM always
+ * do.  A host occurrence no sample covers leaves its device-side energy
+ * unsampled.
  */
 #ifndef ANCHORPOST_SAMPLE_ENERGY_H
 #define ANCHORPOST_SAMPLE_ENERGY_H
@@ -20,6 +40,7 @@
 
 #include "align_pyspy.h"
 #include "energy_model.h"
+#include "phase_set.h"
 #include "pyspy.h"
 
 struct sample_energy {
@@ -32,6 +53,13 @@ struct sample_energy {
 	double *span_j;        /* ngroups: perun energy over its whole span */
 	uint8_t *frame_blocking; /* frames.n: leaf line blocks */
 	double idle_share;     /* share of samples that are idle */
+	/* Device-side attribution (all zero without device-side edges). */
+	uint8_t *dev_group;    /* ngroups: attributed on the device-side phases */
+	double *dev_j;         /* ngroups: energy of the paired device-side segments */
+	uint32_t dev_pid;      /* the process whose device timeline was used */
+	size_t dev_paired;     /* device-side occurrences paired with a host one */
+	size_t dev_unpaired;   /* occurrences of either side without a twin */
+	int dev_fit;           /* 1: shares among device-side phases from the fit */
 };
 
 /* 0 or -ENOMEM.  string_src: the source file of frames whose file is

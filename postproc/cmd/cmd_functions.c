@@ -15,6 +15,11 @@
  *   top_phase phase (innermost, on the sample's thread, else its process's
  *             primary thread) holding most of the function's total energy
  * Per device group columns follow when perun has more than one group.
+ * With device-side edges in the ring (a GPU, issue 14) the GPU groups'
+ * joules of a phase's device-side execution go to the samples of the
+ * host-side occurrence that launched it (sample_energy.h states the rule);
+ * CPU/DRAM stay on the samples' own slices.  OUT.alignment.txt says
+ * which rule each group got.
  * Samples with an empty stack are the row "(no python frame)", so self_j
  * sums to the attributed energy.  The alignment, its uncertainty and the
  * energy nobody was sampled for go to OUT.alignment.txt.
@@ -47,7 +52,9 @@ static const struct cmd_usage functions_usage = {
 		 "  (+ self_j_<group>,total_j_<group> with several device groups), sorted by self_j.\n"
 		 "  The py-spy profile (chrometrace or speedscope, ideally recorded with --idle and a\n"
 		 "  sync pulse: anchor.sync_pulse()) is aligned with the ring; the method and its\n"
-		 "  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n",
+		 "  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n"
+		 "  With device-side edges (GPU) a phase's GPU joules go to the samples of the host-side\n"
+		 "  occurrence that launched it, not to the samples taken while the GPU ran it.\n",
 };
 
 struct func {
@@ -381,6 +388,38 @@ static void write_samples(const char *path, const struct energy_model *m, const 
 	outfile_commit(&of);
 }
 
+/* Which groups are attributed on the device-side phases, and how. */
+static void write_device_rule(FILE *fp, const struct energy_model *m, const struct sample_energy *se)
+{
+	int any = 0;
+	for (size_t g = 0; g < m->ngroups; g++)
+		any |= se->dev_group && se->dev_group[g];
+	if (!any) {
+		fprintf(fp, "device rule: none (no device-side edges in the ring): every group on the samples' "
+			    "own slices\n");
+		return;
+	}
+	for (size_t g = 0; g < m->ngroups; g++)
+		fprintf(fp, "group %s: %s\n", m->groups[g],
+			se->dev_group[g] ? "device-side (GPU work runs after its launch)" : "host-side");
+	fprintf(fp, "device rule: a device group's energy inside each device-side phase occurrence (pid %u) "
+		    "goes to the samples of the host-side occurrence that launched it (same phase, same "
+		    "occurrence number on the process's primary thread): equal shares to the samples read "
+		    "inside its own time (busy ones first; none there: by the time their slices overlap it); "
+		    "outside device-side phases it stays on the samples' slices; CPU/DRAM groups always do\n",
+		se->dev_pid);
+	fprintf(fp, "device phase shares: %s\n",
+		se->dev_fit ? "as `anchorpost phases` fits them on the device timeline (split), scaled so they add "
+			      "up to perun's energy over the device-side phase time"
+			    : "perun's energy over each device-side phase's time (too few windows for a fit)");
+	fprintf(fp, "device occurrences: %zu paired with their host-side occurrence, %zu without a twin "
+		    "(their energy stays on the host timeline)\n",
+		se->dev_paired, se->dev_unpaired);
+	for (size_t g = 0; g < m->ngroups; g++)
+		if (se->dev_group[g])
+			fprintf(fp, "energy %s in device-side phases: %.6f J\n", m->groups[g], se->dev_j[g]);
+}
+
 static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
 			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
 {
@@ -398,8 +437,29 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
 	fprintf(fp, "split rule: overlapping samples share a slice equally; idle samples (empty stack or a "
 		    "blocking leaf line) only when no busy sample overlaps\n");
+	write_device_rule(fp, m, se);
 	if (m->emulated)
 		fprintf(fp, "sensor: %s\n", energy_model_sensor_note(m));
+}
+
+/* The profile with each sample's joules (all groups) as its weight. */
+static void write_energy_speedscope(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+				    const struct align_pyspy *a, const struct sample_energy *se)
+{
+	struct outfile so;
+	double *w = xcalloc(p->nsamples, sizeof *w);
+	char name[256];
+	for (size_t i = 0; i < p->nsamples; i++)
+		for (size_t k = 0; k < m->ngroups; k++)
+			w[i] += se->e_j[i * m->ngroups + k];
+	snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms%s)%s%s",
+		 a->method, a->uncert_ms, se->dev_paired ? "; GPU joules on the samples that launched the work" : "",
+		 m->emulated ? "; " : "", energy_model_sensor_note(m));
+	outfile_open(&so, path);
+	if (pyspy_write_energy_speedscope(p, w, so.fp, name))
+		diag_fatal(path, "write failed");
+	outfile_commit(&so);
+	free(w);
 }
 
 int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
@@ -439,21 +499,8 @@ int functions_write(const struct run_model *rm, const char *out, const char *ss_
 		write_stacks(stacks_out, mp, pp, &g);
 	if (samples_out)
 		write_samples(samples_out, mp, pp, ap, sep);
-	if (ss_out) {
-		struct outfile so;
-		double *w = xcalloc(pp->nsamples, sizeof *w);
-		char name[256];
-		for (size_t i = 0; i < pp->nsamples; i++)
-			for (size_t k = 0; k < mp->ngroups; k++)
-				w[i] += sep->e_j[i * mp->ngroups + k];
-		snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms)%s%s",
-			 ap->method, ap->uncert_ms, mp->emulated ? "; " : "", energy_model_sensor_note(mp));
-		outfile_open(&so, ss_out);
-		if (pyspy_write_energy_speedscope(pp, w, so.fp, name))
-			diag_fatal(ss_out, "write failed");
-		outfile_commit(&so);
-		free(w);
-	}
+	if (ss_out)
+		write_energy_speedscope(ss_out, mp, pp, ap, sep);
 	if (out && !outfile_is_stream(out)) {
 		struct outfile af;
 		char *apath;

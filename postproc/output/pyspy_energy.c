@@ -71,39 +71,33 @@ static void json_str(FILE *fp, const char *str)
 	putc('"', fp);
 }
 
-int pyspy_write_energy_speedscope(const struct pyspy_profile *p, const double *weight_j, FILE *fp,
-				  const char *name)
+/* Sample indices grouped by thread, each thread's order kept: thread t's
+ * are order[start[t] .. start[t + 1]).  0 or -ENOMEM. */
+static int group_by_thread(const struct pyspy_profile *p, uint32_t **order, uint32_t **start)
 {
-	uint32_t *order = NULL, *start = NULL, *frames = NULL, cap = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < p->nsamples; i++)
-		if (weight_j[i] < 0)
-			return -EINVAL;
-	/* Group sample indices by thread, keeping each thread's order. */
-	order = malloc((p->nsamples ? p->nsamples : 1) * sizeof *order);
-	start = calloc((size_t)p->nthreads + 1, sizeof *start);
-	if (!order || !start) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < p->nsamples; i++)
-		start[p->samples[i].thread + 1]++;
-	for (uint32_t t = 0; t < p->nthreads; t++)
-		start[t + 1] += start[t];
-	{
-		uint32_t *fill = calloc((size_t)p->nthreads + 1, sizeof *fill);
-		if (!fill) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < p->nsamples; i++) {
-			uint32_t t = p->samples[i].thread;
-			order[start[t] + fill[t]++] = (uint32_t)i;
-		}
+	uint32_t *o = malloc((p->nsamples ? p->nsamples : 1) * sizeof *o);
+	uint32_t *st = calloc((size_t)p->nthreads + 1, sizeof *st);
+	uint32_t *fill = calloc((size_t)p->nthreads + 1, sizeof *fill);
+	*order = o;
+	*start = st;
+	if (!o || !st || !fill) {
 		free(fill);
+		return -ENOMEM;
 	}
+	for (size_t i = 0; i < p->nsamples; i++)
+		st[p->samples[i].thread + 1]++;
+	for (uint32_t t = 0; t < p->nthreads; t++)
+		st[t + 1] += st[t];
+	for (size_t i = 0; i < p->nsamples; i++) {
+		uint32_t t = p->samples[i].thread;
+		o[st[t] + fill[t]++] = (uint32_t)i;
+	}
+	free(fill);
+	return 0;
+}
 
+static void write_frames(const struct pyspy_profile *p, FILE *fp)
+{
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":[", fp);
 	for (uint32_t f = 0; f < p->frames.n; f++) {
 		const struct pyspy_frame *fr = &p->frames.v[f];
@@ -118,42 +112,62 @@ int pyspy_write_energy_speedscope(const struct pyspy_profile *p, const double *w
 		putc('}', fp);
 	}
 	fputs("]},\"profiles\":[", fp);
-	for (uint32_t t = 0; t < p->nthreads; t++) {
-		double total = 0;
-		char pname[512];
-		for (uint32_t k = start[t]; k < start[t + 1]; k++)
-			total += isnan(weight_j[order[k]]) ? 0 : weight_j[order[k]];
-		snprintf(pname, sizeof pname, "%s (joules)", p->threads[t].profile ? p->threads[t].profile : "");
-		fputs(t ? ",{\"type\":\"sampled\",\"name\":" : "{\"type\":\"sampled\",\"name\":", fp);
-		json_str(fp, pname);
-		fprintf(fp, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%.17g,\"samples\":[", total);
-		for (uint32_t k = start[t]; k < start[t + 1]; k++) {
-			uint32_t node = p->samples[order[k]].stack;
-			uint32_t depth = p->stacks.v[node].depth;
-			if (depth > cap) {
-				uint32_t *nf = realloc(frames, (size_t)depth * sizeof *nf);
-				if (!nf) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				frames = nf;
-				cap = depth;
-			}
-			pyspy_stack_frames(&p->stacks, node, frames, cap);
-			if (k > start[t])
-				putc(',', fp);
-			putc('[', fp);
-			for (uint32_t d = 0; d < depth; d++)
-				fprintf(fp, d ? ",%u" : "%u", frames[d]);
-			putc(']', fp);
+}
+
+/* One thread's sampled profile: its samples idx[0 .. n) in order.
+ * *frames / *cap: a stack buffer grown as needed.  0 or -ENOMEM. */
+static int write_thread(const struct pyspy_profile *p, uint32_t t, const uint32_t *idx, uint32_t n,
+			const double *weight_j, FILE *fp, uint32_t **frames, uint32_t *cap)
+{
+	double total = 0;
+	char pname[512];
+	for (uint32_t k = 0; k < n; k++)
+		total += isnan(weight_j[idx[k]]) ? 0 : weight_j[idx[k]];
+	snprintf(pname, sizeof pname, "%s (joules)", p->threads[t].profile ? p->threads[t].profile : "");
+	fputs(t ? ",{\"type\":\"sampled\",\"name\":" : "{\"type\":\"sampled\",\"name\":", fp);
+	json_str(fp, pname);
+	fprintf(fp, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%.17g,\"samples\":[", total);
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t node = p->samples[idx[k]].stack;
+		uint32_t depth = p->stacks.v[node].depth;
+		if (depth > *cap) {
+			uint32_t *nf = realloc(*frames, (size_t)depth * sizeof *nf);
+			if (!nf)
+				return -ENOMEM;
+			*frames = nf;
+			*cap = depth;
 		}
-		fputs("],\"weights\":[", fp);
-		for (uint32_t k = start[t]; k < start[t + 1]; k++) {
-			double w = weight_j[order[k]];
-			fprintf(fp, k > start[t] ? ",%.17g" : "%.17g", isnan(w) ? 0.0 : w);
-		}
-		fputs("]}", fp);
+		pyspy_stack_frames(&p->stacks, node, *frames, *cap);
+		fputs(k ? ",[" : "[", fp);
+		for (uint32_t d = 0; d < depth; d++)
+			fprintf(fp, d ? ",%u" : "%u", (*frames)[d]);
+		putc(']', fp);
 	}
+	fputs("],\"weights\":[", fp);
+	for (uint32_t k = 0; k < n; k++) {
+		double w = weight_j[idx[k]];
+		fprintf(fp, k ? ",%.17g" : "%.17g", isnan(w) ? 0.0 : w);
+	}
+	fputs("]}", fp);
+	return 0;
+}
+
+int pyspy_write_energy_speedscope(const struct pyspy_profile *p, const double *weight_j, FILE *fp,
+				  const char *name)
+{
+	uint32_t *order = NULL, *start = NULL, *frames = NULL, cap = 0;
+	int rc;
+
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (weight_j[i] < 0)
+			return -EINVAL;
+	if ((rc = group_by_thread(p, &order, &start)))
+		goto out;
+	write_frames(p, fp);
+	for (uint32_t t = 0; t < p->nthreads && !rc; t++)
+		rc = write_thread(p, t, order + start[t], start[t + 1] - start[t], weight_j, fp, &frames, &cap);
+	if (rc)
+		goto out;
 	fputs("],\"name\":", fp);
 	json_str(fp, name ? name : "energy (joules)");
 	fprintf(fp, ",\"activeProfileIndex\":%s,\"exporter\":\"anchorpost\"}\n", p->nthreads ? "0" : "null");
