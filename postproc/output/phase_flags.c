@@ -36,7 +36,7 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 	size_t np = m->ph.nnames, ng = m->ngroups;
 	const struct phase_group_row *r = &sr->row[k * ng + g];
 	const struct phase_thread *th = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL;
-	double maxw = 0, minw = INFINITY, period = INFINITY;
+	double maxw = 0, minw = 0, period = INFINITY;
 	int seen = 0;
 	unsigned f = 0;
 
@@ -59,9 +59,11 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 				window_range(es, energy_model_tl(m, th->seg[i].t0_ns), energy_model_tl(m, th->seg[i].t1_ns),
 					     &hi, &lo);
 		if (hi > -INFINITY) {
-			/* Sensors of a group add up (two packages). */
+			/* Sensors of a group add up (two packages): the
+			 * group's power in any window lies between the sums
+			 * of its sensors' lowest and highest windows. */
 			maxw += hi;
-			minw = fmin(minw, lo);
+			minw += lo;
 			seen = 1;
 		}
 	}
@@ -80,7 +82,7 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 			f |= PHASE_FLAG_POINT_ABOVE_MAX;
 	}
 	/* Zero (or less) where every window around shows power, and the
-	 * interval does not even reach half the lowest of them over the
+	 * interval does not even reach half the group's lowest over the
 	 * phase's time: a microsecond mark fitted at 0 J with an interval
 	 * up to a joule is not that. */
 	if (r->energy_j <= 0 && minw > 0 && r->hi_j < 0.5 * minw * self_s)

@@ -136,6 +136,10 @@ static void test_zero_under_load(void)
 	CHECK(f == PHASE_FLAG_ZERO_UNDER_LOAD, "0 J, interval to 10 W under 100 W windows: flags %#x", f);
 	f = check(fwd, 2, 2, 0, 0, 60, &maxw);
 	CHECK(f == 0, "0 J, interval reaching 60 W (> half the lowest window): flags %#x", f);
+	/* The group's lowest power is 60 + 40 W (both packages draw at
+	 * once), not the lower package's 40 W alone. */
+	f = check(fwd, 2, 2, 0, 0, 30, &maxw);
+	CHECK(f == PHASE_FLAG_ZERO_UNDER_LOAD, "0 J, interval to 30 W under 60 + 40 W windows: flags %#x", f);
 	f = check(fwd, 2, 2, 0, 1, 10, &maxw);
 	CHECK(f == 0, "1 W is not zero: flags %#x", f);
 	/* Half the lowest window, on the one-sensor gpu group (5000 W). */
