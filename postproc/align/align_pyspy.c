@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyspy_sites.h"
 #include "tunables.h"
 
 #define PULSE_RANGE "anchor.sync_pulse"
@@ -716,66 +717,64 @@ static int merge_pulse_knots(struct align_pyspy *a, const double *px, const doub
 	return 0;
 }
 
-static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
-		    const struct phase_thread *th, uint64_t base_ns, size_t nphase, const struct burst *pulses,
-		    size_t npulses, const double *px, const double *py, size_t pn, double drift_s)
+/* The band must reach as far as the nominal times may have drifted from
+ * the mapping (intervals of the typical length), within the cell cap. */
+static size_t warp_band(const struct phase_thread *th, uint64_t base_ns, size_t n, double drift_s)
 {
-	/* The band must reach as far as the nominal times may have
-	 * drifted from the mapping (intervals of the typical length). */
 	size_t band = WARP_BAND;
 	if (drift_s > 0 && th->nseg > 1) {
 		double len = (tl(base_ns, th->seg[th->nseg - 1].t1_ns) - tl(base_ns, th->seg[0].t0_ns)) /
 			     (double)(2 * th->nseg);
 		if (len > 0 && drift_s / len + WARP_BAND > band)
 			band = (size_t)(drift_s / len) + WARP_BAND;
-		while (band > WARP_BAND && (double)r->n * (double)(2 * band + 1) > (double)WARP_MAX_CELLS)
+		while (band > WARP_BAND && (double)n * (double)(2 * band + 1) > (double)WARP_MAX_CELLS)
 			band /= 2;
 		if (band < WARP_BAND)
 			band = WARP_BAND;
 	}
-	size_t n = r->n, ni = 0, W = 2 * band + 1;
-	double *y = malloc((n ? n : 1) * sizeof *y);
-	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
-	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
-	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph);
-	long *lo = malloc((n ? n : 1) * sizeof *lo), *kas = malloc((n ? n : 1) * sizeof *kas);
-	double *best = NULL;
-	int32_t *from = NULL;
-	uint8_t *use = NULL;
-	int rc = -ENOMEM;
-	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas)
-		goto done;
-	if (!n || !th->nseg || n * W > WARP_MAX_CELLS) {
-		rc = 0; /* nothing to warp, or too big: keep the line */
-		goto done;
+	return band;
+}
+
+/* Per row, the phases it may hold: with SITE labels (pyspy_sites.h) the
+ * labelled phase, hard (*hard = 1: a labelled row may not land in another
+ * interval); else the typical-frame masks of sig_masks.  0 or -ENOMEM. */
+static int warp_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
+		      uint64_t base_ns, size_t nphase, const double *y, const struct burst *pulses, size_t npulses,
+		      int first, const struct pyspy_sites *sites, uint64_t *mask, int *hard)
+{
+	size_t n = r->n, nl = 0;
+	*hard = 0;
+	for (size_t j = 0; j < n && sites && sites->nsites; j++) {
+		int32_t q = pyspy_sites_of(sites, p->samples[r->idx[j]].stack);
+		mask[j] = q >= 0 && q < 64 ? 1ULL << q : 0;
+		nl += mask[j] != 0;
 	}
-	best = malloc(n * W * sizeof *best);
-	from = malloc(n * W * sizeof *from);
-	if (!best || !from)
-		goto done;
-	/* Times by the current mapping: the line, or a previous warp. */
-	for (size_t j = 0; j < n; j++)
-		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s);
+	if (nl) {
+		*hard = 1;
+		return 0;
+	}
 	/* First pass (no knots yet): the line is right only near the
 	 * pulses that fixed it, so typical frames come from the samples
 	 * within WARP_NEAR_S of a pulse (measured: from all samples, a line
 	 * 300 ms off in the middle made main and <module> typical). */
-	if (!a->nknots && npulses) {
-		use = calloc(n, 1);
+	uint8_t *use = NULL;
+	if (first && npulses) {
+		use = calloc(n ? n : 1, 1);
 		if (!use)
-			goto done;
+			return -ENOMEM;
 		for (size_t j = 0; j < n; j++)
 			for (size_t b = 0; b < npulses && !use[j]; b++)
 				use[j] = fabs(y[j] - pulses[b].t0) < WARP_NEAR_S;
 	}
-	if (sig_masks(p, r, th, base_ns, nphase, y, use, mask))
-		goto done;
-	free(a->knot_x);
-	free(a->knot_y);
-	a->knot_x = a->knot_y = NULL;
-	a->nknots = 0;
-	a->warp_max_ms = 0;
-	/* Intervals: segments and the gaps between them, timeline seconds. */
+	int rc = sig_masks(p, r, th, base_ns, nphase, y, use, mask);
+	free(use);
+	return rc;
+}
+
+/* Intervals: segments and the gaps between them, timeline seconds. */
+static size_t warp_intervals(const struct phase_thread *th, uint64_t base_ns, double *it0, double *it1, int *iph)
+{
+	size_t ni = 0;
 	for (size_t k = 0; k < th->nseg; k++) {
 		double s0 = tl(base_ns, th->seg[k].t0_ns), s1 = tl(base_ns, th->seg[k].t1_ns);
 		if (ni && s0 > it1[ni - 1]) {
@@ -787,6 +786,12 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 		it1[ni] = s1;
 		iph[ni++] = th->seg[k].phase;
 	}
+	return ni;
+}
+
+/* lo[j]: the first interval of row j's band (non-decreasing). */
+static void warp_band_starts(const double *y, size_t n, const double *it1, size_t ni, size_t band, long *lo)
+{
 	for (size_t j = 0; j < n; j++) {
 		size_t l = 0, h = ni;
 		while (l < h) { /* first interval ending after y */
@@ -801,16 +806,39 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 		if (j && lo[j] < lo[j - 1])
 			lo[j] = lo[j - 1];
 	}
-	for (size_t j = 0; j < n; j++) {
-		long kp = lo[j] + (long)band;
+}
+
+/* Score of row j (mask m) in interval k: +1 its phase, -1 another phase's
+ * typical frame, 0 none; hard labels make another interval all but
+ * impossible (not -inf: a row with no interval of its phase in the band
+ * must not make the whole assignment infeasible). */
+static double warp_score(uint64_t m, int ph, int hard, long dk)
+{
+	double sc = (ph >= 0 && ph < 64 && (m >> ph & 1)) ? 1.0 : m ? (hard ? -1e6 : -1.0) : 0.0;
+	return sc - 1e-4 * (double)labs(dk); /* ties: stay near the line */
+}
+
+/* The order-preserving assignment kas[j] of rows to intervals with the
+ * best total score, by dynamic programming in the band.  1 found, 0 none,
+ * -ENOMEM. */
+static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, int hard, const int *iph, size_t ni,
+		   long *kas)
+{
+	size_t W = 2 * band + 1;
+	double *best = malloc(n * W * sizeof *best);
+	int32_t *from = malloc(n * W * sizeof *from);
+	if (!best || !from) {
+		free(best);
+		free(from);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j < n; j++)
 		for (size_t w = 0; w < W; w++) {
 			long k = lo[j] + (long)w;
 			double sc = -INFINITY;
 			int32_t fr = -1;
 			if (k >= 0 && k < (long)ni) {
-				int ph = iph[k];
-				sc = (ph >= 0 && ph < 64 && (mask[j] >> ph & 1)) ? 1.0 : mask[j] ? -1.0 : 0.0;
-				sc -= 1e-4 * (double)labs(k - kp); /* ties: stay near the line */
+				sc = warp_score(mask[j], iph[k], hard, k - lo[j] - (long)band);
 				if (j) {
 					/* best over k' <= k in the previous row's band */
 					double pm = -INFINITY;
@@ -828,66 +856,112 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 			best[j * W + w] = sc;
 			from[j * W + w] = fr;
 		}
+	size_t bw = 0;
+	for (size_t w = 1; w < W; w++)
+		if (best[(n - 1) * W + w] > best[(n - 1) * W + bw])
+			bw = w;
+	int found = isfinite(best[(n - 1) * W + bw]);
+	for (size_t j = n; found && j-- > 0;) {
+		kas[j] = lo[j] + (long)bw;
+		if (j)
+			bw = (size_t)from[j * W + bw];
 	}
-	{
-		size_t bw = 0;
-		for (size_t w = 1; w < W; w++)
-			if (best[(n - 1) * W + w] > best[(n - 1) * W + bw])
-				bw = w;
-		if (!isfinite(best[(n - 1) * W + bw])) {
-			rc = 0;
-			goto done;
-		}
-		for (size_t j = n; j-- > 0;) {
-			kas[j] = lo[j] + (long)bw;
-			if (j)
-				bw = (size_t)from[j * W + bw];
-		}
-	}
-	a->knot_x = malloc((2 * ni + 2) * sizeof *a->knot_x);
-	a->knot_y = malloc((2 * ni + 2) * sizeof *a->knot_y);
-	if (!a->knot_x || !a->knot_y)
-		goto done;
+	free(best);
+	free(from);
+	return found;
+}
+
+/* One knot, kept only where it continues both axes upwards. */
+static void warp_add_knot(struct align_pyspy *a, double x, double y)
+{
+	if (a->nknots && (x <= a->knot_x[a->nknots - 1] || y <= a->knot_y[a->nknots - 1]))
+		return;
+	double lin = a->offset_s + a->scale * x;
+	if (fabs(y - lin) * 1e3 > a->warp_max_ms)
+		a->warp_max_ms = fabs(y - lin) * 1e3;
+	a->knot_x[a->nknots] = x;
+	a->knot_y[a->nknots++] = y;
+}
+
+/* Each interval's first and last agreeing row pinned half a sample
+ * period inside its ends.  One agreeing sample in a phase shorter than
+ * about a period (fwd of a small model: 5 ms at 100 Hz): it is still
+ * inside, so it is pinned to the middle (measured: without these knots
+ * 1-20 % of fwd's samples landed in fwd, 10-70 ms off). */
+static void warp_knots(struct align_pyspy *a, const struct pyspy_profile *p, const struct thr_rows *r,
+		       const long *kas, const uint64_t *mask, const double *it0, const double *it1, const int *iph)
+{
+	size_t n = r->n;
 	for (size_t j = 0; j < n;) {
 		long k = kas[j];
 		size_t j1 = j, jf = SIZE_MAX, jl = SIZE_MAX;
-		while (j1 < n && kas[j1] == k) {
-			int ph = iph[k];
-			if (ph >= 0 && ph < 64 && (mask[j1] >> ph & 1)) {
+		for (; j1 < n && kas[j1] == k; j1++)
+			if (iph[k] >= 0 && iph[k] < 64 && (mask[j1] >> iph[k] & 1)) {
 				if (jf == SIZE_MAX)
 					jf = j1;
 				jl = j1;
 			}
-			j1++;
-		}
 		if (jf != SIZE_MAX) {
 			double in = a->sample_period_s / 2, len = it1[k] - it0[k];
 			if (!(in < len / 4))
 				in = len / 4;
-			double xs[2] = {p->samples[r->idx[jf]].t_rel_s, p->samples[r->idx[jl]].t_rel_s};
-			double ys[2] = {it0[k] + in, it1[k] - in};
-			/* One agreeing sample in a phase shorter than about a
-			 * period (fwd of a small model: 5 ms at 100 Hz): it is
-			 * still inside, so it is pinned to the middle (measured:
-			 * without these knots 1-20 % of fwd's samples landed in
-			 * fwd, 10-70 ms off). */
-			int ne = 2;
+			double xf = p->samples[r->idx[jf]].t_rel_s, xl = p->samples[r->idx[jl]].t_rel_s;
 			if (jl == jf) {
-				ys[0] = (it0[k] + it1[k]) / 2;
-				ne = 1;
-			}
-			for (int e = 0; e < ne; e++) {
-				if (a->nknots && (xs[e] <= a->knot_x[a->nknots - 1] || ys[e] <= a->knot_y[a->nknots - 1]))
-					continue;
-				double lin = a->offset_s + a->scale * xs[e];
-				if (fabs(ys[e] - lin) * 1e3 > a->warp_max_ms)
-					a->warp_max_ms = fabs(ys[e] - lin) * 1e3;
-				a->knot_x[a->nknots] = xs[e];
-				a->knot_y[a->nknots++] = ys[e];
+				warp_add_knot(a, xf, (it0[k] + it1[k]) / 2);
+			} else {
+				warp_add_knot(a, xf, it0[k] + in);
+				warp_add_knot(a, xl, it1[k] - in);
 			}
 		}
 		j = j1;
 	}
+}
+
+/* Piecewise-linear knots for the reference thread's rows (timed by the
+ * mapping so far): an order-preserving assignment of samples to the
+ * thread's exclusive timeline (phase segments and the gaps between them)
+ * that maximises agreement (warp_score), in a band of intervals around
+ * the prediction; then warp_knots.  With SITE labels each labelled sample
+ * lands in an interval of its own phase (unless none is within the band)
+ * and the unlabelled ones are interpolated between. */
+static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
+		    const struct phase_thread *th, uint64_t base_ns, size_t nphase, const struct burst *pulses,
+		    size_t npulses, const double *px, const double *py, size_t pn, double drift_s,
+		    const struct pyspy_sites *sites)
+{
+	size_t n = r->n, band = warp_band(th, base_ns, n, drift_s), ni;
+	double *y = malloc((n ? n : 1) * sizeof *y);
+	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
+	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
+	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph), hard = 0, rc = -ENOMEM;
+	long *lo = malloc((n ? n : 1) * sizeof *lo), *kas = malloc((n ? n : 1) * sizeof *kas);
+	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas)
+		goto done;
+	rc = 0; /* nothing to warp, or too big: keep the line */
+	if (!n || !th->nseg || n * (2 * band + 1) > WARP_MAX_CELLS)
+		goto done;
+	rc = -ENOMEM;
+	/* Times by the current mapping: the line, or a previous warp. */
+	for (size_t j = 0; j < n; j++)
+		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s);
+	if (warp_masks(p, r, th, base_ns, nphase, y, pulses, npulses, !a->nknots, sites, mask, &hard))
+		goto done;
+	free(a->knot_x);
+	free(a->knot_y);
+	a->knot_x = a->knot_y = NULL;
+	a->nknots = 0;
+	a->warp_max_ms = 0;
+	ni = warp_intervals(th, base_ns, it0, it1, iph);
+	warp_band_starts(y, n, it1, ni, band, lo);
+	rc = warp_dp(n, band, lo, mask, hard, iph, ni, kas);
+	if (rc <= 0)
+		goto done;
+	rc = -ENOMEM;
+	a->knot_x = malloc((2 * ni + 2) * sizeof *a->knot_x);
+	a->knot_y = malloc((2 * ni + 2) * sizeof *a->knot_y);
+	if (!a->knot_x || !a->knot_y)
+		goto done;
+	warp_knots(a, p, r, kas, mask, it0, it1, iph);
 	if (pn >= 2 && merge_pulse_knots(a, px, py, pn))
 		goto done;
 	if (a->nknots < 2)
@@ -901,9 +975,6 @@ done:
 	free(iph);
 	free(lo);
 	free(kas);
-	free(best);
-	free(from);
-	free(use);
 	return rc;
 }
 
@@ -928,6 +999,52 @@ double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s)
 			hi = mid;
 	}
 	return ky[lo] + (ky[hi] - ky[lo]) * (x - kx[lo]) / (kx[hi] - kx[lo]);
+}
+
+/* ---- structural labels: how many land in their phase ----------------- */
+
+/* Does [t0, t1] meet a segment of phase q on th (a point when t0 == t1)? */
+static int in_phase(const struct phase_thread *th, uint64_t base_ns, int q, double t0, double t1)
+{
+	size_t l = 0, h = th->nseg;
+	while (l < h) { /* first segment ending after t0 */
+		size_t mid = (l + h) / 2;
+		if (tl(base_ns, th->seg[mid].t1_ns) <= t0)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	for (size_t k = l; k < th->nseg && tl(base_ns, th->seg[k].t0_ns) <= t1; k++)
+		if (th->seg[k].phase == q)
+			return 1;
+	return 0;
+}
+
+/* a->labelled / a->labelled_in: the share of SITE-labelled samples that
+ * the final mapping puts inside a range of their phase (speedscope: the
+ * sample's instant; chrometrace: its interval). */
+static void label_check(struct align_pyspy *a, const struct pyspy_profile *p, const struct phase_set *ph,
+			uint64_t base_ns, const struct pyspy_sites *sites)
+{
+	int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *s = &p->samples[i];
+		int32_t q = pyspy_sites_of(sites, s->stack);
+		const struct align_pyspy_thread *t = &a->thr[s->thread];
+		if (q < 0 || !t->ring_tid)
+			continue;
+		const struct phase_thread *th = NULL;
+		for (size_t k = 0; k < ph->nthr && !th; k++)
+			if (ph->thr[k].pid == t->ring_pid && ph->thr[k].tid == t->ring_tid)
+				th = &ph->thr[k];
+		if (!th)
+			continue;
+		double t0 = align_pyspy_time(a, s->thread, s->t_rel_s), t1 = t0;
+		if (chrome && s->duration_s > 0)
+			t1 = t0 + s->duration_s * a->scale;
+		a->labelled++;
+		a->labelled_in += in_phase(th, base_ns, q, t0, t1);
+	}
 }
 
 /* ---- main entry ---------------------------------------------------- */
@@ -1100,6 +1217,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	double warp_corr95_s = 0; /* speedscope: the warp's p95 move off the pulses' mapping */
 	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
 	long ref = -1;
+	struct pyspy_sites sites = {0};
 
 	memset(a, 0, sizeof *a);
 	a->scale = 1.0;
@@ -1122,6 +1240,11 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		goto out;
 	}
 	map_threads(rl, base_ns, p, a, rt);
+	if (pyspy_sites_label(&rl->rf, ph, p, &sites)) {
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	a->label_sites = sites.nsites;
 	if (!a->nmapped) {
 		seterr(err, errlen, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
 				    "another run or process?)",
@@ -1420,7 +1543,8 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			 * sharper than those found on the line. */
 			for (int pass = 0; pass < WARP_PASSES; pass++)
 				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
-					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, drift_s)) {
+					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, drift_s,
+					     &sites)) {
 					free(y_line);
 					seterr(err, errlen, "out of memory");
 					goto out;
@@ -1582,7 +1706,10 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		}
 	}
 	rc = 0;
+	if (sites.nsites)
+		label_check(a, p, ph, base_ns, &sites);
 out:
+	pyspy_sites_free(&sites);
 	for (uint32_t k = 0; tr && k < p->nthreads; k++)
 		free(tr[k].idx);
 	free(tr);
@@ -1647,7 +1774,7 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[320] = "";
+	char extra[512] = "";
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
@@ -1657,6 +1784,10 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	if (a->nknots)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; warp: %zu knots, largest correction %.3g ms",
 			 a->nknots, a->warp_max_ms);
+	if (a->label_sites)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; structure: %zu phase site(s), %zu sample(s) at one, %.1f%% of those inside their phase",
+			 a->label_sites, a->labelled, a->labelled ? 100.0 * (double)a->labelled_in / (double)a->labelled : 0.0);
 	if (a->drift_ms > 0)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; nominal sample times drift up to %.3g ms between time anchors", a->drift_ms);

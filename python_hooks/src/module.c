@@ -249,6 +249,8 @@ static PyMethodDef methods[] = {
 	 "Internal: `with phase` also calls push(name)/pop() (None, None: off)."},
 	{"_device_event", py_device_event, METH_VARARGS, "Internal: _device_event(kind, name, mono_ns)."},
 	{"_set_device_hook", py_set_device_hook, METH_VARARGS, "Internal: _set_device_hook(fn|None, all=False)."},
+	{"_set_site_hook", pya_set_site_hook, METH_O, "Internal: `with phase` calls fn(name, code, lasti) once per site."},
+	{"_site_emit", pya_site_emit, METH_O, "Internal: write one SITE record (bytes)."},
 	{NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,43 @@
+/*
+ * pyspy_sites.h - which phase a py-spy stack was taken in, read from the
+ * stack itself (structure), not from the sample's time (issue 12 point 3).
+ *
+ * The Python module writes a SITE record (ring_format.h) per call site of
+ * `with anchor.phase(name)` / `@anchor.phase(name)`: the file, function
+ * and lines of code that run only while that phase is open.  py-spy
+ * records, for every frame, the function and its current line, so a stack
+ * holding a frame at a site's lines was taken inside the site's phase; the
+ * innermost such frame names the innermost phase.  Nothing else is
+ * inferred: a stack with no frame at a site stays unlabelled.
+ */
+#ifndef ANCHORPOST_PYSPY_SITES_H
+#define ANCHORPOST_PYSPY_SITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phase_set.h"
+#include "pyspy.h"
+#include "ring_reader.h"
+
+struct pyspy_sites {
+	int32_t *node_phase; /* per stack node: index into ph->names, -1 none */
+	size_t nnodes;
+	size_t nsites;       /* usable SITE records (phase in ph, unambiguous) */
+	size_t nframes;      /* frames of the profile at a site */
+};
+
+/* Label every stack node of p.  0 (nsites may be 0: the ring has no SITE
+ * record, e.g. written before ring format 1.2) or -ENOMEM. */
+int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, const struct pyspy_profile *p,
+		      struct pyspy_sites *out);
+
+/* The phase of sample i's stack, or -1. */
+static inline int32_t pyspy_sites_of(const struct pyspy_sites *s, uint32_t stack)
+{
+	return s->node_phase && stack < s->nnodes ? s->node_phase[stack] : -1;
+}
+
+void pyspy_sites_free(struct pyspy_sites *s);
+
+#endif

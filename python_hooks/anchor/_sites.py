@@ -1,0 +1,67 @@
+"""Call sites of anchor.phase, for anchorpost's structural placement of
+profiler samples (issue 12 point 3; SITE records in ring_format.h).
+
+The C side calls record(name, code, lasti) the first time a `with
+anchor.phase(name)` runs at a call site (lasti: offset of the BEFORE_WITH
+in code).  The body's lines come from the bytecode, not the source, so a
+script perun runs from a string ("<string>") is covered too: the body is
+what the compiler put between the BEFORE_WITH and the first later
+instruction on the `with` line again (the call of __exit__).  Lines
+between those are all inside the body, so a frame of this function at one
+of them is inside the phase; a return inside the body may end the scan
+early, which only leaves lines unlabelled, never mislabelled."""
+import dis
+import os
+
+from . import _anchor
+
+_OWN = os.path.dirname(os.path.abspath(__file__))
+_WITH = ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "SETUP_WITH", "SETUP_ASYNC_WITH")
+
+
+def _body_lines(code, lasti):
+    ins = list(dis.get_instructions(code))
+    i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
+    if i is None or ins[i].opname not in _WITH:
+        return None
+    wl = ins[i].positions.lineno if ins[i].positions else None
+    lo = hi = None
+    for x in ins[i + 1:]:
+        ln = x.positions.lineno if x.positions else None
+        if ln is None:
+            continue
+        if ln == wl:
+            if lo is not None:
+                break
+            continue  # the POP_TOP / `as` store after __enter__
+        lo = ln if lo is None or ln < lo else lo
+        hi = ln if hi is None or ln > hi else hi
+    return (lo, hi) if lo is not None else None
+
+
+def _emit(name, code, lo, hi):
+    qual = getattr(code, "co_qualname", code.co_name)
+    text = "phase=%s\0file=%s\0func=%s\0lines=%d-%d\0" % (name, code.co_filename, qual, lo, hi)
+    _anchor._site_emit(text.encode("utf-8", "replace"))
+
+
+def record(name, code, lasti):
+    """The with-body of a `with anchor.phase(name)` at (code, lasti)."""
+    if os.path.dirname(os.path.abspath(code.co_filename)) == _OWN:
+        return  # the decorator's own wrapper: decorated() names the function
+    r = _body_lines(code, lasti)
+    if r:
+        _emit(name, code, r[0], r[1])
+
+
+def decorated(name, func):
+    """@anchor.phase(name) on func: its whole code is inside the phase."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return
+    lines = [ln for _, _, ln in code.co_lines() if ln is not None]
+    if lines:
+        _emit(name, code, min(lines), max(lines))
+
+
+_anchor._set_site_hook(record)
