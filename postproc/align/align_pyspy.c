@@ -818,6 +818,23 @@ static double warp_score(uint64_t m, int ph, int hard, long dk)
 	return sc - 1e-4 * (double)labs(dk); /* ties: stay near the line */
 }
 
+/* pmax[q], parg[q]: the best of row[0..q] and where (the last of equal
+ * bests; -1 while all are -inf), so each cell of the next row finds its
+ * best predecessor at once instead of scanning the band. */
+static void prefix_best(const double *row, size_t W, double *pmax, int32_t *parg)
+{
+	double m = -INFINITY;
+	int32_t at = -1;
+	for (size_t q = 0; q < W; q++) {
+		if (row[q] > -INFINITY && row[q] >= m) {
+			m = row[q];
+			at = (int32_t)q;
+		}
+		pmax[q] = m;
+		parg[q] = at;
+	}
+}
+
 /* The order-preserving assignment kas[j] of rows to intervals with the
  * best total score, by dynamic programming in the band.  1 found, 0 none,
  * -ENOMEM. */
@@ -825,14 +842,18 @@ static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, 
 		   long *kas)
 {
 	size_t W = 2 * band + 1;
-	double *best = malloc(n * W * sizeof *best);
-	int32_t *from = malloc(n * W * sizeof *from);
-	if (!best || !from) {
+	double *best = malloc(n * W * sizeof *best), *pmax = malloc(W * sizeof *pmax);
+	int32_t *from = malloc(n * W * sizeof *from), *parg = malloc(W * sizeof *parg);
+	if (!best || !from || !pmax || !parg) {
 		free(best);
 		free(from);
+		free(pmax);
+		free(parg);
 		return -ENOMEM;
 	}
-	for (size_t j = 0; j < n; j++)
+	for (size_t j = 0; j < n; j++) {
+		if (j)
+			prefix_best(best + (j - 1) * W, W, pmax, parg);
 		for (size_t w = 0; w < W; w++) {
 			long k = lo[j] + (long)w;
 			double sc = -INFINITY;
@@ -841,21 +862,17 @@ static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, 
 				sc = warp_score(mask[j], iph[k], hard, k - lo[j] - (long)band);
 				if (j) {
 					/* best over k' <= k in the previous row's band */
-					double pm = -INFINITY;
 					long kk = k - lo[j - 1];
 					if (kk >= (long)W)
 						kk = (long)W - 1;
-					for (long q = kk; q >= 0; q--)
-						if (best[(j - 1) * W + (size_t)q] > pm) {
-							pm = best[(j - 1) * W + (size_t)q];
-							fr = (int32_t)q;
-						}
-					sc = fr >= 0 ? sc + pm : -INFINITY;
+					fr = kk >= 0 ? parg[kk] : -1;
+					sc = fr >= 0 ? sc + pmax[kk] : -INFINITY;
 				}
 			}
 			best[j * W + w] = sc;
 			from[j * W + w] = fr;
 		}
+	}
 	size_t bw = 0;
 	for (size_t w = 1; w < W; w++)
 		if (best[(n - 1) * W + w] > best[(n - 1) * W + bw])
@@ -868,6 +885,8 @@ static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, 
 	}
 	free(best);
 	free(from);
+	free(pmax);
+	free(parg);
 	return found;
 }
 
@@ -929,6 +948,10 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 		    size_t npulses, const double *px, const double *py, size_t pn, double drift_s,
 		    const struct pyspy_sites *sites)
 {
+	/* Labelled samples may sit anywhere the stated uncertainty allows
+	 * (no --idle: seconds), and the labels are what finds them there. */
+	if (sites && sites->nsites && a->uncert_ms / 1e3 > drift_s)
+		drift_s = a->uncert_ms / 1e3;
 	size_t n = r->n, band = warp_band(th, base_ns, n, drift_s), ni;
 	double *y = malloc((n ? n : 1) * sizeof *y);
 	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
@@ -1048,6 +1071,16 @@ static void label_check(struct align_pyspy *a, const struct pyspy_profile *p, co
 }
 
 /* ---- main entry ---------------------------------------------------- */
+
+/* speedscope: how much longer the thread's process lived than the nominal
+ * length of its profile (0 when not). */
+static double shortfall_s(const struct pyspy_profile *p, const struct thr_rows *r, const struct ring_thr *rt,
+			  double scale)
+{
+	double life = rt->end_s - rt->start_s;
+	double nominal = (p->samples[r->idx[r->n - 1]].t_rel_s - p->samples[r->idx[0]].t_rel_s) * scale;
+	return isfinite(life) && life > nominal ? life - nominal : 0;
+}
 
 /* Nominal sampling period: speedscope's constant weights give the rate;
  * chrometrace intervals merge unchanged samples, so the file has none. */
@@ -1541,9 +1574,15 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 			}
 			/* Again and again: typical frames found on warped times are
 			 * sharper than those found on the line. */
+			/* Labelled samples are searched for as far as the
+			 * profile may be off: without --idle, the life it does
+			 * not cover. */
+			double band_s = drift_s;
+			if (sites.nsites && shortfall_s(p, &tr[ref], &rt[ref], a->scale) > band_s)
+				band_s = shortfall_s(p, &tr[ref], &rt[ref], a->scale);
 			for (int pass = 0; pass < WARP_PASSES; pass++)
 				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
-					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, drift_s,
+					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, band_s,
 					     &sites)) {
 					free(y_line);
 					seterr(err, errlen, "out of memory");
@@ -1649,10 +1688,7 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		 * process lived this much longer than the profile's nominal
 		 * length, and any sample may be off by up to that much. */
 		double life = rt[ref].end_s - rt[ref].start_s;
-		double nominal = (p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s - p->samples[tr[ref].idx[0]].t_rel_s) *
-				 a->scale;
-		if (isfinite(life) && life > nominal)
-			a->unsampled_s = life - nominal;
+		a->unsampled_s = shortfall_s(p, &tr[ref], &rt[ref], a->scale);
 		/* No pulse pins the profile and its nominal length falls short
 		 * of the process's life: which stretch has no sample cannot be
 		 * known (no --idle, or py-spy fell behind), so neither can any
