@@ -1024,6 +1024,77 @@ double align_pyspy_time(const struct align_pyspy *a, uint32_t k, double t_rel_s)
 	return ky[lo] + (ky[hi] - ky[lo]) * (x - kx[lo]) / (kx[hi] - kx[lo]);
 }
 
+/* ---- chrometrace: snap labelled samples ------------------------------ */
+
+/* Where a sample starting at t must start to lie in a segment of phase q
+ * on th, moving it as little as possible but at most max_s; NAN when no
+ * such segment is that near.  Pinned a little inside (a quarter of the
+ * segment, at most inset_s) so the start is in the phase, not on its edge. */
+static double snap_target(const struct phase_thread *th, uint64_t base_ns, int q, double t, double max_s,
+			  double inset_s)
+{
+	size_t l = 0, h = th->nseg;
+	double best = NAN;
+	while (l < h) { /* first segment ending after t - max_s */
+		size_t mid = (l + h) / 2;
+		if (tl(base_ns, th->seg[mid].t1_ns) <= t - max_s)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	for (size_t k = l; k < th->nseg && tl(base_ns, th->seg[k].t0_ns) < t + max_s; k++) {
+		if (th->seg[k].phase != q)
+			continue;
+		double s0 = tl(base_ns, th->seg[k].t0_ns), s1 = tl(base_ns, th->seg[k].t1_ns);
+		double in = (s1 - s0) / 4 < inset_s ? (s1 - s0) / 4 : inset_s;
+		double y = t < s0 + in ? s0 + in : t > s1 - in ? s1 - in : t;
+		if (fabs(y - t) <= max_s && (isnan(best) || fabs(y - t) < fabs(best - t)))
+			best = y;
+	}
+	return best;
+}
+
+/* chrometrace times are real up to the offset, and the stated uncertainty
+ * says how far a stamp may be from the moment its stack held.  Each
+ * labelled sample of the reference thread becomes a knot at the nearest
+ * place inside a range of its phase within that distance (its own time
+ * when already inside); unlabelled samples are interpolated between.  A
+ * knot that would reverse the order of time is left out. */
+static int snap_knots(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
+		      const struct phase_thread *th, uint64_t base_ns, const struct pyspy_sites *sites)
+{
+	double max_s = a->uncert_ms / 1e3, inset = isfinite(a->sample_period_s) ? a->sample_period_s / 4 : 0.0005;
+	double *kx = malloc((r->n + 1) * sizeof *kx), *ky = malloc((r->n + 1) * sizeof *ky);
+	size_t m = 0;
+	if (!kx || !ky) {
+		free(kx);
+		free(ky);
+		return -ENOMEM;
+	}
+	a->warp_max_ms = 0;
+	for (size_t j = 0; j < r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+		int32_t q = pyspy_sites_of(sites, s->stack);
+		if (q < 0)
+			continue;
+		double t = align_pyspy_time(a, ref, s->t_rel_s), y = snap_target(th, base_ns, q, t, max_s, inset);
+		if (isnan(y) || (m && (s->t_rel_s <= kx[m - 1] || y <= ky[m - 1])))
+			continue;
+		if (fabs(y - t) * 1e3 > a->warp_max_ms)
+			a->warp_max_ms = fabs(y - t) * 1e3;
+		kx[m] = s->t_rel_s + a->thr[ref].x_shift_s;
+		ky[m++] = y;
+	}
+	free(a->knot_x);
+	free(a->knot_y);
+	a->knot_x = kx;
+	a->knot_y = ky;
+	a->nknots = m >= 2 ? m : 0;
+	if (a->nknots)
+		strncat(a->method, "+snap", sizeof a->method - strlen(a->method) - 1);
+	return 0;
+}
+
 /* ---- structural labels: how many land in their phase ----------------- */
 
 /* Does [t0, t1] meet a segment of phase q on th (a point when t0 == t1)? */
@@ -1675,6 +1746,14 @@ int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		 * phase-only function up to 2.6 ms (p95) where the pulses alone
 		 * claimed 0.18 ms. */
 		a->uncert_ms = sqrt(a->uncert_ms * a->uncert_ms + h * h);
+		long th = -1;
+		for (size_t i = 0; i < ph->nthr && sites.nsites; i++)
+			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
+				th = (long)i;
+		if (th >= 0 && snap_knots(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, &sites)) {
+			seterr(err, errlen, "out of memory");
+			goto out;
+		}
 	}
 	if (!chrome) {
 		/* speedscope times are nominal (i/rate): between pulses nothing
