@@ -1306,534 +1306,649 @@ static int cmp_double_asc(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
-{
-	struct ring_thr *rt = NULL;
-	struct thr_rows *tr = NULL;
-	struct burst *bursts = NULL;
-	size_t *b_off = NULL, *b_n = NULL;
-	uint8_t *busy = NULL;
-	struct pt *pts = NULL;
-	size_t npts = 0, ptcap = 0, nbusy = 0, nb = 0;
-	double lo = -INFINITY, hi = INFINITY;
-	double drift_s = 0; /* speedscope: see align_pyspy.h drift_ms */
-	double warp_corr95_s = 0; /* speedscope: the warp's p95 move off the pulses' mapping */
-	int rc = -1, chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
-	long ref = -1;
-	struct pyspy_sites sites = {0};
+/* ---- align_pyspy_fit, step by step ------------------------------------ */
 
-	memset(a, 0, sizeof *a);
-	a->scale = 1.0;
-	a->prior_offset_s = NAN;
-	a->phase_score = NAN;
-	if (!p->meta.times_known) {
-		seterr(err, errlen, "the profile has no sample times (raw format): record with --format "
+/* What the steps of align_pyspy_fit share.  Each step returns 0, or -1
+ * with the reason in err. */
+struct fit_ctx {
+	const struct ringload *rl;
+	const struct phase_set *ph;
+	uint64_t base_ns;
+	const struct pyspy_profile *p;
+	struct align_pyspy *a;
+	char *err;
+	size_t errlen;
+	struct ring_thr *rt;      /* per profile thread: its ring thread */
+	struct thr_rows *tr;      /* per profile thread: its rows by time */
+	struct burst *bursts;     /* pulse bursts: thread k's from b_off[k], b_n[k] of them */
+	size_t *b_off, *b_n, nb;
+	uint8_t *busy;            /* per stack node: holds the pulse's busy frame */
+	struct pt *pts;           /* pulse constraints */
+	size_t npts, ptcap, nbusy;
+	double lo, hi;            /* bounds on the reference thread's offset */
+	double drift_s;           /* speedscope: see align_pyspy.h drift_ms */
+	double warp_corr95_s;     /* speedscope: the warp's p95 move off the pulses' mapping */
+	int chrome;
+	long ref;                 /* the reference thread (most samples) */
+	struct pyspy_sites sites; /* SITE labels of the stacks */
+};
+
+/* The ring's phase timeline of the reference thread, or -1. */
+static long ref_timeline(const struct fit_ctx *c)
+{
+	long th = -1;
+	for (size_t i = 0; i < c->ph->nthr; i++)
+		if (c->ph->thr[i].pid == c->rt[c->ref].pid && c->ph->thr[i].tid == c->rt[c->ref].tid)
+			th = (long)i;
+	return th;
+}
+
+/* Tables, thread mapping, SITE labels, the sample period. */
+static int fit_setup(struct fit_ctx *c)
+{
+	memset(c->a, 0, sizeof *c->a);
+	c->a->scale = 1.0;
+	c->a->prior_offset_s = NAN;
+	c->a->phase_score = NAN;
+	if (!c->p->meta.times_known) {
+		seterr(c->err, c->errlen, "the profile has no sample times (raw format): record with --format "
 				    "chrometrace or speedscope");
 		return -1;
 	}
-	a->nthr = p->nthreads;
-	a->thr = calloc(p->nthreads ? p->nthreads : 1, sizeof *a->thr);
-	rt = calloc(p->nthreads ? p->nthreads : 1, sizeof *rt);
-	tr = calloc(p->nthreads ? p->nthreads : 1, sizeof *tr);
-	b_off = calloc(p->nthreads ? p->nthreads : 1, sizeof *b_off);
-	b_n = calloc(p->nthreads ? p->nthreads : 1, sizeof *b_n);
-	bursts = malloc((ph->nocc ? ph->nocc : 1) * sizeof *bursts);
-	if (!a->thr || !rt || !tr || !b_off || !b_n || !bursts || rows_by_thread(p, tr) || node_busy_flags(p, &busy)) {
-		seterr(err, errlen, "out of memory");
-		goto out;
+	c->a->nthr = c->p->nthreads;
+	c->a->thr = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->a->thr);
+	c->rt = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->rt);
+	c->tr = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->tr);
+	c->b_off = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->b_off);
+	c->b_n = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->b_n);
+	c->bursts = malloc((c->ph->nocc ? c->ph->nocc : 1) * sizeof *c->bursts);
+	if (!c->a->thr || !c->rt || !c->tr || !c->b_off || !c->b_n || !c->bursts || rows_by_thread(c->p, c->tr) || node_busy_flags(c->p, &c->busy)) {
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
 	}
-	map_threads(rl, base_ns, p, a, rt);
-	if (pyspy_sites_label(&rl->rf, ph, p, &sites)) {
-		seterr(err, errlen, "out of memory");
-		goto out;
+	map_threads(c->rl, c->base_ns, c->p, c->a, c->rt);
+	if (pyspy_sites_label(&c->rl->rf, c->ph, c->p, &c->sites)) {
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
 	}
-	a->label_sites = sites.nsites;
-	if (!a->nmapped) {
-		seterr(err, errlen, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
+	c->a->label_sites = c->sites.nsites;
+	if (!c->a->nmapped) {
+		seterr(c->err, c->errlen, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
 				    "another run or process?)",
-		       p->nthreads);
-		goto out;
+		       c->p->nthreads);
+		return -1;
 	}
-	a->sample_period_s = period_estimate(p);
+	c->a->sample_period_s = period_estimate(c->p);
+	return 0;
+}
 
-	/* Reference thread: the mapped thread with the most samples. */
-	for (uint32_t k = 0; k < p->nthreads; k++)
-		if (a->thr[k].ring_tid && tr[k].n && (ref < 0 || tr[k].n > tr[ref].n))
-			ref = k;
-	if (ref < 0) {
-		seterr(err, errlen, "no sample of the profile is on a thread of the ring");
-		goto out;
+/* The reference thread: the mapped thread with the most samples. */
+static int fit_reference(struct fit_ctx *c)
+{
+	for (uint32_t k = 0; k < c->p->nthreads; k++)
+		if (c->a->thr[k].ring_tid && c->tr[k].n && (c->ref < 0 || c->tr[k].n > c->tr[c->ref].n))
+			c->ref = k;
+	if (c->ref < 0) {
+		seterr(c->err, c->errlen, "no sample of the profile is on a thread of the ring");
+		return -1;
 	}
+	return 0;
+}
 
+/* The offsets the lifetimes allow: [lo, hi]. */
+static int fit_bounds(struct fit_ctx *c)
+{
 	/* Bounds: every sample of a mapped thread lies within its ring
 	 * thread's life.  For speedscope only the reference thread counts:
 	 * other threads start at 0 with their own offset. */
-	double hi_lag = hi;
-	for (uint32_t k = 0; k < p->nthreads; k++) {
-		if (!a->thr[k].ring_tid || !tr[k].n || (!chrome && (long)k != ref))
+	double hi_lag = c->hi;
+	for (uint32_t k = 0; k < c->p->nthreads; k++) {
+		if (!c->a->thr[k].ring_tid || !c->tr[k].n || (!c->chrome && (long)k != c->ref))
 			continue;
-		double x0 = p->samples[tr[k].idx[0]].t_rel_s;
-		const struct pyspy_sample *l = &p->samples[tr[k].idx[tr[k].n - 1]];
+		double x0 = c->p->samples[c->tr[k].idx[0]].t_rel_s;
+		const struct pyspy_sample *l = &c->p->samples[c->tr[k].idx[c->tr[k].n - 1]];
 		/* speedscope's nominal time drifts: allow it to run up to
 		 * twice as fast as real time before calling it no overlap */
-		double x1 = chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
-		double l0 = rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = rt[k].end_s - x1 + LIFETIME_SLACK_S;
-		if (l0 > lo)
-			lo = l0;
-		if (h0 < hi)
-			hi = h0;
-		if (h0 + (chrome ? STAMP_LAG_S : 0) < hi_lag)
-			hi_lag = h0 + (chrome ? STAMP_LAG_S : 0);
+		double x1 = c->chrome ? l->t_rel_s : l->t_rel_s * (1 - MAX_DRIFT);
+		double l0 = c->rt[k].start_s - x0 - LIFETIME_SLACK_S, h0 = c->rt[k].end_s - x1 + LIFETIME_SLACK_S;
+		if (l0 > c->lo)
+			c->lo = l0;
+		if (h0 < c->hi)
+			c->hi = h0;
+		if (h0 + (c->chrome ? STAMP_LAG_S : 0) < hi_lag)
+			hi_lag = h0 + (c->chrome ? STAMP_LAG_S : 0);
 	}
 	/* chrometrace stamps a sample when py-spy dequeues it, late under
 	 * load (STAMP_LAG_S): a last stamp after its thread's exit is such
 	 * lag, not another run's file.  Only then is the end bound relaxed. */
-	if (!(lo <= hi) && lo <= hi_lag)
-		hi = hi_lag;
-	if (!(lo <= hi)) {
-		seterr(err, errlen, "no time overlap: the profile's samples do not fit within the lifetime of "
+	if (!(c->lo <= c->hi) && c->lo <= hi_lag)
+		c->hi = hi_lag;
+	if (!(c->lo <= c->hi)) {
+		seterr(c->err, c->errlen, "no time overlap: the profile's samples do not fit within the lifetime of "
 				    "the ring's processes %u.. (files from different runs?)",
-		       a->thr[ref].ring_pid);
-		goto out;
+		       c->a->thr[c->ref].ring_pid);
+		return -1;
 	}
+	return 0;
+}
 
+/* The prior offset; an open upper bound closed. */
+static void fit_prior(struct fit_ctx *c)
+{
 	/* Prior: py-spy's own start when it ran under libanchor, else the
 	 * earliest offset the lifetimes allow (py-spy spawned the program or
 	 * attached at once, as `anchorpost record` does). */
-	for (size_t i = 0; i < rl->procs.n; i++) {
-		const struct ring_proc *pr = &rl->procs.p[i];
+	for (size_t i = 0; i < c->rl->procs.n; i++) {
+		const struct ring_proc *pr = &c->rl->procs.p[i];
 		if (pr->start_ns && (strstr(pr->exe, "py-spy") || strstr(pr->argv, "py-spy"))) {
-			double s = tl(base_ns, pr->start_ns);
-			if (s >= lo - 1 && s <= hi) {
-				a->prior_offset_s = s;
-				snprintf(a->prior, sizeof a->prior, "py-spy PROC_START (pid %u)", pr->pid);
+			double s = tl(c->base_ns, pr->start_ns);
+			if (s >= c->lo - 1 && s <= c->hi) {
+				c->a->prior_offset_s = s;
+				snprintf(c->a->prior, sizeof c->a->prior, "py-spy PROC_START (pid %u)", pr->pid);
 				break;
 			}
 		}
 	}
-	if (isnan(a->prior_offset_s)) {
-		a->prior_offset_s = lo + LIFETIME_SLACK_S;
-		snprintf(a->prior, sizeof a->prior, "start of profiled pid %u", a->thr[ref].ring_pid);
+	if (isnan(c->a->prior_offset_s)) {
+		c->a->prior_offset_s = c->lo + LIFETIME_SLACK_S;
+		snprintf(c->a->prior, sizeof c->a->prior, "start of profiled pid %u", c->a->thr[c->ref].ring_pid);
 	}
-	if (!isfinite(hi))
-		hi = lo + ALIGN_PYSPY_OPEN_SPAN_S;
+	if (!isfinite(c->hi))
+		c->hi = c->lo + ALIGN_PYSPY_OPEN_SPAN_S;
+}
 
+/* Pulse bursts per ring thread and the constraints their samples give. */
+static int fit_pulse_points(struct fit_ctx *c)
+{
 	/* Pulse bursts per ring thread. */
 	{
-		int pulse = phase_set_find(ph, PULSE_RANGE);
-		for (uint32_t k = 0; k < p->nthreads && pulse >= 0; k++) {
-			if (!a->thr[k].ring_tid || (!chrome && (long)k != ref))
+		int pulse = phase_set_find(c->ph, PULSE_RANGE);
+		for (uint32_t k = 0; k < c->p->nthreads && pulse >= 0; k++) {
+			if (!c->a->thr[k].ring_tid || (!c->chrome && (long)k != c->ref))
 				continue;
-			b_off[k] = nb;
-			for (size_t i = 0; i < ph->nocc; i++) {
-				const struct phase_occ *o = &ph->occ[i];
-				if (o->phase == pulse && o->pid == rt[k].pid && o->tid == rt[k].tid)
-					bursts[nb++] = (struct burst){tl(base_ns, o->t0_ns), tl(base_ns, o->t1_ns)};
+			c->b_off[k] = c->nb;
+			for (size_t i = 0; i < c->ph->nocc; i++) {
+				const struct phase_occ *o = &c->ph->occ[i];
+				if (o->phase == pulse && o->pid == c->rt[k].pid && o->tid == c->rt[k].tid)
+					c->bursts[c->nb++] = (struct burst){tl(c->base_ns, o->t0_ns), tl(c->base_ns, o->t1_ns)};
 			}
-			b_n[k] = nb - b_off[k];
+			c->b_n[k] = c->nb - c->b_off[k];
 		}
 	}
-	for (uint32_t k = 0; k < p->nthreads; k++)
-		if (b_n[k] && add_points(p, &tr[k], busy, bursts + b_off[k], b_n[k], &pts, &npts, &ptcap, &nbusy)) {
-			seterr(err, errlen, "out of memory");
-			goto out;
+	for (uint32_t k = 0; k < c->p->nthreads; k++)
+		if (c->b_n[k] && add_points(c->p, &c->tr[k], c->busy, c->bursts + c->b_off[k], c->b_n[k], &c->pts, &c->npts, &c->ptcap, &c->nbusy)) {
+			seterr(c->err, c->errlen, "out of memory");
+			return -1;
 		}
+	return 0;
+}
 
-	if (nbusy) {
-		struct fit f;
-		double spread = 0;
-		size_t pulse_g0 = 0;
-		int have_g0 = 0;
-		qsort(pts, npts, sizeof *pts, cmp_pt);
-		/* Clusters: points more than PULSE_GAP_X_S apart in profile time
-		 * are separate pulses (a pulse is 100 ms; speedscope time can
-		 * squeeze 2.4 s between pulses below 1 s: measured). */
-		size_t ncl = 1;
-		for (size_t i = 1; i < npts; i++)
-			ncl += pts[i].x - pts[i - 1].x > PULSE_GAP_X_S;
-		a->pulse_samples = nbusy;
-		a->pulse_groups = ncl;
-		if (!chrome && ncl >= 2) {
-			/* speedscope: the first and last pulse fix offset and scale. */
-			size_t e0 = 0, s1 = npts - 1;
-			while (e0 + 1 < npts && pts[e0 + 1].x - pts[e0].x <= PULSE_GAP_X_S)
-				e0++;
-			while (s1 > 0 && pts[s1].x - pts[s1 - 1].x <= PULSE_GAP_X_S)
-				s1--;
-			/* The mapping keeps order, but py-spy may have missed the
-			 * first pulses (ANCHOR_SYNC_PULSE pulses at process start,
-			 * before py-spy attached): try every pair of burst groups
-			 * (i for the first cluster, j for the last) whose line is
-			 * plausible, and keep the one the points fit best. */
-			const struct burst *rb = bursts + b_off[ref];
-			size_t nrb = b_n[ref], ng = group_count(rb, nrb), gi = 0, gj = ng ? ng - 1 : 0;
-			double xm0 = 0, xm1 = 0, bestc = INFINITY;
-			for (size_t i = 0; i <= e0; i++)
-				xm0 += pts[i].x;
-			for (size_t i = s1; i < npts; i++)
-				xm1 += pts[i].x;
-			xm0 /= (double)(e0 + 1);
-			xm1 /= (double)(npts - s1);
-			for (size_t i = 0; i + 1 < ng && xm1 > xm0; i++)
-				for (size_t j = i + 1; j < ng; j++) {
-					double ti = group_mid(rb, nrb, i), tj = group_mid(rb, nrb, j);
-					double sc = (tj - ti) / (xm1 - xm0), o = ti - sc * xm0;
-					if (!(sc >= 1.0 / (1 + MAX_SCALE_DEV) && sc <= 1 + 2 * MAX_SCALE_DEV) ||
-					    o < lo - 1.0 || o > hi + 1.0)
-						continue;
-					double c = total_cost(pts, npts, sc, o);
-					if (c < bestc - 1e-9) {
-						bestc = c;
-						gi = i;
-						gj = j;
-					}
-				}
-			double gti = ng ? group_mid(rb, nrb, gi) : a->prior_offset_s + xm0;
-			double gtj = ng ? group_mid(rb, nrb, gj) : a->prior_offset_s + xm1;
-			pulse_g0 = gi;
-			have_g0 = ng > 0;
-			/* Real time between the first and last pulse against the
-			 * nominal time of the samples between them: the line
-			 * spreads the difference evenly, but py-spy lost (or
-			 * crowded) samples somewhere unknown, so a sample between
-			 * them may be off by all of it (measured: 50 s misses
-			 * under a line that the two pulses fitted to +-5 ms). */
-			if (ng)
-				drift_s = fabs((gtj - gti) - (xm1 - xm0));
-			pin_to_group(pts, e0 + 1, gi);
-			pin_to_group(pts + s1, npts - s1, gj);
-			struct fit f0 = fit_offset(pts, e0 + 1, 1.0, gti - xm0 - ALIGN_PYSPY_PULSE_HALF_S,
-						     gti - xm0 + ALIGN_PYSPY_PULSE_HALF_S, gti - xm0);
-			struct fit f1 = fit_offset(pts + s1, npts - s1, 1.0, gtj - xm1 - ALIGN_PYSPY_PULSE_HALF_S,
-						     gtj - xm1 + ALIGN_PYSPY_PULSE_HALF_S, gtj - xm1);
-			for (size_t i = 0; i < npts; i++) {
-				pts[i].b = pts[i].b_all;
-				pts[i].nb = pts[i].nb_all;
-			}
-			if (f0.ok && f1.ok) {
-				if (xm1 > xm0)
-					a->scale = 1.0 + (f1.offset_s - f0.offset_s) / (xm1 - xm0);
-				double pred = f0.offset_s - (a->scale - 1.0) * xm0;
-				f = fit_offset(pts, npts, a->scale, pred - ALIGN_PYSPY_REFIT_HALF_S, pred + ALIGN_PYSPY_REFIT_HALF_S, pred);
-				spread = f0.half_s > f1.half_s ? f0.half_s : f1.half_s;
-			} else {
-				f = f0;
-			}
-		} else {
-			/* chrometrace stamps a sample when py-spy's main thread
-			 * takes it off the sampler's queue (chrometrace.rs:
-			 * Instant elapsed in increment()), never before the stack
-			 * was read and tens of ms later on a loaded machine: the
-			 * last sample bounds the offset from above only with that
-			 * lag allowed (the pulses decide within it). */
-			f = fit_offset(pts, npts, 1.0, lo, hi + (chrome ? STAMP_LAG_S : 0), a->prior_offset_s);
-		}
-		if (!f.ok) {
-			seterr(err, errlen, "out of memory");
-			goto out;
-		}
-		a->offset_s = f.offset_s;
-		/* py-spy stamps a sample when it processes it, a jittery moment
-		 * after reading the stack: the misses' RMS measures that jitter
-		 * (the worst is reported beside it). */
-		a->uncert_ms = sqrt(f.half_s * f.half_s + spread * spread + f.rms_s * f.rms_s) * 1e3;
-		a->resid_ms = f.cost_s / (double)npts * 1e3;
-		a->resid_max_ms = f.max_s * 1e3;
-		snprintf(a->method, sizeof a->method, "pulse%s", !chrome && a->scale != 1.0 ? "+scale" : "");
-		/* speedscope with more than two pulses (ANCHOR_SYNC_PULSE adds
-		 * them at process start and exit): a knot at every pulse, the
-		 * clusters taken in order from the first one's group. */
-		if (!chrome && have_g0 && ncl >= 3 && pulse_knots(a, pts, npts, ncl, bursts + b_off[ref], b_n[ref], pulse_g0)) {
-			seterr(err, errlen, "out of memory");
-			goto out;
-		}
-		/* knots at every pulse: the drift that matters is the one
-		 * between neighbouring pulses */
-		if (a->pulse_knots >= 2) {
-			drift_s = 0;
-			for (size_t i = 1; i < a->nknots; i++) {
-				double d = fabs((a->knot_y[i] - a->knot_y[i - 1]) - (a->knot_x[i] - a->knot_x[i - 1]));
-				if (d > drift_s)
-					drift_s = d;
+/* speedscope, two pulse clusters or more: offset and scale from the
+ * first and last, and the drift between them. */
+static void pulse_line(struct fit_ctx *c, struct fit *f, double *spread, size_t *g0, int *have_g0)
+{
+	size_t e0 = 0, s1 = c->npts - 1;
+	while (e0 + 1 < c->npts && c->pts[e0 + 1].x - c->pts[e0].x <= PULSE_GAP_X_S)
+		e0++;
+	while (s1 > 0 && c->pts[s1].x - c->pts[s1 - 1].x <= PULSE_GAP_X_S)
+		s1--;
+	/* The mapping keeps order, but py-spy may have missed the
+	 * first pulses (ANCHOR_SYNC_PULSE pulses at process start,
+	 * before py-spy attached): try every pair of burst groups
+	 * (i for the first cluster, j for the last) whose line is
+	 * plausible, and keep the one the points fit best. */
+	const struct burst *rb = c->bursts + c->b_off[c->ref];
+	size_t nrb = c->b_n[c->ref], ng = group_count(rb, nrb), gi = 0, gj = ng ? ng - 1 : 0;
+	double xm0 = 0, xm1 = 0, bestc = INFINITY;
+	for (size_t i = 0; i <= e0; i++)
+		xm0 += c->pts[i].x;
+	for (size_t i = s1; i < c->npts; i++)
+		xm1 += c->pts[i].x;
+	xm0 /= (double)(e0 + 1);
+	xm1 /= (double)(c->npts - s1);
+	for (size_t i = 0; i + 1 < ng && xm1 > xm0; i++)
+		for (size_t j = i + 1; j < ng; j++) {
+			double ti = group_mid(rb, nrb, i), tj = group_mid(rb, nrb, j);
+			double sc = (tj - ti) / (xm1 - xm0), o = ti - sc * xm0;
+			if (!(sc >= 1.0 / (1 + MAX_SCALE_DEV) && sc <= 1 + 2 * MAX_SCALE_DEV) ||
+			    o < c->lo - 1.0 || o > c->hi + 1.0)
+				continue;
+			double cost = total_cost(c->pts, c->npts, sc, o);
+			if (cost < bestc - 1e-9) {
+				bestc = cost;
+				gi = i;
+				gj = j;
 			}
 		}
+	double gti = ng ? group_mid(rb, nrb, gi) : c->a->prior_offset_s + xm0;
+	double gtj = ng ? group_mid(rb, nrb, gj) : c->a->prior_offset_s + xm1;
+	*g0 = gi;
+	*have_g0 = ng > 0;
+	/* Real time between the first and last pulse against the
+	 * nominal time of the samples between them: the line
+	 * spreads the difference evenly, but py-spy lost (or
+	 * crowded) samples somewhere unknown, so a sample between
+	 * them may be off by all of it (measured: 50 s misses
+	 * under a line that the two pulses fitted to +-5 ms). */
+	if (ng)
+		c->drift_s = fabs((gtj - gti) - (xm1 - xm0));
+	pin_to_group(c->pts, e0 + 1, gi);
+	pin_to_group(c->pts + s1, c->npts - s1, gj);
+	struct fit f0 = fit_offset(c->pts, e0 + 1, 1.0, gti - xm0 - ALIGN_PYSPY_PULSE_HALF_S,
+				     gti - xm0 + ALIGN_PYSPY_PULSE_HALF_S, gti - xm0);
+	struct fit f1 = fit_offset(c->pts + s1, c->npts - s1, 1.0, gtj - xm1 - ALIGN_PYSPY_PULSE_HALF_S,
+				     gtj - xm1 + ALIGN_PYSPY_PULSE_HALF_S, gtj - xm1);
+	for (size_t i = 0; i < c->npts; i++) {
+		c->pts[i].b = c->pts[i].b_all;
+		c->pts[i].nb = c->pts[i].nb_all;
+	}
+	if (f0.ok && f1.ok) {
+		if (xm1 > xm0)
+			c->a->scale = 1.0 + (f1.offset_s - f0.offset_s) / (xm1 - xm0);
+		double pred = f0.offset_s - (c->a->scale - 1.0) * xm0;
+		*f = fit_offset(c->pts, c->npts, c->a->scale, pred - ALIGN_PYSPY_REFIT_HALF_S, pred + ALIGN_PYSPY_REFIT_HALF_S, pred);
+		*spread = f0.half_s > f1.half_s ? f0.half_s : f1.half_s;
 	} else {
-		/* No pulse sampled: phases against frames on the reference
-		 * thread, if it has phases; else the prior alone. */
-		long th = -1;
-		for (size_t i = 0; i < ph->nthr; i++)
-			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
-				th = (long)i;
-		double o, score, half;
-		double w_hi = hi < lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? hi : lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
-		int pf = th >= 0 ? phase_frames_fit(p, &tr[ref], &ph->thr[th], base_ns, ph->nnames, 1.0, lo, w_hi,
-						    &o, &score, &half)
-				 : -ENODATA;
-		if (pf == -ENOMEM) {
-			/* not a reason to fall back to the prior silently */
-			seterr(err, errlen, "out of memory");
-			goto out;
-		}
-		if (!pf) {
-			a->offset_s = o;
-			a->phase_score = score;
-			a->uncert_ms = half * 1e3;
-			a->resid_ms = NAN;
-			snprintf(a->method, sizeof a->method, "phase-frames");
-		} else {
-			a->offset_s = a->prior_offset_s;
-			a->uncert_ms = (hi - lo) / 2 * 1e3;
-			a->resid_ms = NAN;
-			snprintf(a->method, sizeof a->method, "proc-start");
+		*f = f0;
+	}
+}
+
+/* Sync pulses were sampled: fit to them. */
+static int fit_pulses(struct fit_ctx *c)
+{
+	struct fit f;
+	double spread = 0;
+	size_t pulse_g0 = 0;
+	int have_g0 = 0;
+	qsort(c->pts, c->npts, sizeof *c->pts, cmp_pt);
+	/* Clusters: points more than PULSE_GAP_X_S apart in profile time
+	 * are separate pulses (a pulse is 100 ms; speedscope time can
+	 * squeeze 2.4 s between pulses below 1 s: measured). */
+	size_t ncl = 1;
+	for (size_t i = 1; i < c->npts; i++)
+		ncl += c->pts[i].x - c->pts[i - 1].x > PULSE_GAP_X_S;
+	c->a->pulse_samples = c->nbusy;
+	c->a->pulse_groups = ncl;
+	if (!c->chrome && ncl >= 2) {
+		pulse_line(c, &f, &spread, &pulse_g0, &have_g0);
+	} else {
+		/* chrometrace stamps a sample when py-spy's main thread
+		 * takes it off the sampler's queue (chrometrace.rs:
+		 * Instant elapsed in increment()), never before the stack
+		 * was read and tens of ms later on a loaded machine: the
+		 * last sample bounds the offset from above only with that
+		 * lag allowed (the pulses decide within it). */
+		f = fit_offset(c->pts, c->npts, 1.0, c->lo, c->hi + (c->chrome ? STAMP_LAG_S : 0), c->a->prior_offset_s);
+	}
+	if (!f.ok) {
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	c->a->offset_s = f.offset_s;
+	/* py-spy stamps a sample when it processes it, a jittery moment
+	 * after reading the stack: the misses' RMS measures that jitter
+	 * (the worst is reported beside it). */
+	c->a->uncert_ms = sqrt(f.half_s * f.half_s + spread * spread + f.rms_s * f.rms_s) * 1e3;
+	c->a->resid_ms = f.cost_s / (double)c->npts * 1e3;
+	c->a->resid_max_ms = f.max_s * 1e3;
+	snprintf(c->a->method, sizeof c->a->method, "pulse%s", !c->chrome && c->a->scale != 1.0 ? "+scale" : "");
+	/* speedscope with more than two pulses (ANCHOR_SYNC_PULSE adds
+	 * them at process start and exit): a knot at every pulse, the
+	 * clusters taken in order from the first one's group. */
+	if (!c->chrome && have_g0 && ncl >= 3 && pulse_knots(c->a, c->pts, c->npts, ncl, c->bursts + c->b_off[c->ref], c->b_n[c->ref], pulse_g0)) {
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	/* knots at every pulse: the drift that matters is the one
+	 * between neighbouring pulses */
+	if (c->a->pulse_knots >= 2) {
+		c->drift_s = 0;
+		for (size_t i = 1; i < c->a->nknots; i++) {
+			double d = fabs((c->a->knot_y[i] - c->a->knot_y[i - 1]) - (c->a->knot_x[i] - c->a->knot_x[i - 1]));
+			if (d > c->drift_s)
+				c->drift_s = d;
 		}
 	}
+	return 0;
+}
 
+/* No pulse sampled: phases against frames, else the prior alone. */
+static int fit_no_pulse(struct fit_ctx *c)
+{
+	/* No pulse sampled: phases against frames on the reference
+	 * thread, if it has phases; else the prior alone. */
+	long th = ref_timeline(c);
+	double o, score, half;
+	double w_hi = c->hi < c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? c->hi : c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
+	int pf = th >= 0 ? phase_frames_fit(c->p, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, c->ph->nnames, 1.0, c->lo, w_hi,
+					    &o, &score, &half)
+			 : -ENODATA;
+	if (pf == -ENOMEM) {
+		/* not a reason to fall back to the prior silently */
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	if (!pf) {
+		c->a->offset_s = o;
+		c->a->phase_score = score;
+		c->a->uncert_ms = half * 1e3;
+		c->a->resid_ms = NAN;
+		snprintf(c->a->method, sizeof c->a->method, "phase-frames");
+	} else {
+		c->a->offset_s = c->a->prior_offset_s;
+		c->a->uncert_ms = (c->hi - c->lo) / 2 * 1e3;
+		c->a->resid_ms = NAN;
+		snprintf(c->a->method, sizeof c->a->method, "proc-start");
+	}
+	return 0;
+}
+
+/* Idle guess and per-thread offsets. */
+static void fit_thread_offsets(struct fit_ctx *c)
+{
 	/* pyspy.h's guess; sample_energy refines it (a profile with --idle
 	 * holds samples of waiting threads; one without has none).  The
 	 * fitted scale cannot tell: py-spy falling behind on a busy machine
 	 * stretches real time 1.7x with --idle too (measured). */
-	if (!chrome)
-		a->idle_dropped = p->meta.idle == PYSPY_IDLE_UNLIKELY;
+	if (!c->chrome)
+		c->a->idle_dropped = c->p->meta.idle == PYSPY_IDLE_UNLIKELY;
 
 	/* Per-thread offsets. */
-	for (uint32_t k = 0; k < p->nthreads; k++) {
-		double o = a->offset_s;
-		if (!chrome && (long)k != ref && a->thr[k].ring_tid && rt[k].start_s > o)
-			o = rt[k].start_s; /* the thread's profile starts at its first sample */
-		a->thr[k].offset_s = o;
-		a->thr[k].x_shift_s = (o - a->offset_s) / a->scale;
+	for (uint32_t k = 0; k < c->p->nthreads; k++) {
+		double o = c->a->offset_s;
+		if (!c->chrome && (long)k != c->ref && c->a->thr[k].ring_tid && c->rt[k].start_s > o)
+			o = c->rt[k].start_s; /* the thread's profile starts at its first sample */
+		c->a->thr[k].offset_s = o;
+		c->a->thr[k].x_shift_s = (o - c->a->offset_s) / c->a->scale;
 	}
-	/* speedscope: local corrections from phases vs frames. */
-	if (!chrome && ph->nnames) {
-		long th = -1;
-		for (size_t i = 0; i < ph->nthr; i++)
-			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
-				th = (long)i;
-		if (th >= 0) {
-			double *px = NULL, *py = NULL;
-			size_t pn = a->nknots;
-			if (pn) {
-				px = malloc(pn * sizeof *px);
-				py = malloc(pn * sizeof *py);
-				if (!px || !py) {
-					free(px);
-					free(py);
-					seterr(err, errlen, "out of memory");
-					goto out;
-				}
-				memcpy(px, a->knot_x, pn * sizeof *px);
-				memcpy(py, a->knot_y, pn * sizeof *py);
+}
+
+/* The warp judged by the pulses: kept (method +warp, uncertainty from
+ * its moves) or undone back to the pulses' knots px/py (or the line). */
+static void warp_judge(struct fit_ctx *c, double *px, double *py, size_t pn, const double *y_line, double ss_line,
+		       double line_uncert_ms)
+{
+	/* The pulses judge the warp: their RMS miss (pulse samples
+	 * in, neighbours out) under it must not be clearly worse
+	 * than under the line, or the line stays. */
+	double half = isnan(c->a->sample_period_s) ? 0 : c->a->sample_period_s / 2;
+	double ss_warp = 0;
+	for (size_t i = 0; i < c->npts; i++) {
+		double d = pt_cost(&c->pts[i], align_pyspy_time(c->a, (uint32_t)c->ref, c->pts[i].x));
+		ss_warp += d * d;
+	}
+	/* the line (or the pulse knots) fit the pulses by
+	 * construction, so the warp gets one sample period of
+	 * slack there */
+	double tol = isnan(c->a->sample_period_s) ? 0 : c->a->sample_period_s;
+	if (c->a->nknots && (!c->npts || sqrt(ss_warp / (double)c->npts) <= sqrt(ss_line / (double)c->npts) + tol)) {
+		strncat(c->a->method, "+warp", sizeof c->a->method - strlen(c->a->method) - 1);
+		/* How far the warp moved samples off the pulses' mapping
+		 * (95th percentile): if the frames misled it, it is off
+		 * by that much plus the drift the pulses left open
+		 * (measured: pulses every 5 steps, drift 65 ms, misses
+		 * 102 ms p95). */
+		double *cd = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *cd);
+		if (cd && c->tr[c->ref].n) {
+			for (size_t j = 0; j < c->tr[c->ref].n; j++)
+				cd[j] = fabs(align_pyspy_time(c->a, (uint32_t)c->ref,
+							      c->p->samples[c->tr[c->ref].idx[j]].t_rel_s) - y_line[j]);
+			qsort(cd, c->tr[c->ref].n, sizeof *cd, cmp_double_asc);
+			c->warp_corr95_s = cd[(size_t)(0.95 * (double)(c->tr[c->ref].n - 1))];
+		}
+		free(cd);
+		c->a->resid_ms = c->npts ? sqrt(ss_warp / (double)c->npts) * 1e3 : NAN;
+		if (c->npts) {
+			/* plus half a sample period: where in it a sample fell */
+			c->a->uncert_ms = sqrt(c->a->resid_ms * c->a->resid_ms + half * half * 1e6);
+		} else {
+			/* No pulse checks the warp: it placed samples by the
+			 * very frames it is judged on, so its own agreement
+			 * says nothing.  What is known: the line's
+			 * uncertainty, how far the warp moved samples off
+			 * it (RMS), and half a sample period. */
+			double ss = 0;
+			for (size_t j = 0; j < c->tr[c->ref].n; j++) {
+				double d = align_pyspy_time(c->a, (uint32_t)c->ref,
+							    c->p->samples[c->tr[c->ref].idx[j]].t_rel_s) - y_line[j];
+				ss += d * d;
 			}
-			/* Where the line (or pulse knots) put every sample of the
-			 * reference thread: the warp's corrections are measured
-			 * against it. */
-			double *y_line = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *y_line);
-			double line_uncert_ms = a->uncert_ms;
-			if (!y_line) {
-				free(px);
-				free(py);
-				seterr(err, errlen, "out of memory");
-				goto out;
-			}
-			for (size_t j = 0; j < tr[ref].n; j++)
-				y_line[j] = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[j]].t_rel_s);
-			double ss_line = 0;
-			for (size_t i = 0; i < npts; i++) {
-				double l = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
-				ss_line += l * l;
-			}
-			/* Again and again: typical frames found on warped times are
-			 * sharper than those found on the line. */
-			/* Labelled samples are searched for as far as the
-			 * profile may be off: without --idle, the life it does
-			 * not cover. */
-			double band_s = drift_s;
-			if (sites.nsites && shortfall_s(p, &tr[ref], &rt[ref], a->scale) > band_s)
-				band_s = shortfall_s(p, &tr[ref], &rt[ref], a->scale);
-			for (int pass = 0; pass < WARP_PASSES; pass++)
-				if (fit_warp(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, ph->nnames,
-					     bursts + b_off[ref], b_n[ref], px, py, a->pulse_knots ? pn : 0, band_s,
-					     &sites)) {
-					free(y_line);
-					seterr(err, errlen, "out of memory");
-					goto out;
-				}
-			/* The pulses judge the warp: their RMS miss (pulse samples
-			 * in, neighbours out) under it must not be clearly worse
-			 * than under the line, or the line stays. */
-			double half = isnan(a->sample_period_s) ? 0 : a->sample_period_s / 2;
-			double ss_warp = 0;
-			for (size_t i = 0; i < npts; i++) {
-				double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
-				ss_warp += d * d;
-			}
-			/* the line (or the pulse knots) fit the pulses by
-			 * construction, so the warp gets one sample period of
-			 * slack there */
-			double tol = isnan(a->sample_period_s) ? 0 : a->sample_period_s;
-			if (a->nknots && (!npts || sqrt(ss_warp / (double)npts) <= sqrt(ss_line / (double)npts) + tol)) {
-				strncat(a->method, "+warp", sizeof a->method - strlen(a->method) - 1);
-				/* How far the warp moved samples off the pulses' mapping
-				 * (95th percentile): if the frames misled it, it is off
-				 * by that much plus the drift the pulses left open
-				 * (measured: pulses every 5 steps, drift 65 ms, misses
-				 * 102 ms p95). */
-				double *cd = malloc((tr[ref].n ? tr[ref].n : 1) * sizeof *cd);
-				if (cd && tr[ref].n) {
-					for (size_t j = 0; j < tr[ref].n; j++)
-						cd[j] = fabs(align_pyspy_time(a, (uint32_t)ref,
-									      p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j]);
-					qsort(cd, tr[ref].n, sizeof *cd, cmp_double_asc);
-					warp_corr95_s = cd[(size_t)(0.95 * (double)(tr[ref].n - 1))];
-				}
-				free(cd);
-				a->resid_ms = npts ? sqrt(ss_warp / (double)npts) * 1e3 : NAN;
-				if (npts) {
-					/* plus half a sample period: where in it a sample fell */
-					a->uncert_ms = sqrt(a->resid_ms * a->resid_ms + half * half * 1e6);
-				} else {
-					/* No pulse checks the warp: it placed samples by the
-					 * very frames it is judged on, so its own agreement
-					 * says nothing.  What is known: the line's
-					 * uncertainty, how far the warp moved samples off
-					 * it (RMS), and half a sample period. */
-					double ss = 0;
-					for (size_t j = 0; j < tr[ref].n; j++) {
-						double d = align_pyspy_time(a, (uint32_t)ref,
-									    p->samples[tr[ref].idx[j]].t_rel_s) - y_line[j];
-						ss += d * d;
-					}
-					double rms_ms = tr[ref].n ? sqrt(ss / (double)tr[ref].n) * 1e3 : 0;
-					a->uncert_ms = sqrt(line_uncert_ms * line_uncert_ms + rms_ms * rms_ms +
-							    half * half * 1e6);
-				}
-				free(px);
-				free(py);
-			} else {
-				/* back to the pulses' knots (or the line) */
-				a->warp_rejected = a->nknots > 0;
-				free(a->knot_x);
-				free(a->knot_y);
-				a->knot_x = px;
-				a->knot_y = py;
-				a->nknots = pn;
-			}
+			double rms_ms = c->tr[c->ref].n ? sqrt(ss / (double)c->tr[c->ref].n) * 1e3 : 0;
+			c->a->uncert_ms = sqrt(line_uncert_ms * line_uncert_ms + rms_ms * rms_ms +
+					    half * half * 1e6);
+		}
+		free(px);
+		free(py);
+	} else {
+		/* back to the pulses' knots (or the line) */
+		c->a->warp_rejected = c->a->nknots > 0;
+		free(c->a->knot_x);
+		free(c->a->knot_y);
+		c->a->knot_x = px;
+		c->a->knot_y = py;
+		c->a->nknots = pn;
+	}
+}
+
+/* speedscope: local corrections from phases vs frames (or SITE labels). */
+static int fit_local_warp(struct fit_ctx *c, long th)
+{
+	double *px = NULL, *py = NULL;
+	size_t pn = c->a->nknots;
+	if (pn) {
+		px = malloc(pn * sizeof *px);
+		py = malloc(pn * sizeof *py);
+		if (!px || !py) {
+			free(px);
+			free(py);
+			seterr(c->err, c->errlen, "out of memory");
+			return -1;
+		}
+		memcpy(px, c->a->knot_x, pn * sizeof *px);
+		memcpy(py, c->a->knot_y, pn * sizeof *py);
+	}
+	/* Where the line (or pulse knots) put every sample of the
+	 * reference thread: the warp's corrections are measured
+	 * against it. */
+	double *y_line = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *y_line);
+	double line_uncert_ms = c->a->uncert_ms;
+	if (!y_line) {
+		free(px);
+		free(py);
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	for (size_t j = 0; j < c->tr[c->ref].n; j++)
+		y_line[j] = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[j]].t_rel_s);
+	double ss_line = 0;
+	for (size_t i = 0; i < c->npts; i++) {
+		double l = pt_cost(&c->pts[i], align_pyspy_time(c->a, (uint32_t)c->ref, c->pts[i].x));
+		ss_line += l * l;
+	}
+	/* Again and again: typical frames found on warped times are
+	 * sharper than those found on the line. */
+	/* Labelled samples are searched for as far as the
+	 * profile may be off: without --idle, the life it does
+	 * not cover. */
+	double band_s = c->drift_s;
+	if (c->sites.nsites && shortfall_s(c->p, &c->tr[c->ref], &c->rt[c->ref], c->a->scale) > band_s)
+		band_s = shortfall_s(c->p, &c->tr[c->ref], &c->rt[c->ref], c->a->scale);
+	for (int pass = 0; pass < WARP_PASSES; pass++)
+		if (fit_warp(c->a, c->p, (uint32_t)c->ref, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, c->ph->nnames,
+			     c->bursts + c->b_off[c->ref], c->b_n[c->ref], px, py, c->a->pulse_knots ? pn : 0, band_s,
+			     &c->sites)) {
 			free(y_line);
+			free(px);
+			free(py);
+			seterr(c->err, c->errlen, "out of memory");
+			return -1;
 		}
-	}
-	if (chrome) {
-		/* the typical sample interval: the median of the reference
-		 * thread's durations (py-spy's --rate period when idle is kept) */
-		double per = a->sample_period_s;
-		if (!isfinite(per) && tr[ref].n) {
-			double *dd = malloc(tr[ref].n * sizeof *dd);
-			if (!dd) {
-				seterr(err, errlen, "out of memory");
-				goto out;
-			}
-			for (size_t j = 0; j < tr[ref].n; j++)
-				dd[j] = p->samples[tr[ref].idx[j]].duration_s;
-			qsort(dd, tr[ref].n, sizeof *dd, cmp_double_asc);
-			per = dd[tr[ref].n / 2];
-			free(dd);
+	warp_judge(c, px, py, pn, y_line, ss_line, line_uncert_ms);
+	free(y_line);
+	return 0;
+}
+
+/* chrometrace: half the typical sample interval joins the uncertainty. */
+static int fit_chrome_period(struct fit_ctx *c)
+{
+	/* the typical sample interval: the median of the reference
+	 * thread's durations (py-spy's --rate period when idle is kept) */
+	double per = c->a->sample_period_s;
+	if (!isfinite(per) && c->tr[c->ref].n) {
+		double *dd = malloc(c->tr[c->ref].n * sizeof *dd);
+		if (!dd) {
+			seterr(c->err, c->errlen, "out of memory");
+			return -1;
 		}
-		if (!isfinite(per) || per <= 0)
-			per = 0;
-		double h = per / 2 * 1e3;
-		/* A chrometrace sample's stamp is when py-spy processed it, and the
-		 * stack held somewhere in the period before: measured misses of a
-		 * phase-only function up to 2.6 ms (p95) where the pulses alone
-		 * claimed 0.18 ms. */
-		a->uncert_ms = sqrt(a->uncert_ms * a->uncert_ms + h * h);
-		long th = -1;
-		for (size_t i = 0; i < ph->nthr && sites.nsites; i++)
-			if (ph->thr[i].pid == rt[ref].pid && ph->thr[i].tid == rt[ref].tid)
-				th = (long)i;
-		if (th >= 0 && snap_knots(a, p, (uint32_t)ref, &tr[ref], &ph->thr[th], base_ns, &sites)) {
-			seterr(err, errlen, "out of memory");
-			goto out;
-		}
+		for (size_t j = 0; j < c->tr[c->ref].n; j++)
+			dd[j] = c->p->samples[c->tr[c->ref].idx[j]].duration_s;
+		qsort(dd, c->tr[c->ref].n, sizeof *dd, cmp_double_asc);
+		per = dd[c->tr[c->ref].n / 2];
+		free(dd);
 	}
-	if (!chrome) {
-		/* speedscope times are nominal (i/rate): between pulses nothing
-		 * checks them, and the warp's largest correction shows how far
-		 * they strayed from the line; the truth is no nearer than that
-		 * can be proven. */
-		/* (With pulses in between, 3 groups or more, they check it.) */
-		if (a->nknots && a->pulse_groups < 3 && a->warp_max_ms > a->uncert_ms)
-			a->uncert_ms = a->warp_max_ms;
-		/* Without --idle, py-spy drops idle samples with no gap: the
-		 * process lived this much longer than the profile's nominal
-		 * length, and any sample may be off by up to that much. */
-		double life = rt[ref].end_s - rt[ref].start_s;
-		a->unsampled_s = shortfall_s(p, &tr[ref], &rt[ref], a->scale);
-		/* No pulse pins the profile and its nominal length falls short
-		 * of the process's life: which stretch has no sample cannot be
-		 * known (no --idle, or py-spy fell behind), so neither can any
-		 * sample's time to better than the missing length. */
-		if (!a->pulse_samples && a->unsampled_s > 0.05 * life)
-			a->time_unknown = 1;
-		if ((a->idle_dropped || a->time_unknown) && a->unsampled_s * 1e3 > a->uncert_ms)
-			a->uncert_ms = a->unsampled_s * 1e3;
-		/* After the last pulse the line runs on to the process's exit:
-		 * the time between the last sample's place and the exit that no
-		 * sample covers is drift of the same kind (py-spy with --idle
-		 * samples until the process exits). */
-		if (a->pulse_samples && !a->idle_dropped && isfinite(rt[ref].end_s)) {
-			double yl = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s);
-			double tail = rt[ref].end_s - yl - (isnan(a->sample_period_s) ? 0 : a->sample_period_s);
-			if (tail > drift_s)
-				drift_s = tail;
-		}
-		a->drift_ms = drift_s * 1e3;
-		if (a->drift_ms > a->uncert_ms)
-			a->uncert_ms = a->drift_ms;
-		if (a->pulse_samples && warp_corr95_s > 0 && (drift_s + warp_corr95_s) * 1e3 > a->uncert_ms)
-			a->uncert_ms = (drift_s + warp_corr95_s) * 1e3;
+	if (!isfinite(per) || per <= 0)
+		per = 0;
+	double h = per / 2 * 1e3;
+	/* A chrometrace sample's stamp is when py-spy processed it, and the
+	 * stack held somewhere in the period before: measured misses of a
+	 * phase-only function up to 2.6 ms (p95) where the pulses alone
+	 * claimed 0.18 ms. */
+	c->a->uncert_ms = sqrt(c->a->uncert_ms * c->a->uncert_ms + h * h);
+	return 0;
+}
+
+/* speedscope: what the nominal times leave open joins the uncertainty. */
+static void fit_speedscope_uncert(struct fit_ctx *c)
+{
+	/* speedscope times are nominal (i/rate): between pulses nothing
+	 * checks them, and the warp's largest correction shows how far
+	 * they strayed from the line; the truth is no nearer than that
+	 * can be proven. */
+	/* (With pulses in between, 3 groups or more, they check it.) */
+	if (c->a->nknots && c->a->pulse_groups < 3 && c->a->warp_max_ms > c->a->uncert_ms)
+		c->a->uncert_ms = c->a->warp_max_ms;
+	/* Without --idle, py-spy drops idle samples with no gap: the
+	 * process lived this much longer than the profile's nominal
+	 * length, and any sample may be off by up to that much. */
+	double life = c->rt[c->ref].end_s - c->rt[c->ref].start_s;
+	c->a->unsampled_s = shortfall_s(c->p, &c->tr[c->ref], &c->rt[c->ref], c->a->scale);
+	/* No pulse pins the profile and its nominal length falls short
+	 * of the process's life: which stretch has no sample cannot be
+	 * known (no --idle, or py-spy fell behind), so neither can any
+	 * sample's time to better than the missing length. */
+	if (!c->a->pulse_samples && c->a->unsampled_s > 0.05 * life)
+		c->a->time_unknown = 1;
+	if ((c->a->idle_dropped || c->a->time_unknown) && c->a->unsampled_s * 1e3 > c->a->uncert_ms)
+		c->a->uncert_ms = c->a->unsampled_s * 1e3;
+	/* After the last pulse the line runs on to the process's exit:
+	 * the time between the last sample's place and the exit that no
+	 * sample covers is drift of the same kind (py-spy with --idle
+	 * samples until the process exits). */
+	if (c->a->pulse_samples && !c->a->idle_dropped && isfinite(c->rt[c->ref].end_s)) {
+		double yl = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[c->tr[c->ref].n - 1]].t_rel_s);
+		double tail = c->rt[c->ref].end_s - yl - (isnan(c->a->sample_period_s) ? 0 : c->a->sample_period_s);
+		if (tail > c->drift_s)
+			c->drift_s = tail;
 	}
-	/* Never a NaN: with nothing better, the prior's bound (or, with no
-	 * bound either, the profile's whole length) is what is known. */
-	if (!isfinite(a->uncert_ms)) {
-		double w = isfinite(hi - lo) ? (hi - lo) / 2 : p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s;
-		a->uncert_ms = w * 1e3;
-	}
+	c->a->drift_ms = c->drift_s * 1e3;
+	if (c->a->drift_ms > c->a->uncert_ms)
+		c->a->uncert_ms = c->a->drift_ms;
+	if (c->a->pulse_samples && c->warp_corr95_s > 0 && (c->drift_s + c->warp_corr95_s) * 1e3 > c->a->uncert_ms)
+		c->a->uncert_ms = (c->drift_s + c->warp_corr95_s) * 1e3;
+}
+
+/* Pulse misses under the final mapping; the overlap check. */
+static int fit_finish(struct fit_ctx *c)
+{
 	/* The pulses' misses under the final mapping, for the report. */
-	if (npts && a->pulse_samples) {
+	if (c->npts && c->a->pulse_samples) {
 		double ss = 0, mx = 0;
-		for (size_t i = 0; i < npts; i++) {
-			double d = pt_cost(&pts[i], align_pyspy_time(a, (uint32_t)ref, pts[i].x));
+		for (size_t i = 0; i < c->npts; i++) {
+			double d = pt_cost(&c->pts[i], align_pyspy_time(c->a, (uint32_t)c->ref, c->pts[i].x));
 			ss += d * d;
 			if (d > mx)
 				mx = d;
 		}
-		a->resid_ms = sqrt(ss / (double)npts) * 1e3;
-		a->resid_max_ms = mx * 1e3;
+		c->a->resid_ms = sqrt(ss / (double)c->npts) * 1e3;
+		c->a->resid_max_ms = mx * 1e3;
 	}
 	/* Overlap check on the reference thread after the fit. */
 	{
-		double s0 = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[0]].t_rel_s);
-		double s1 = align_pyspy_time(a, (uint32_t)ref, p->samples[tr[ref].idx[tr[ref].n - 1]].t_rel_s);
-		if (s1 < rt[ref].start_s - 1 || s0 > rt[ref].end_s + 1) {
-			seterr(err, errlen, "no time overlap between the profile and the ring (files from "
+		double s0 = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[0]].t_rel_s);
+		double s1 = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[c->tr[c->ref].n - 1]].t_rel_s);
+		if (s1 < c->rt[c->ref].start_s - 1 || s0 > c->rt[c->ref].end_s + 1) {
+			seterr(c->err, c->errlen, "no time overlap between the profile and the ring (files from "
 					    "different runs?)");
-			goto out;
+			return -1;
 		}
 	}
-	rc = 0;
-	if (sites.nsites)
-		label_check(a, p, ph, base_ns, &sites);
-out:
-	pyspy_sites_free(&sites);
-	for (uint32_t k = 0; tr && k < p->nthreads; k++)
-		free(tr[k].idx);
-	free(tr);
-	free(rt);
-	free(b_off);
-	free(b_n);
-	free(bursts);
-	free(busy);
-	free(pts);
+	return 0;
+}
+
+/* chrometrace with SITE labels: labelled samples snapped into their phase. */
+static int fit_chrome_snap(struct fit_ctx *c)
+{
+	long th = c->sites.nsites ? ref_timeline(c) : -1;
+	if (th >= 0 && snap_knots(c->a, c->p, (uint32_t)c->ref, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, &c->sites)) {
+		seterr(c->err, c->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Never a NaN: with nothing better, the prior's bound (or, with no bound
+ * either, the profile's whole length) is what is known. */
+static void fit_never_nan(struct fit_ctx *c)
+{
+	if (!isfinite(c->a->uncert_ms)) {
+		double w = isfinite(c->hi - c->lo) ? (c->hi - c->lo) / 2 : c->p->samples[c->tr[c->ref].idx[c->tr[c->ref].n - 1]].t_rel_s;
+		c->a->uncert_ms = w * 1e3;
+	}
+}
+
+static int fit_steps(struct fit_ctx *c)
+{
+	if (fit_setup(c) || fit_reference(c) || fit_bounds(c))
+		return -1;
+	fit_prior(c);
+	if (fit_pulse_points(c) || (c->nbusy ? fit_pulses(c) : fit_no_pulse(c)))
+		return -1;
+	fit_thread_offsets(c);
+	long th = !c->chrome && c->ph->nnames ? ref_timeline(c) : -1;
+	if (th >= 0 && fit_local_warp(c, th))
+		return -1;
+	if (c->chrome && fit_chrome_period(c))
+		return -1;
+	if (!c->chrome)
+		fit_speedscope_uncert(c);
+	fit_never_nan(c);
+	if (c->chrome && fit_chrome_snap(c))
+		return -1;
+	if (fit_finish(c))
+		return -1;
+	if (c->sites.nsites)
+		label_check(c->a, c->p, c->ph, c->base_ns, &c->sites);
+	return 0;
+}
+
+int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
+		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
+{
+	struct fit_ctx c = {
+		.rl = rl, .ph = ph, .base_ns = base_ns, .p = p, .a = a, .err = err, .errlen = errlen,
+		.lo = -INFINITY, .hi = INFINITY, .chrome = p->meta.format == PYSPY_FMT_CHROMETRACE, .ref = -1,
+	};
+	int rc = fit_steps(&c);
+	pyspy_sites_free(&c.sites);
+	for (uint32_t k = 0; c.tr && k < p->nthreads; k++)
+		free(c.tr[k].idx);
+	free(c.tr);
+	free(c.rt);
+	free(c.b_off);
+	free(c.b_n);
+	free(c.bursts);
+	free(c.busy);
+	free(c.pts);
 	if (rc)
 		align_pyspy_free(a);
 	return rc;
