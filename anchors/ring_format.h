@@ -82,12 +82,16 @@
  *   SITE        (minor 2) where in the source a phase runs, written once per
  *               call site at its first use (the Python module): text =
  *               NUL-separated "phase=NAME", "file=co_filename",
- *               "func=co_qualname", "lines=L0-L1": while the phase is
- *               open, that function's frame is at a line in [L0, L1] (a
- *               `with anchor.phase` body; a function decorated with
- *               `@anchor.phase`: its whole code).  A profiler's stack
- *               whose innermost matching frame is there was taken inside
- *               NAME.  Readers of minor <= 1 skip it as unknown.
+ *               "func=co_qualname", then "at=LINE" (the line of the `with`
+ *               or of the mark() call) and/or "lines=L0-L1": that
+ *               function's frame at a line in [L0, L1] runs only while
+ *               the phase is open (a `with anchor.phase` body; a function
+ *               decorated with `@anchor.phase`: its whole code, no at=);
+ *               "mark=1": a mark, no lines= (its segment is read as the
+ *               lines after `at` up to the next site's `at` in the same
+ *               function).  A profiler's stack whose innermost matching
+ *               frame is there was taken inside NAME.  Readers of minor
+ *               <= 1 skip it as unknown.
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the

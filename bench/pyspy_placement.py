@@ -90,7 +90,7 @@ def measure(d):
     print("| %s | %s | %.1f %% of %d | %.0f / %.0f ms | +-%.0f ms | %s | %s |"
           % (open(os.path.join(d, "desc")).read().strip(), method.group(1) if method else "?", inside, n, p90, p95,
              unc, "yes" if p95 <= unc else "NO",
-             "%s %% of %s" % (lab.group(3), lab.group(2)) if lab else "no SITE records"))
+             "%s %% of %s (%s sites)" % (lab.group(3), lab.group(2), lab.group(1)) if lab else "no SITE records"))
 
 
 def record_other(d, how, steps, every, auto, opts):

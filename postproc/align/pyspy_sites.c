@@ -11,31 +11,77 @@
 struct site {
 	int32_t phase;
 	const char *file, *func; /* into the ring's arena */
-	long l0, l1;
-	int dead;                /* another site names the same lines with another phase */
+	long l0, l1;             /* lines inside the phase (a mark's: see mark_lines) */
+	long at;                 /* line of the `with` or mark() call, 0 unknown */
+	int mark;
+	int dead;                /* unusable: see collect and mark_lines */
 };
 
 /* One SITE record into s; 0 when it is unusable (truncated, malformed, or
- * its phase never ran as a range in this ring). */
+ * its phase never ran in this ring). */
 static int parse_site(const struct ring_event *e, const struct phase_set *ph, struct site *s)
 {
 	const char *name = ring_event_field(e, "phase"), *lines = ring_event_field(e, "lines");
+	const char *at = ring_event_field(e, "at"), *mark = ring_event_field(e, "mark");
 	char *end;
-	if (e->flags & ANCHOR_FLAG_TRUNC || !name || !lines)
+	if (e->flags & ANCHOR_FLAG_TRUNC || !name)
 		return 0;
 	s->file = ring_event_field(e, "file");
 	s->func = ring_event_field(e, "func");
 	s->phase = phase_set_find(ph, name);
+	s->at = at ? strtol(at, NULL, 10) : 0;
+	s->mark = mark && *mark == '1';
+	s->dead = 0;
+	s->l0 = s->l1 = 0;
+	if (!s->file || !s->func || s->phase < 0)
+		return 0;
+	if (s->mark)
+		return s->at > 0;
+	if (!lines)
+		return 0;
 	s->l0 = strtol(lines, &end, 10);
-	if (!s->file || !s->func || s->phase < 0 || *end != '-')
+	if (*end != '-')
 		return 0;
 	s->l1 = strtol(end + 1, &end, 10);
-	s->dead = 0;
 	return s->l0 > 0 && s->l1 >= s->l0;
 }
 
-/* Collect the usable sites; the same lines named with two phases (a
- * computed phase name) are dropped, duplicates (one site seen by several
+static int same_func(const struct site *a, const struct site *b)
+{
+	return !strcmp(a->func, b->func) && !strcmp(a->file, b->file);
+}
+
+/* A mark's segment (phase_set.h: it lasts until the thread's next mark or
+ * range begin) as lines: those after its call up to the next call site
+ * (`with` or mark) of the same function.  Only what the source order
+ * proves: a mark inside a `with` body of its function (an instant, no
+ * segment), or the last site of its function (what follows is not
+ * known), gets no lines. */
+static void mark_lines(struct site *v, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct site *m = &v[k];
+		long next = 0;
+		if (!m->mark || m->dead)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			const struct site *o = &v[j];
+			if (j == k || !same_func(m, o))
+				continue;
+			if (!o->mark && o->l0 && m->at >= o->l0 && m->at <= o->l1)
+				m->dead = 1; /* inside a range */
+			if (o->at > m->at && (!next || o->at < next))
+				next = o->at;
+		}
+		m->l0 = m->at + 1;
+		m->l1 = next - 1;
+		if (!next || m->l1 < m->l0)
+			m->dead = 1;
+	}
+}
+
+/* Collect the usable sites; the same site named with two phases (a
+ * computed phase name) is dropped, duplicates (one site seen by several
  * processes) kept once. */
 static int collect(const struct ring_file *rf, const struct phase_set *ph, struct site **out, size_t *n)
 {
@@ -47,7 +93,7 @@ static int collect(const struct ring_file *rf, const struct phase_set *ph, struc
 			continue;
 		size_t k = 0;
 		for (; k < m; k++)
-			if (v[k].l0 == s.l0 && v[k].l1 == s.l1 && !strcmp(v[k].file, s.file) && !strcmp(v[k].func, s.func))
+			if (v[k].l0 == s.l0 && v[k].l1 == s.l1 && v[k].at == s.at && v[k].mark == s.mark && same_func(&v[k], &s))
 				break;
 		if (k < m) {
 			v[k].dead |= v[k].phase != s.phase;
@@ -63,6 +109,7 @@ static int collect(const struct ring_file *rf, const struct phase_set *ph, struc
 		}
 		v[m++] = s;
 	}
+	mark_lines(v, m);
 	*out = v;
 	*n = m;
 	return 0;

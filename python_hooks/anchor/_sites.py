@@ -1,9 +1,11 @@
 """Call sites of anchor.phase, for anchorpost's structural placement of
 profiler samples (issue 12 point 3; SITE records in ring_format.h).
 
-The C side calls record(name, code, lasti) the first time a `with
-anchor.phase(name)` runs at a call site (lasti: offset of the BEFORE_WITH
-in code).  The body's lines come from the bytecode, not the source, so a
+The C side calls record(name, code, lasti, is_mark) the first time a
+`with anchor.phase(name)` or an anchor.mark(name) runs at a call site
+(lasti: offset of the BEFORE_WITH, or of the call, in code).  A mark's
+record names only its line (at=): anchorpost takes the lines after it up
+to the next site of the same function as the mark's segment.  The body's lines come from the bytecode, not the source, so a
 script perun runs from a string ("<string>") is covered too: the body is
 what the compiler put between the BEFORE_WITH and the first later
 instruction on the `with` line again (the call of __exit__).  Lines
@@ -20,6 +22,7 @@ _WITH = ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "SETUP_WITH", "SETUP_ASYNC_WITH")
 
 
 def _body_lines(code, lasti):
+    """(with line, first body line, last body line), or None."""
     ins = list(dis.get_instructions(code))
     i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
     if i is None or ins[i].opname not in _WITH:
@@ -36,22 +39,35 @@ def _body_lines(code, lasti):
             continue  # the POP_TOP / `as` store after __enter__
         lo = ln if lo is None or ln < lo else lo
         hi = ln if hi is None or ln > hi else hi
-    return (lo, hi) if lo is not None else None
+    return (wl, lo, hi) if lo is not None and wl is not None else None
 
 
-def _emit(name, code, lo, hi):
+def _call_line(code, lasti):
+    for x in dis.get_instructions(code):
+        if x.offset == lasti:
+            return x.positions.lineno if x.positions else None
+    return None
+
+
+def _emit(name, code, fields):
     qual = getattr(code, "co_qualname", code.co_name)
-    text = "phase=%s\0file=%s\0func=%s\0lines=%d-%d\0" % (name, code.co_filename, qual, lo, hi)
+    text = "phase=%s\0file=%s\0func=%s\0%s\0" % (name, code.co_filename, qual, "\0".join(fields))
     _anchor._site_emit(text.encode("utf-8", "replace"))
 
 
-def record(name, code, lasti):
-    """The with-body of a `with anchor.phase(name)` at (code, lasti)."""
-    if os.path.dirname(os.path.abspath(code.co_filename)) == _OWN:
+def record(name, code, lasti, is_mark=0):
+    """The site of a `with anchor.phase(name)` (its body) or of an
+    anchor.mark(name) (its line) at (code, lasti)."""
+    if not isinstance(name, str) or os.path.dirname(os.path.abspath(code.co_filename)) == _OWN:
         return  # the decorator's own wrapper: decorated() names the function
+    if is_mark:
+        at = _call_line(code, lasti)
+        if at:
+            _emit(name, code, ["at=%d" % at, "mark=1"])
+        return
     r = _body_lines(code, lasti)
     if r:
-        _emit(name, code, r[0], r[1])
+        _emit(name, code, ["at=%d" % r[0], "lines=%d-%d" % (r[1], r[2])])
 
 
 def decorated(name, func):
@@ -61,7 +77,7 @@ def decorated(name, func):
         return
     lines = [ln for _, _, ln in code.co_lines() if ln is not None]
     if lines:
-        _emit(name, code, min(lines), max(lines))
+        _emit(name, code, ["lines=%d-%d" % (min(lines), max(lines))])
 
 
 _anchor._set_site_hook(record)

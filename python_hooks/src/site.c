@@ -1,16 +1,17 @@
 /*
- * site.c - where in the source each `with anchor.phase(...)` runs (issue
- * 12 point 3): a SITE record per call site (ring_format.h), so anchorpost
- * can tell from a py-spy stack alone, without trusting its times, which
- * phase a sample was taken in.
+ * site.c - where in the source each `with anchor.phase(...)` and each
+ * anchor.mark() runs (issue 12 point 3): a SITE record per call site
+ * (ring_format.h), so anchorpost can tell from a py-spy stack alone,
+ * without trusting its times, which phase a sample was taken in.
  *
  * The C side only finds the call site (the caller's code object and the
- * offset of its BEFORE_WITH) and remembers which sites it has handed over;
- * the Python hook (anchor/_sites.py) works out the body's lines from the
- * bytecode and writes the record through _site_emit().  Steady state: one
- * counter test per `with` (sites are looked up during the first
- * SITE_EAGER entries, then on every SITE_EVERY-th only, so the hot path
- * does not slow down; a site first used late is still found, later).
+ * offset of its BEFORE_WITH, or of its call of mark()) and remembers which
+ * sites it has handed over; the Python hook (anchor/_sites.py) works out
+ * the lines from the bytecode and writes the record through _site_emit().
+ * Steady state: one counter test per `with` or mark (sites are looked up
+ * during the first SITE_EAGER entries, then on every SITE_EVERY-th only, so
+ * the hot path does not slow down; a site first used late is still found,
+ * later).
  */
 #include "pyanchor.h"
 
@@ -31,9 +32,9 @@ struct site_key {
 static struct site_key table[SITE_SLOTS];
 static unsigned used;
 
-static void hand_over(PyObject *name, PyObject *code, int lasti)
+static void hand_over(PyObject *name, PyObject *code, int lasti, int is_mark)
 {
-	PyObject *r = PyObject_CallFunction(pya_site_hook, "OOi", name, code, lasti);
+	PyObject *r = PyObject_CallFunction(pya_site_hook, "OOii", name, code, lasti, is_mark);
 	if (r)
 		Py_DECREF(r);
 	else
@@ -70,7 +71,7 @@ static int site_new(PyObject *code, int lasti, PyObject *name)
 	return 0;
 }
 
-void pya_site_check(PyObject *name)
+void pya_site_check(PyObject *name, int is_mark)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	if (!f)
@@ -78,7 +79,7 @@ void pya_site_check(PyObject *name)
 	PyCodeObject *code = PyFrame_GetCode(f);
 	int lasti = PyFrame_GetLasti(f);
 	if (site_new((PyObject *)code, lasti, name))
-		hand_over(name, (PyObject *)code, lasti);
+		hand_over(name, (PyObject *)code, lasti, is_mark);
 	Py_DECREF(code);
 }
 
