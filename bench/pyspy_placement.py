@@ -13,8 +13,10 @@ misses.
 AUTO: '-' for none, else ANCHOR_AUTO (perun: perun's stamps + sync pulses at
 start and exit).  record-pid: perun monitor runs alone and `py-spy record
 --pid` attaches to it 1 s later.  record-plain: `py-spy record -- python
-train.py`, no perun: placement from `anchorpost samples --ring` (slices,
-not instants: a sample counts as inside when its slice's middle is).
+train.py`, no perun: placement from `anchorpost samples --ring` (slices:
+chrometrace at the slice's start, as functions' t_s; speedscope at the
+slice's middle, not the sample's instant: the last column, the share of
+labelled samples inside their phase at their instants, is exact).
 Prints one table row; the last column is the alignment line's share of
 SITE-labelled samples (any function) inside their phase."""
 import bisect
@@ -38,11 +40,13 @@ def aligned(d, ring, prof):
         line = [x for x in open(os.path.join(d, "fn.csv.alignment.txt")).read().splitlines()
                 if x.startswith("alignment: py-spy")]
         return line, [float(b["t_s"]) for b in rows(os.path.join(d, "s.csv"))]
-    p = anchorpost("samples", prof, "--ring", ring, "-o", os.path.join(d, "s.csv"), rc=None)
-    line = [x for x in (p.stdout + p.stderr).splitlines() if "py-spy " in x]
+    anchorpost("samples", prof, "--ring", ring, "-o", os.path.join(d, "s.csv"), rc=None)
+    line = [x for x in open(os.path.join(d, "s.csv.alignment.txt")).read().splitlines() if "py-spy " in x]
     r = rows(os.path.join(d, "s.csv"))
+    if any("py-spy chrometrace" in x for x in line):  # slices are [stamp, stamp + d)
+        return line, [float(a["t_s"]) for a in r]
     t = []
-    for i, a in enumerate(r):  # the slice's middle: t0 to the next row's t0 (same thread)
+    for i, a in enumerate(r):  # speedscope: the slice's middle, t0 to the next row's t0 (same thread)
         nxt = r[i + 1] if i + 1 < len(r) and r[i + 1]["thread"] == a["thread"] else None
         t1 = float(nxt["t_s"]) if nxt else float(a["t_s"]) + float(a["duration_s"] or 0)
         t.append((float(a["t_s"]) + t1) / 2)

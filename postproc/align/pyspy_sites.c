@@ -161,8 +161,10 @@ int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, co
 		pyspy_sites_free(out);
 		return -ENOMEM;
 	}
+	int32_t pulse = phase_set_find(ph, PYSPY_PULSE_RANGE);
 	for (uint32_t f = 0; f < p->frames.n; f++) {
-		fp[f] = frame_phase(&p->frames.v[f], v, n);
+		fp[f] = pulse >= 0 && !strcmp(p->frames.v[f].name, PYSPY_PULSE_FRAME) ? pulse
+										     : frame_phase(&p->frames.v[f], v, n);
 		out->nframes += fp[f] >= 0;
 	}
 	/* A node's frame is its stack's innermost: it wins over the

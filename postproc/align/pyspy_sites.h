@@ -20,6 +20,12 @@
 #include "pyspy.h"
 #include "ring_reader.h"
 
+/* anchor.sync_pulse(): the ring's range, and the function py-spy sees
+ * running inside it.  With SITE records present, a stack holding that
+ * function is labelled with the range too (it runs only inside it). */
+#define PYSPY_PULSE_RANGE "anchor.sync_pulse"
+#define PYSPY_PULSE_FRAME "_anchor_sync_pulse_busy"
+
 struct pyspy_sites {
 	int32_t *node_phase; /* per stack node: index into ph->names, -1 none */
 	size_t nnodes;
