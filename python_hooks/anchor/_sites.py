@@ -21,16 +21,28 @@ _OWN = os.path.dirname(os.path.abspath(__file__))
 _WITH = ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "SETUP_WITH", "SETUP_ASYNC_WITH")
 
 
+def _instructions(code):
+    """[(offset, opname, line)]: positions (3.11+), else the last line start."""
+    out, line = [], None
+    for x in dis.get_instructions(code):
+        pos = getattr(x, "positions", None)
+        if pos is not None:
+            line = pos.lineno
+        elif x.starts_line:
+            line = x.starts_line
+        out.append((x.offset, x.opname, line))
+    return out
+
+
 def _body_lines(code, lasti):
     """(with line, first body line, last body line), or None."""
-    ins = list(dis.get_instructions(code))
-    i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
-    if i is None or ins[i].opname not in _WITH:
+    ins = _instructions(code)
+    i = next((k for k, x in enumerate(ins) if x[0] == lasti), None)
+    if i is None or ins[i][1] not in _WITH:
         return None
-    wl = ins[i].positions.lineno if ins[i].positions else None
+    wl = ins[i][2]
     lo = hi = None
-    for x in ins[i + 1:]:
-        ln = x.positions.lineno if x.positions else None
+    for _, _, ln in ins[i + 1:]:
         if ln is None:
             continue
         if ln == wl:
@@ -43,10 +55,7 @@ def _body_lines(code, lasti):
 
 
 def _call_line(code, lasti):
-    for x in dis.get_instructions(code):
-        if x.offset == lasti:
-            return x.positions.lineno if x.positions else None
-    return None
+    return next((ln for off, _, ln in _instructions(code) if off == lasti), None)
 
 
 def _emit(name, code, fields):
@@ -57,7 +66,16 @@ def _emit(name, code, fields):
 
 def record(name, code, lasti, is_mark=0):
     """The site of a `with anchor.phase(name)` (its body) or of an
-    anchor.mark(name) (its line) at (code, lasti)."""
+    anchor.mark(name) (its line) at (code, lasti).  Never raises: a site
+    that cannot be read (another Python's bytecode) is simply not
+    recorded, and its samples stay unlabelled."""
+    try:
+        _record(name, code, lasti, is_mark)
+    except Exception:  # noqa: BLE001 - the user's block must not notice
+        pass
+
+
+def _record(name, code, lasti, is_mark):
     if not isinstance(name, str) or os.path.dirname(os.path.abspath(code.co_filename)) == _OWN:
         return  # the decorator's own wrapper: decorated() names the function
     if is_mark:
@@ -73,11 +91,12 @@ def record(name, code, lasti, is_mark=0):
 def decorated(name, func):
     """@anchor.phase(name) on func: its whole code is inside the phase."""
     code = getattr(func, "__code__", None)
-    if code is None:
-        return
-    lines = [ln for _, _, ln in code.co_lines() if ln is not None]
-    if lines:
-        _emit(name, code, ["lines=%d-%d" % (min(lines), max(lines))])
+    try:
+        lines = [ln for _, _, ln in code.co_lines() if ln is not None]
+        if lines:
+            _emit(name, code, ["lines=%d-%d" % (min(lines), max(lines))])
+    except Exception:  # noqa: BLE001 - decorating must not fail for this
+        pass
 
 
 _anchor._set_site_hook(record)
