@@ -5,8 +5,10 @@ The C side calls record(name, code, lasti, is_mark) the first time a
 `with anchor.phase(name)` or an anchor.mark(name) runs at a call site
 (lasti: offset of the BEFORE_WITH, or of the call, in code).  A mark's
 record names only its line (at=): anchorpost takes the lines after it up
-to the next site of the same function as the mark's segment.  The body's lines come from the bytecode, not the source, so a
-script perun runs from a string ("<string>") is covered too: the body is
+to the next site of the same function as the mark's segment.
+
+A with-body's lines come from the bytecode, not the source, so a script
+perun runs from a string ("<string>") is covered too: the body is
 what the compiler put between the BEFORE_WITH and the first later
 instruction on the `with` line again (the call of __exit__).  Lines
 between those are all inside the body, so a frame of this function at one
