@@ -736,21 +736,26 @@ static size_t warp_band(const struct phase_thread *th, uint64_t base_ns, size_t 
 }
 
 /* Per row, the phases it may hold: with SITE labels (pyspy_sites.h) the
- * labelled phase, hard (*hard = 1: a labelled row may not land in another
- * interval); else the typical-frame masks of sig_masks.  0 or -ENOMEM. */
+ * labelled phase, hard[j] = 1 where a labelled row may not land in
+ * another interval (0 for a mark's label, only preferred), *labelled =
+ * 1; else the typical-frame masks of sig_masks, hard all 0.  0 or
+ * -ENOMEM. */
 static int warp_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
 		      uint64_t base_ns, size_t nphase, const double *y, const struct burst *pulses, size_t npulses,
-		      int first, const struct pyspy_sites *sites, uint64_t *mask, int *hard)
+		      int first, const struct pyspy_sites *sites, uint64_t *mask, uint8_t *hard, int *labelled)
 {
 	size_t n = r->n, nl = 0;
-	*hard = 0;
+	memset(hard, 0, n ? n : 1);
+	*labelled = 0;
 	for (size_t j = 0; j < n && sites && sites->nsites; j++) {
-		int32_t q = pyspy_sites_of(sites, p->samples[r->idx[j]].stack);
+		uint32_t st = p->samples[r->idx[j]].stack;
+		int32_t q = pyspy_sites_of(sites, st);
 		mask[j] = q >= 0 && q < 64 ? 1ULL << q : 0;
+		hard[j] = mask[j] && !pyspy_sites_soft(sites, st);
 		nl += mask[j] != 0;
 	}
 	if (nl) {
-		*hard = 1;
+		*labelled = 1;
 		return 0;
 	}
 	/* First pass (no knots yet): the line is right only near the
@@ -812,7 +817,7 @@ static void warp_band_starts(const double *y, size_t n, const double *it1, size_
  * typical frame, 0 none; hard labels make another interval all but
  * impossible (not -inf: a row with no interval of its phase in the band
  * must not make the whole assignment infeasible). */
-static double warp_score(uint64_t m, int ph, int hard, long dk)
+static double warp_score(uint64_t m, int ph, uint8_t hard, long dk)
 {
 	double sc = (ph >= 0 && ph < 64 && (m >> ph & 1)) ? 1.0 : m ? (hard ? -1e6 : -1.0) : 0.0;
 	return sc - 1e-4 * (double)labs(dk); /* ties: stay near the line */
@@ -838,8 +843,8 @@ static void prefix_best(const double *row, size_t W, double *pmax, int32_t *parg
 /* The order-preserving assignment kas[j] of rows to intervals with the
  * best total score, by dynamic programming in the band.  1 found, 0 none,
  * -ENOMEM. */
-static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, int hard, const int *iph, size_t ni,
-		   long *kas)
+static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, const uint8_t *hard, const int *iph,
+		   size_t ni, long *kas)
 {
 	size_t W = 2 * band + 1;
 	double *best = malloc(n * W * sizeof *best), *pmax = malloc(W * sizeof *pmax);
@@ -859,7 +864,7 @@ static int warp_dp(size_t n, size_t band, const long *lo, const uint64_t *mask, 
 			double sc = -INFINITY;
 			int32_t fr = -1;
 			if (k >= 0 && k < (long)ni) {
-				sc = warp_score(mask[j], iph[k], hard, k - lo[j] - (long)band);
+				sc = warp_score(mask[j], iph[k], hard[j], k - lo[j] - (long)band);
 				if (j) {
 					/* best over k' <= k in the previous row's band */
 					long kk = k - lo[j - 1];
@@ -956,9 +961,10 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 	double *y = malloc((n ? n : 1) * sizeof *y);
 	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
 	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
-	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph), hard = 0, rc = -ENOMEM;
+	int *iph = malloc((2 * th->nseg + 1) * sizeof *iph), labelled = 0, rc = -ENOMEM;
 	long *lo = malloc((n ? n : 1) * sizeof *lo), *kas = malloc((n ? n : 1) * sizeof *kas);
-	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas)
+	uint8_t *hard = malloc(n ? n : 1);
+	if (!y || !mask || !it0 || !it1 || !iph || !lo || !kas || !hard)
 		goto done;
 	rc = 0; /* nothing to warp, or too big: keep the line */
 	if (!n || !th->nseg || n * (2 * band + 1) > WARP_MAX_CELLS)
@@ -967,7 +973,7 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 	/* Times by the current mapping: the line, or a previous warp. */
 	for (size_t j = 0; j < n; j++)
 		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s);
-	if (warp_masks(p, r, th, base_ns, nphase, y, pulses, npulses, !a->nknots, sites, mask, &hard))
+	if (warp_masks(p, r, th, base_ns, nphase, y, pulses, npulses, !a->nknots, sites, mask, hard, &labelled))
 		goto done;
 	free(a->knot_x);
 	free(a->knot_y);
@@ -989,7 +995,7 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 	 * the assignment already holds them in their bursts; the pulses'
 	 * knots, matched by steps in time, can be the worse of the two
 	 * (measured: 22.7 ms RMS pulse miss with them, 1.45 ms without) */
-	if (pn >= 2 && !hard && merge_pulse_knots(a, px, py, pn))
+	if (pn >= 2 && !labelled && merge_pulse_knots(a, px, py, pn))
 		goto done;
 	if (a->nknots < 2)
 		a->nknots = 0;
@@ -1002,6 +1008,7 @@ done:
 	free(iph);
 	free(lo);
 	free(kas);
+	free(hard);
 	return rc;
 }
 
@@ -1060,7 +1067,7 @@ static double snap_target(const struct phase_thread *th, uint64_t base_ns, int q
 
 /* chrometrace times are real up to the offset, and the stated uncertainty
  * says how far a stamp may be from the moment its stack held.  Each
- * labelled sample of the reference thread becomes a knot at the nearest
+ * labelled sample (not by a mark) of the reference thread becomes a knot at the nearest
  * place inside a range of its phase within that distance (its own time
  * when already inside); unlabelled samples are interpolated between.  A
  * knot that would reverse the order of time is left out. */
@@ -1079,8 +1086,8 @@ static int snap_knots(struct align_pyspy *a, const struct pyspy_profile *p, uint
 	for (size_t j = 0; j < r->n; j++) {
 		const struct pyspy_sample *s = &p->samples[r->idx[j]];
 		int32_t q = pyspy_sites_of(sites, s->stack);
-		if (q < 0)
-			continue;
+		if (q < 0 || pyspy_sites_soft(sites, s->stack))
+			continue; /* a mark's label is a guess: not moved for it */
 		double t = align_pyspy_time(a, ref, s->t_rel_s), y = snap_target(th, base_ns, q, t, max_s, inset);
 		if (isnan(y) || (m && (s->t_rel_s <= kx[m - 1] || y <= ky[m - 1])))
 			continue;

@@ -117,10 +117,11 @@ static int collect(const struct ring_file *rf, const struct phase_set *ph, struc
 
 /* The phase of one frame: the narrowest live site holding its line (a
  * `with` nested in another `with` of the same function), -1 none or a
- * tie between two phases. */
+ * tie between two phases; | PYSPY_SITE_SOFT from a mark. */
 static int32_t frame_phase(const struct pyspy_frame *f, const struct site *v, size_t n)
 {
 	int32_t best = -1;
+	int soft = 0;
 	long w = -1;
 	if (!f->file || f->line < 0)
 		return -1;
@@ -131,11 +132,12 @@ static int32_t frame_phase(const struct pyspy_frame *f, const struct site *v, si
 		if (w < 0 || s->l1 - s->l0 < w) {
 			w = s->l1 - s->l0;
 			best = s->phase;
+			soft = s->mark;
 		} else if (s->l1 - s->l0 == w && s->phase != best) {
 			best = -1;
 		}
 	}
-	return best;
+	return best >= 0 && soft ? best | PYSPY_SITE_SOFT : best;
 }
 
 int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, const struct pyspy_profile *p,

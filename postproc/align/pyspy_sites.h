@@ -26,8 +26,13 @@
 #define PYSPY_PULSE_RANGE "anchor.sync_pulse"
 #define PYSPY_PULSE_FRAME "_anchor_sync_pulse_busy"
 
+/* In node_phase: the label comes from a mark's lines only (a guess from
+ * the source order: a mark in a function called from those lines ends
+ * the segment early), so a placement should prefer it, not insist. */
+#define PYSPY_SITE_SOFT 0x40000000
+
 struct pyspy_sites {
-	int32_t *node_phase; /* per stack node: index into ph->names, -1 none */
+	int32_t *node_phase; /* per stack node: index into ph->names (| PYSPY_SITE_SOFT), -1 none */
 	size_t nnodes;
 	size_t nsites;       /* usable SITE records (phase in ph, unambiguous) */
 	size_t nframes;      /* frames of the profile at a site */
@@ -38,10 +43,18 @@ struct pyspy_sites {
 int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, const struct pyspy_profile *p,
 		      struct pyspy_sites *out);
 
-/* The phase of sample i's stack, or -1. */
+/* The phase of a stack, or -1. */
 static inline int32_t pyspy_sites_of(const struct pyspy_sites *s, uint32_t stack)
 {
-	return s->node_phase && stack < s->nnodes ? s->node_phase[stack] : -1;
+	int32_t q = s->node_phase && stack < s->nnodes ? s->node_phase[stack] : -1;
+	return q < 0 ? -1 : q & ~PYSPY_SITE_SOFT;
+}
+
+/* 1 when the stack's label comes from a mark (PYSPY_SITE_SOFT). */
+static inline int pyspy_sites_soft(const struct pyspy_sites *s, uint32_t stack)
+{
+	int32_t q = s->node_phase && stack < s->nnodes ? s->node_phase[stack] : -1;
+	return q >= 0 && (q & PYSPY_SITE_SOFT);
 }
 
 void pyspy_sites_free(struct pyspy_sites *s);
