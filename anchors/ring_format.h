@@ -79,6 +79,19 @@
  *               the previous calibration's prediction missed this one).
  *   A reader of minor 0 skips these kinds as unknown; a ring of minor 0
  *   simply has none.
+ *   SITE        (minor 2) where in the source a phase runs, written once per
+ *               call site at its first use (the Python module): text =
+ *               NUL-separated "phase=NAME", "file=co_filename",
+ *               "func=co_qualname", then "at=LINE" (the line of the `with`
+ *               or of the mark() call) and/or "lines=L0-L1": that
+ *               function's frame at a line in [L0, L1] runs only while
+ *               the phase is open (a `with anchor.phase` body; a function
+ *               decorated with `@anchor.phase`: its whole code, no at=);
+ *               "mark=1": a mark, no lines= (its segment is read as the
+ *               lines after `at` up to the next site's `at` in the same
+ *               function).  A profiler's stack whose innermost matching
+ *               frame is there was taken inside NAME.  Readers of minor
+ *               <= 1 skip it as unknown.
  *   Flag STACK: the last `nstack` continuation slots hold native return
  *   addresses, 7 uint64 per slot, innermost first, zero-padded.
  * Text that does not fit the 24 name bytes continues, NUL-padded, in the
@@ -92,7 +105,7 @@
 
 #define ANCHOR_RING_MAGIC "ANCHRNG" /* 7 chars + NUL = 8 bytes */
 #define ANCHOR_RING_VERSION_MAJOR 1
-#define ANCHOR_RING_VERSION_MINOR 1 /* 1: writer_version, END range ids, DEV_*, SENSOR_DESC, SENSOR */
+#define ANCHOR_RING_VERSION_MINOR 2 /* 1: writer_version, END range ids, DEV_*, SENSOR_DESC, SENSOR; 2: SITE */
 #define ANCHOR_RING_ENDIAN 0x1234u
 #define ANCHOR_RING_HDR_SIZE 4096u
 #define ANCHOR_SLOT_SIZE 64u
@@ -130,7 +143,9 @@ enum anchor_kind {
 	ANCHOR_KIND_DEV_BEGIN = 11,
 	ANCHOR_KIND_DEV_END = 12,
 	ANCHOR_KIND_DEV_CLOCK = 13,
-	/* 14..15 free. */
+	/* Minor 2. */
+	ANCHOR_KIND_SITE = 14,
+	/* 15 free. */
 	ANCHOR_KIND_SENSOR_DESC = 16,
 	ANCHOR_KIND_SENSOR = 17,
 	ANCHOR_KIND_MAX_ = 18,

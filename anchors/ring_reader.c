@@ -40,7 +40,7 @@ const char *ring_kind_name(unsigned kind)
 		[ANCHOR_KIND_THREAD] = "thread",         [ANCHOR_KIND_CHILD_EXIT] = "child_exit",
 		[ANCHOR_KIND_SENSOR_DESC] = "sensor_desc", [ANCHOR_KIND_SENSOR] = "sensor",
 		[ANCHOR_KIND_DEV_BEGIN] = "dev_begin",   [ANCHOR_KIND_DEV_END] = "dev_end",
-		[ANCHOR_KIND_DEV_CLOCK] = "dev_clock",
+		[ANCHOR_KIND_DEV_CLOCK] = "dev_clock",   [ANCHOR_KIND_SITE] = "site",
 	};
 	static char buf[24];
 	if (kind < ANCHOR_KIND_MAX_ && names[kind])

@@ -46,7 +46,8 @@ int anchor_event(int kind, const char *name, size_t len, unsigned flags, uint64_
 {
 	/* DEV_*: device-side edges the Python module resolves (ring_format.h). */
 	if (kind != ANCHOR_KIND_MARK && kind != ANCHOR_KIND_BEGIN && kind != ANCHOR_KIND_END &&
-	    kind != ANCHOR_KIND_DEV_BEGIN && kind != ANCHOR_KIND_DEV_END && kind != ANCHOR_KIND_DEV_CLOCK)
+	    kind != ANCHOR_KIND_DEV_BEGIN && kind != ANCHOR_KIND_DEV_END && kind != ANCHOR_KIND_DEV_CLOCK &&
+	    kind != ANCHOR_KIND_SITE)
 		return -22; /* -EINVAL */
 	if (!ring_writer_attached())
 		return -19; /* -ENODEV */

@@ -11,8 +11,8 @@
 # which is perun's energy over its span; the energy speedscope is valid
 # and its weights sum to it; timeline bins cover the run and their powers
 # integrate to perun's energy and the top frame inside "hot" is hot_spin;
-# without pulses the phase-frames fit aligns within 2 periods; a profile
-# from another run is refused with one line.
+# without pulses the site-labels (or phase-frames) fit aligns within 2
+# periods; a profile from another run is refused with one line.
 set -eu
 : "${ANCHOR_ROOT:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${BUILD:=$ANCHOR_ROOT/build}"
@@ -233,7 +233,10 @@ ANCHOR_SYNC_PULSE=0 "$AP" record -o "$T/nopulse" --rate $RATE --sampling-period 
 import csv, json, sys
 T, rate = sys.argv[1], float(sys.argv[2])
 al = dict(l.strip().split(": ", 1) for l in open(f"{T}/nopulse/functions.csv.alignment.txt") if ": " in l)
-assert al["alignment_method"] == "phase-frames", al["alignment_method"]
+# the victim's `with anchor.phase` sites are in the ring (SITE records):
+# the offset then comes from the labelled samples (site-labels), else
+# from phases vs frames
+assert al["alignment_method"] in ("phase-frames", "site-labels+snap"), al["alignment_method"]
 pid = json.load(open(f"{T}/nopulse/record.json"))["training_pid"]
 rows = list(csv.DictReader(open(f"{T}/nopulse/ring.csv")))
 t0 = int(rows[0]["mono_ns"])

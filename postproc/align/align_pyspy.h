@@ -101,6 +101,10 @@ struct align_pyspy {
 	 * samples whose place nothing shows, so any sample in between may
 	 * be off by that much (0: not measured) */
 	double drift_ms;
+	/* SITE records (pyspy_sites.h): samples whose stack names the phase
+	 * they were taken in, and how many of those the final mapping puts
+	 * inside a range of that phase on their own thread */
+	size_t label_sites, labelled, labelled_in;
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a

@@ -81,6 +81,7 @@ def _decorate(ph, func):
     """
     import inspect  # here, not at import: it costs ~10 ms and most runs never decorate
 
+    _sites.decorated(ph.name, func)
     if inspect.iscoroutinefunction(func):
 
         @_functools.wraps(func)
@@ -99,6 +100,10 @@ def _decorate(ph, func):
 
 
 _anchor._set_decorator(_decorate)
+
+# Call sites of `with anchor.phase` go into the ring once each (SITE
+# records): anchorpost places py-spy samples by them (anchor/_sites.py).
+from . import _sites  # noqa: E402
 
 # perun in this process (perun monitor, python -m perun, perun's decorator
 # API) puts its own sample stamps into the ring: the exact alignment is the

@@ -91,8 +91,12 @@ static PyObject *py_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 	uint64_t value = 0;
 
 	/* Fast path: mark(name) with no keywords. */
-	if (nargs == 1 && !kwnames)
-		return emit_named(ANCHOR_KIND_MARK, args[0], 0, 0);
+	if (nargs == 1 && !kwnames) {
+		PyObject *r = emit_named(ANCHOR_KIND_MARK, args[0], 0, 0);
+		if (r && PYA_SITE_DUE())
+			pya_site_check(args[0], 1);
+		return r;
+	}
 	if (nargs < 1 || nargs > 2)
 		goto usage;
 	name = args[0];
@@ -109,7 +113,10 @@ static PyObject *py_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 	}
 	if (parse_value(v, &flags, &value) < 0)
 		return NULL;
-	return emit_named(ANCHOR_KIND_MARK, name, flags, value);
+	PyObject *r = emit_named(ANCHOR_KIND_MARK, name, flags, value);
+	if (r && PYA_SITE_DUE())
+		pya_site_check(name, 1);
+	return r;
 usage:
 	PyErr_SetString(PyExc_TypeError, "mark(name, value=None) takes a name and an optional value");
 	return NULL;
@@ -249,6 +256,8 @@ static PyMethodDef methods[] = {
 	 "Internal: `with phase` also calls push(name)/pop() (None, None: off)."},
 	{"_device_event", py_device_event, METH_VARARGS, "Internal: _device_event(kind, name, mono_ns)."},
 	{"_set_device_hook", py_set_device_hook, METH_VARARGS, "Internal: _set_device_hook(fn|None, all=False)."},
+	{"_set_site_hook", pya_set_site_hook, METH_O, "Internal: `with phase` and mark() call fn(name, code, lasti, is_mark) once per site."},
+	{"_site_emit", pya_site_emit, METH_O, "Internal: write one SITE record (bytes)."},
 	{NULL, NULL, 0, NULL},
 };
 

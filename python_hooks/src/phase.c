@@ -211,6 +211,8 @@ PyObject *pya_set_nvtx(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *phase_enter(phase_object *p, PyObject *unused)
 {
 	pya.event(ANCHOR_KIND_BEGIN, p->utf8, (size_t)p->len, 0, 0);
+	if (PYA_SITE_DUE())
+		pya_site_check(p->name, 0);
 	if (pya_nvtx_push)
 		nvtx_call(pya_nvtx_push, p->name);
 	if (pya_device_hook && (p->device || pya_device_all))
@@ -238,6 +240,8 @@ static void event_with_id(int kind, phase_object *p)
 static PyObject *phase_aenter(phase_object *p, PyObject *unused)
 {
 	event_with_id(ANCHOR_KIND_BEGIN, p);
+	if (PYA_SITE_DUE())
+		pya_site_check(p->name, 0);
 	return done_new((PyObject *)p);
 }
 

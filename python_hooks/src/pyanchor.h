@@ -66,4 +66,15 @@ PyObject *pya_set_nvtx(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
  * UnicodeEncodeError for lone surrogates.  0 or -1. */
 int pya_name_utf8(PyObject *name, const char **utf8, Py_ssize_t *len);
 
+/* Call sites of `with phase` and mark() (site.c): the Python hook, set
+ * with _set_site_hook(); pya_site_check(name, is_mark) from __enter__ and
+ * mark(), gated by pya_site_calls (see PYA_SITE_DUE). */
+extern PyObject *pya_site_hook;
+extern unsigned long pya_site_calls;
+void pya_site_check(PyObject *name, int is_mark);
+PyObject *pya_set_site_hook(PyObject *self, PyObject *fn);
+PyObject *pya_site_emit(PyObject *self, PyObject *arg);
+/* Eager for the first 4096 entries, then every 256th (site.c). */
+#define PYA_SITE_DUE() (pya_site_hook && (++pya_site_calls <= 4096u || !(pya_site_calls & 255u)))
+
 #endif /* PYANCHOR_H */
