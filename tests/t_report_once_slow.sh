@@ -73,6 +73,10 @@ if (ulimit -f 100; trap '' XFSZ; "$AP" report --ring "$RING" --perun "$P" --prof
 	fail "report under ulimit -f 100 succeeded"
 fi
 [ "$(wc -l <"$T/aon.err")" = 1 ] || fail "failed report: not one line: $(cat "$T/aon.err")"
+# The line names the file under OUTDIR, the path the user gave, not the
+# build directory beside it that is gone by then.
+grep -qF "$T/aon/new/rep/" "$T/aon.err" || fail "failed report does not name its output path: $(cat "$T/aon.err")"
+! grep -q '\.tmp\.' "$T/aon.err" || fail "failed report names a temp path: $(cat "$T/aon.err")"
 [ ! -e "$T/aon" ] || fail "a failed report left $(find "$T/aon")"
 cp -r "$T/rep" "$T/old" && cp -r "$T/rep" "$T/keep"
 if (ulimit -f 100; trap '' XFSZ; "$AP" report --ring "$RING" --perun "$P" --profile "$S" -d "$T/old") \

@@ -177,6 +177,9 @@ static void start_tmp_dir(struct report *r)
 	if (!mkdtemp(r->tmp_dir))
 		diag_fatal(r->final, "cannot create a directory beside it: %s", strerror(errno));
 	r->dir = r->tmp_dir;
+	/* Errors name OUTDIR/FILE, the path the user gave, not the build
+	 * directory that is removed on the way out. */
+	diag_alias_path(r->tmp_dir, r->final);
 	building = r;
 	atexit(remove_tmp_dir);
 }
@@ -250,9 +253,10 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	tty = open_memstream(table, &table_len);
 	if (!tty)
 		diag_fatal(NULL, "out of memory");
-	phase_table_write_scope(&c, m, &all, tty);
-	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	counter_table_write(&c, m, tty);
+	if (phase_table_write_scope(&c, m, &all, tty, &e) ||
+	    /* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
+	    counter_table_write(&c, m, tty, &e) < 0)
+		diag_fatal(e.file, "%s", e.msg);
 	fclose(tty);
 	outfile_commit(&of);
 
@@ -292,11 +296,13 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 		out_path(r, "timeline.csv.alignment.txt");
 
 	progress(r, "timeline.svg, timeline.png");
-	plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG);
-	plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG);
+	if (plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG, &e) ||
+	    plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	progress(r, "phases.svg, phases.png");
-	plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG);
-	plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG);
+	if (plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
+	    plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
+		diag_fatal(e.file, "%s", e.msg);
 
 	{
 		struct trace_pyspy tp = {0};
@@ -396,6 +402,7 @@ int cmd_report(int argc, char **argv)
 	start_tmp_dir(&r);
 	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
 	commit_tmp_dir(&r);
+	diag_alias_path(NULL, NULL);
 
 	progress(&r, "done");
 	fputs(table, stdout);

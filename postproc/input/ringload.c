@@ -44,13 +44,6 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 	return 0;
 }
 
-void ringload_open(struct ringload *rl, const char *path)
-{
-	char err[512];
-	if (ringload_load(rl, path, err, sizeof err))
-		diag_fatal(path, "%s", err);
-}
-
 void ringload_close(struct ringload *rl)
 {
 	ring_procs_free(&rl->procs);
@@ -116,12 +109,4 @@ int ringload_damage(const struct ring_file *rf, char *buf, size_t cap)
 			len += (size_t)k;
 	}
 	return len > 0;
-}
-
-void ringload_fatal_mismatch(const struct ringload *rl, const char *other, const char *msg)
-{
-	char dmg[192];
-	if (ringload_damage(&rl->rf, dmg, sizeof dmg))
-		diag_fatal(rl->rf.path, "damaged ring (%s), which is the likelier cause: %s: %s", dmg, other, msg);
-	diag_fatal(other, "%s", msg);
 }

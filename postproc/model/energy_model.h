@@ -15,6 +15,7 @@
 
 #include "align.h"
 #include "attrib.h"
+#include "diag.h"
 #include "perun.h"
 #include "phase_set.h"
 #include "ringload.h"
@@ -54,12 +55,6 @@ struct energy_model {
 	size_t ngroups;
 	int emulated;           /* EMULATED_SENSOR.txt beside the perun file */
 	double span_t0_s, span_t1_s; /* perun's span on the timeline */
-};
-
-/* A failure: the file it concerns (NULL: none) and one line saying why. */
-struct em_error {
-	const char *file;
-	char msg[1024];
 };
 
 /* Load and align.  Returns 0, or a negative errno with *e filled (and

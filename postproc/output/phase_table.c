@@ -17,65 +17,7 @@
 
 #include "diag.h"
 #include "phase_flags.h"
-
-struct phase_stats {
-	size_t count;
-	double total_s, mean_ms, p50_ms, p95_ms;
-};
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *v, size_t n, double q)
-{
-	double pos;
-	size_t i;
-	if (!n)
-		return NAN;
-	pos = q * (double)(n - 1);
-	i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
-}
-
-/* Fill *e and return code (the attribution's failure paths). */
-static int __attribute__((format(printf, 4, 5)))
-em_set(struct em_error *e, int code, const char *file, const char *fmt, ...)
-{
-	va_list ap;
-	e->file = file;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* device: 1 = occurrences on device timelines only, 0 = host only. */
-static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, int device, struct phase_stats *st)
-{
-	double *d = malloc((ph->nocc ? ph->nocc : 1) * sizeof *d);
-	size_t n = 0;
-	memset(st, 0, sizeof *st);
-	if (!d)
-		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < ph->nocc; i++) {
-		const struct phase_occ *o = &ph->occ[i];
-		if (o->phase != phase || (pid && o->pid != pid) || (o->tid == PHASE_DEVICE_TID) != device)
-			continue;
-		d[n++] = (double)(o->t1_ns - o->t0_ns) / 1e9;
-		st->total_s += d[n - 1];
-	}
-	qsort(d, n, sizeof *d, cmp_double);
-	st->count = n;
-	st->mean_ms = n ? st->total_s / (double)n * 1e3 : NAN;
-	st->p50_ms = quantile(d, n, 0.5) * 1e3;
-	st->p95_ms = quantile(d, n, 0.95) * 1e3;
-	free(d);
-}
+#include "phase_stats.h"
 
 /* Attribute one scope: its primary thread's segments against every sensor. */
 int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
@@ -89,7 +31,7 @@ int phase_scope_attribute(const struct energy_model *m, enum attrib_choice metho
 	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
 	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
 	if (!sr->row || !sr->total_j)
-		return em_set(e, -ENOMEM, NULL, "out of memory");
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	if (sr->thr < 0 || !m->nsen)
 		return 0;
 	host = &m->ph.thr[sr->thr];
@@ -98,7 +40,7 @@ int phase_scope_attribute(const struct energy_model *m, enum attrib_choice metho
 		dev = &m->ph.thr[dthr];
 	iv = malloc((host->nseg > (dev ? dev->nseg : 0) ? host->nseg + 1 : dev->nseg + 1) * sizeof *iv);
 	if (!iv)
-		return em_set(e, -ENOMEM, NULL, "out of memory");
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	/* An alignment known only to within its 95 % interval (the fallback
 	 * without perun's stamps) moves every phase by up to that much: the
 	 * intervals are widened by the change such a shift makes. */
@@ -125,21 +67,14 @@ int phase_scope_attribute(const struct energy_model *m, enum attrib_choice metho
 			niv++;
 		}
 		memset(&r, 0, sizeof r);
-		if (method == ATTRIB_CHOICE_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, niv, np, &r);
-		else if (method == ATTRIB_CHOICE_REGRESS)
-			rc = attrib_regress(&es->ser, iv, niv, np, ao, &r);
-		else if (method == ATTRIB_CHOICE_SPLIT || method == ATTRIB_CHOICE_AUTO)
-			rc = attrib_split(&es->ser, iv, niv, np, ao, &r);
-		else
-			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
+		rc = attrib_choose(method, &es->ser, iv, niv, np, ao, &r);
 		if (rc) {
 			free(iv);
 			if (rc == -ENODATA)
-				return em_set(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
+				return diag_error(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
 					      "thread %u to attribute %zu phases (a run of a few sampling periods, or "
 					      "files from different runs?)", th->tid, np);
-			return em_set(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
+			return diag_error(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
 				      strerror(-rc));
 		}
 		sr->total_j[g] += r.total_j;
@@ -285,8 +220,8 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 		}
 }
 
-void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
-			     FILE *tty)
+int phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr, FILE *tty,
+			    struct em_error *err)
 {
 	size_t np = m->ph.nnames, ng = m->ngroups ? m->ngroups : 1;
 	char scope[32], fl[96];
@@ -321,8 +256,11 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	double *maxw = calloc((np + 2) * ng, sizeof *maxw);
 	size_t nhidden = 0, nflagged = 0;
 	FILE *all_tty = tty;
-	if (!pf || !maxw)
-		diag_fatal(NULL, "out of memory");
+	int rc = 0;
+	if (!pf || !maxw) {
+		rc = diag_error(err, -ENOMEM, NULL, "out of memory");
+		goto out;
+	}
 	for (size_t k = 0; k <= np + 1; k++) {
 		int unattr = k == np, total = k == np + 1;
 		/* The tools' own activity: CSV only (flag "tool"). */
@@ -333,8 +271,11 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 		int on_primary = 0, on_host = 0, on_dev = 0;
 		double self_s = 0, host_s = 0, dev_s = 0;
 		if (!unattr && !total) {
-			stats_for(&m->ph, (int)k, sr->pid, 0, &hst);
-			stats_for(&m->ph, (int)k, sr->pid, 1, &dst);
+			if (phase_stats_of(&m->ph, (int)k, sr->pid, PHASE_STATS_HOST, &hst) ||
+			    phase_stats_of(&m->ph, (int)k, sr->pid, PHASE_STATS_DEVICE, &dst)) {
+				rc = diag_error(err, -ENOMEM, NULL, "out of memory");
+				goto out;
+			}
 			if (!hst.count && !dst.count)
 				continue;
 			if (th)
@@ -441,8 +382,10 @@ void phase_table_write_scope(struct csv *c, const struct energy_model *m, const 
 	tty = all_tty;
 	if (tty)
 		phase_table_notes(tty, m, np, ng, pf, maxw, nflagged, nhidden);
+out:
 	free(pf);
 	free(maxw);
+	return rc;
 }
 
 int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
@@ -456,7 +399,7 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 		all.pid = m->ph.thr[m->ph.primary].pid;
 	rc = phase_scope_attribute(m, method, ao, &all, e);
 	if (!rc)
-		phase_table_write_scope(c, m, &all, tty);
+		rc = phase_table_write_scope(c, m, &all, tty, e);
 	phase_scope_free(&all);
 	if (rc || !by_process)
 		return rc;
@@ -471,7 +414,7 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 		struct phase_scope sr = {.thr = thr, .pid = pid};
 		rc = phase_scope_attribute(m, method, ao, &sr, e);
 		if (!rc)
-			phase_table_write_scope(c, m, &sr, tty);
+			rc = phase_table_write_scope(c, m, &sr, tty, e);
 		phase_scope_free(&sr);
 		if (rc)
 			return rc;

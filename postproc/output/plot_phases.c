@@ -9,6 +9,7 @@
  * longer than LABEL_MAX characters are cut (the full name is in
  * phases.csv).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,16 +253,20 @@ static void layout_labels(struct bars_ctx *c)
 	cairo_surface_destroy(sf);
 }
 
-void plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title,
-		 const char *path, enum plot_kind kind)
+int plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title, const char *path,
+		enum plot_kind kind, struct em_error *e)
 {
 	struct bars_ctx c = {.m = m, .sr = sr, .title = title};
 	size_t ng = m->ngroups;
 	char doc_title[512];
+	int rc;
 	c.cat = malloc((m->ph.nnames + 1) * sizeof *c.cat);
 	c.label = malloc((m->ph.nnames + 1) * sizeof *c.label);
-	if (!c.cat || !c.label)
-		diag_fatal(NULL, "out of memory");
+	if (!c.cat || !c.label) {
+		free(c.cat);
+		free(c.label);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
 	/* Phases with time on the primary thread, then unattributed (with a
 	 * power sensor); the tools' own activity (sync pulses, perun's MPI calls:
 	 * phase_set_is_tool) stays in phases.csv only, the
@@ -298,7 +303,8 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	snprintf(doc_title, sizeof doc_title, "%s per phase: %s%s%s%s", ng ? "energy" : "time", title,
 		 m->emulated ? " (" : "", m->emulated ? "emulated sensor, not a measurement)" : "",
 		 ng ? "" : " (no power sensor: no energy)");
-	plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c);
+	rc = plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c, e);
 	free(c.cat);
 	free(c.label);
+	return rc;
 }

@@ -298,7 +298,11 @@ static void write_power(struct w *w, const struct energy_model *m)
 			w->oom = 1;
 			return;
 		}
-		group_power_build(m, g, &gp);
+		if (group_power_build(m, g, &gp)) {
+			cJSON_free(name);
+			w->oom = 1;
+			return;
+		}
 		/* A counter holds its value until the next event: each window's
 		 * mean at the window's start, and 0 after the last window. */
 		for (size_t i = 1; i <= gp.n && gp.n > 1; i++) {
