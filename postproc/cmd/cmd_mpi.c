@@ -596,11 +596,13 @@ static int run(int argc, char **argv, int stragglers)
 {
 	struct mpi_args a;
 	struct mring m;
+	struct em_error e;
 	struct timespec t0;
 	FILE *tty;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	parse(argc, argv, &a, stragglers);
-	mring_open(&m, &a.o);
+	if (mring_open(&m, &a.o, &e))
+		diag_fatal(e.file, "%s", e.msg); /* e.file may be m's: printed before any close */
 	tty = a.out ? stdout : stderr;
 	print_ranks(tty, &m);
 	if (!m.nunits)

@@ -8,7 +8,7 @@
 #include "diag.h"
 #include "input_file.h"
 
-int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
+int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen)
 {
 	int rc;
 	memset(rl, 0, sizeof *rl);
@@ -23,6 +23,14 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 		return -ENOMEM;
 	}
 	ring_clock_use_creation(&rl->clock, &rl->rf.hdr);
+	return 0;
+}
+
+int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
+{
+	int rc = ringload_read(rl, path, err, errlen);
+	if (rc)
+		return rc;
 	if (rl->rf.stats.truncated_slots)
 		diag_warn(path, "file is truncated: %llu of %llu slots missing; reading the rest",
 			  (unsigned long long)rl->rf.stats.truncated_slots,

@@ -20,6 +20,10 @@ struct ringload {
  * stderr and do not fail. */
 int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen);
 
+/* ringload_load without the warnings: for a reader that loads each ring
+ * more than once (mring) and must not repeat them. */
+int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen);
+
 /* ringload_load or print and exit: for the commands that read only a ring
  * (defined in cmd/cmd_fatal.c). */
 void ringload_open(struct ringload *rl, const char *path);
