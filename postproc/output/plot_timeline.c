@@ -135,16 +135,13 @@ static void draw_time_axis(cairo_t *cr, double t0, double t1, double x0, double 
 }
 
 /* One view: power panel, lanes, time axis, from y; returns its height. */
-static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double y, const char *label)
+/* The power panel of a view over [t0, t1] at y: grid, the zoom's shade,
+ * one step line per device group. */
+static void draw_power(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double x0, double w, double y)
 {
 	const struct energy_model *m = c->m;
-	double x0 = LEFT_PX, w = c->w_px - LEFT_PX - c->right_px, ph = POWER_PX;
-	double ystep = plot_tick_step(c->wmax, 5);
+	double ph = POWER_PX, ystep = plot_tick_step(c->wmax, 5);
 	char buf[64];
-
-	plot_text(cr, x0, y, 13, 0, 0, 1, label);
-	y += 20;
-	/* Power panel. */
 	cairo_set_line_width(cr, 1);
 	for (double v = 0; v <= c->wmax + ystep * 1e-9; v += ystep) {
 		double yy = floor(y + ph - v / c->wmax * ph) + 0.5;
@@ -197,42 +194,57 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 	cairo_set_line_width(cr, 1);
 	cairo_rectangle(cr, x0 + 0.5, y + 0.5, w, ph);
 	cairo_stroke(cr);
-	y += ph + 8;
+}
 
-	/* One lane per process: its primary thread's exclusive timeline. */
-	for (size_t l = 0; l < c->nlane; l++) {
-		const struct phase_thread *th = &m->ph.thr[c->lane[l].thr];
-		double ly = y + (double)l * LANE_PX;
-		cairo_set_source_rgb(cr, 0.96, 0.96, 0.96);
-		cairo_rectangle(cr, x0, ly + 2, w, LANE_PX - 4);
+/* Lane l at ly: its thread's exclusive timeline and its marks. */
+static void draw_lane(cairo_t *cr, const struct tl_ctx *c, size_t l, double t0, double t1, double x0, double w,
+		      double ly)
+{
+	const struct energy_model *m = c->m;
+	const struct phase_thread *th = &m->ph.thr[c->lane[l].thr];
+	cairo_set_source_rgb(cr, 0.96, 0.96, 0.96);
+	cairo_rectangle(cr, x0, ly + 2, w, LANE_PX - 4);
+	cairo_fill(cr);
+	cairo_save(cr);
+	cairo_rectangle(cr, x0, ly, w, LANE_PX);
+	cairo_clip(cr);
+	for (size_t s = 0; s < th->nseg; s++) {
+		double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
+		if (b < t0 || a > t1 || !c->shown[th->seg[s].phase])
+			continue;
+		plot_set_phase_colour(cr, c->colour[th->seg[s].phase], 1);
+		cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);
 		cairo_fill(cr);
-		cairo_save(cr);
-		cairo_rectangle(cr, x0, ly, w, LANE_PX);
-		cairo_clip(cr);
-		for (size_t s = 0; s < th->nseg; s++) {
-			double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
-			if (b < t0 || a > t1 || !c->shown[th->seg[s].phase])
-				continue;
-			plot_set_phase_colour(cr, c->colour[th->seg[s].phase], 1);
-			cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);
-			cairo_fill(cr);
-		}
-		/* Marks of that thread: thin ticks over the band. */
-		cairo_set_source_rgb(cr, 0, 0, 0);
-		cairo_set_line_width(cr, 1);
-		for (size_t i = 0; i < m->rl.rf.nev; i++) {
-			const struct ring_event *e = &m->rl.rf.ev[i];
-			double t = energy_model_tl(m, e->ts_ns);
-			if (e->kind != ANCHOR_KIND_MARK || e->pid != th->pid || e->tid != th->tid || t < t0 || t > t1)
-				continue;
-			cairo_move_to(cr, xof(t, t0, t1, x0, w), ly + 2);
-			cairo_line_to(cr, xof(t, t0, t1, x0, w), ly + 8);
-		}
-		cairo_stroke(cr);
-		cairo_restore(cr);
-		cairo_set_source_rgb(cr, 0, 0, 0);
-		plot_text(cr, x0 - 6, ly + LANE_PX / 2, 11, 1, 0.65, 0, c->lane[l].label);
 	}
+	/* Marks of that thread: thin ticks over the band. */
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	cairo_set_line_width(cr, 1);
+	for (size_t i = 0; i < m->rl.rf.nev; i++) {
+		const struct ring_event *e = &m->rl.rf.ev[i];
+		double t = energy_model_tl(m, e->ts_ns);
+		if (e->kind != ANCHOR_KIND_MARK || e->pid != th->pid || e->tid != th->tid || t < t0 || t > t1)
+			continue;
+		cairo_move_to(cr, xof(t, t0, t1, x0, w), ly + 2);
+		cairo_line_to(cr, xof(t, t0, t1, x0, w), ly + 8);
+	}
+	cairo_stroke(cr);
+	cairo_restore(cr);
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	plot_text(cr, x0 - 6, ly + LANE_PX / 2, 11, 1, 0.65, 0, c->lane[l].label);
+}
+
+/* One view over [t0, t1] at y: label, power panel, one lane per process
+ * (its primary thread's exclusive timeline), time axis.  Returns its
+ * height. */
+static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double y, const char *label)
+{
+	double x0 = LEFT_PX, w = c->w_px - LEFT_PX - c->right_px, ph = POWER_PX;
+	plot_text(cr, x0, y, 13, 0, 0, 1, label);
+	y += 20;
+	draw_power(cr, c, t0, t1, x0, w, y);
+	y += ph + 8;
+	for (size_t l = 0; l < c->nlane; l++)
+		draw_lane(cr, c, l, t0, t1, x0, w, y + (double)l * LANE_PX);
 	y += (double)c->nlane * LANE_PX + 4;
 	draw_time_axis(cr, t0, t1, x0, w, y);
 	return 20 + ph + 8 + (double)c->nlane * LANE_PX + 4 + AXIS_PX;
