@@ -13,7 +13,8 @@
 
 static void put(FILE *f, const void *p, size_t n)
 {
-	fwrite(p, 1, n, f);
+	if (n) /* fwrite's buffer must not be NULL, even for 0 bytes (UBSan) */
+		fwrite(p, 1, n, f);
 }
 
 static void put_u64(FILE *f, uint64_t v)
