@@ -166,4 +166,14 @@ with open(nosync, "wb") as f:
     f.write(hdr + b"\0" * (64 * 1024))  # the header, no records at all
 p = run(POST, "stragglers", "--ring", nosync, "--ring", os.path.join(rings, "run-hostA-0.ring"), rc=1)
 check(p.stderr.count("\n") == 1 and "nosync.ring" in p.stderr, "empty ring error: %r" % p.stderr)
-print("ok: one-line errors for a glob matching nothing and an empty ring")
+# Bad rings on several loader threads at once: the library returns the
+# error (mring.c keeps the first), the command prints exactly one line.
+bad = os.path.join(TMP, "bad-rings")
+os.makedirs(bad, exist_ok=True)
+for i in range(6):
+    with open(os.path.join(bad, "b%d.ring" % i), "wb") as f:
+        f.write(hdr + b"\0" * (64 * 1024))
+p = run(POST, "phases", "--rings", bad, "--by-rank", "--threads", "4", rc=1)
+check(p.stderr.count("\n") == 1 and "the ring holds no records" in p.stderr,
+      "six bad rings on four threads: want one line, got %r" % p.stderr)
+print("ok: one-line errors for a glob matching nothing, an empty ring, and six on four threads")

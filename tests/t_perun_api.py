@@ -26,6 +26,7 @@ p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
                     os.path.join(ROOT, "tests", "perun_api_check.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_load.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_guard.c"),
+                    os.path.join(ROOT, "postproc", "input", "perun_pack.c"),
                     os.path.join(ROOT, "postproc", "input", "input_file.c"), "-o", EXE, *libs, "-lm", "-pthread"],
                    capture_output=True, text=True)
 check(p.returncode == 0, f"building perun_api_check failed: {p.stderr}")

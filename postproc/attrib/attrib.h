@@ -172,6 +172,11 @@ int attrib_auto(const struct attrib_series *s, const struct attrib_interval *iv,
 int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
 
+/* The method --method names (enum attrib_choice): one dispatch for every
+ * caller (one ring's phases, each rank's in mring), so they cannot drift. */
+int attrib_choose(enum attrib_choice method, const struct attrib_series *s, const struct attrib_interval *iv,
+		  size_t n_iv, size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
 /* A cumulative energy counter sampled at ~1 ms (t_s strictly increasing,
  * cum_j non-decreasing, J): exact per-window energies, windows holding
  * phase edges split from their neighbours' power (attrib_counters.c).

@@ -201,36 +201,60 @@ static const char *method_name(int m)
 	return m == ATTRIB_INTEGRATE ? "integrate" : m == ATTRIB_REGRESS ? "regress" : m == ATTRIB_SPLIT ? "split" : "";
 }
 
-/* Scope rows: `members` units add their times; `energy_from` units (one per
- * host) add their joules. */
-static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const struct names *nm,
-			const char *scope, const char *host, int rank, const struct mr_unit *const *members,
-			size_t nmem, const struct mr_unit *const *energy_from, size_t nen)
+/* One scope's sums while its rows are written. */
+struct scope_sum {
+	const struct mring *m;
+	const struct names *nm;
+	size_t ng, np;
+	struct agg *a;          /* per phase name */
+	double *unattr, *total; /* per group */
+	double span;
+	char align[96], unc[32];
+};
+
+static void scope_alloc(struct scope_sum *s, const struct mring *m, const struct names *nm)
 {
-	size_t ng = m->ngroups ? m->ngroups : 1, np = nm->n;
-	struct agg *a = calloc(np, sizeof *a);
-	double *unattr = calloc(ng, sizeof *unattr), *total = calloc(ng, sizeof *total);
-	double span = 0;
-	char rk[16] = "", align[96] = "", unc[32] = "";
-	double unc_ms = NAN;
-	if (!a || !unattr || !total)
+	memset(s, 0, sizeof *s);
+	s->m = m;
+	s->nm = nm;
+	s->ng = m->ngroups ? m->ngroups : 1;
+	s->np = nm->n;
+	s->a = calloc(s->np ? s->np : 1, sizeof *s->a);
+	s->unattr = calloc(s->ng, sizeof *s->unattr);
+	s->total = calloc(s->ng, sizeof *s->total);
+	if (!s->a || !s->unattr || !s->total)
 		diag_fatal(NULL, "out of memory");
-	if (rank >= 0)
-		snprintf(rk, sizeof rk, "%d", rank);
-	for (size_t k = 0; k < np; k++) {
-		a[k].energy_j = calloc(ng, sizeof(double));
-		a[k].lo_j = calloc(ng, sizeof(double));
-		a[k].hi_j = calloc(ng, sizeof(double));
-		if (!a[k].energy_j || !a[k].lo_j || !a[k].hi_j)
+	for (size_t k = 0; k < s->np; k++) {
+		s->a[k].energy_j = calloc(s->ng, sizeof(double));
+		s->a[k].lo_j = calloc(s->ng, sizeof(double));
+		s->a[k].hi_j = calloc(s->ng, sizeof(double));
+		if (!s->a[k].energy_j || !s->a[k].lo_j || !s->a[k].hi_j)
 			diag_fatal(NULL, "out of memory");
-		for (size_t g = 0; g < ng; g++)
-			a[k].energy_j[g] = NAN;
-		a[k].p50_ms = a[k].p95_ms = NAN;
+		for (size_t g = 0; g < s->ng; g++)
+			s->a[k].energy_j[g] = NAN;
+		s->a[k].p50_ms = s->a[k].p95_ms = NAN;
 	}
+}
+
+static void scope_free(struct scope_sum *s)
+{
+	for (size_t k = 0; k < s->np; k++) {
+		free(s->a[k].energy_j);
+		free(s->a[k].lo_j);
+		free(s->a[k].hi_j);
+	}
+	free(s->a);
+	free(s->unattr);
+	free(s->total);
+}
+
+/* The members' times. */
+static void scope_add_times(struct scope_sum *s, const struct mr_unit *const *members, size_t nmem)
+{
 	for (size_t i = 0; i < nmem; i++)
 		for (size_t p = 0; p < members[i]->nph; p++) {
 			const struct mr_phase *ph = &members[i]->ph[p];
-			struct agg *x = &a[name_index((struct names *)nm, ph->name, 0)];
+			struct agg *x = &s->a[name_index((struct names *)s->nm, ph->name, 0)];
 			x->count += ph->count;
 			x->total_s += ph->total_s;
 			x->self_s += ph->self_s;
@@ -240,53 +264,107 @@ static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const s
 				x->p95_ms = ph->p95_ms;
 			}
 		}
-	for (size_t i = 0; i < nen; i++) {
-		const struct mr_unit *u = energy_from[i];
-		const struct mr_host *h = &m->hosts[u->host_idx];
-		for (size_t g = 0; g < ng; g++) {
-			unattr[g] += u->unattr_j[g];
-			total[g] += u->total_j[g];
-		}
-		for (size_t p = 0; p < u->nph; p++) {
-			const struct mr_phase *ph = &u->ph[p];
-			struct agg *x = &a[name_index((struct names *)nm, ph->name, 0)];
-			for (size_t g = 0; g < ng; g++) {
-				if (isnan(ph->energy_j[g]))
-					continue;
-				if (isnan(x->energy_j[g]))
-					x->energy_j[g] = 0;
-				x->energy_j[g] += ph->energy_j[g];
-				x->lo_j[g] += ph->lo_j[g];
-				x->hi_j[g] += ph->hi_j[g];
-			}
-			if (!x->method)
-				x->method = ph->method;
-			else if (ph->method && x->method != ph->method)
-				x->method = -1;
-		}
-		if (h->nsen)
-			span += h->sen[0].t_tl[h->sen[0].ser.n - 1] - h->sen[0].t_tl[0];
-		if (!align[0] || strcmp(align, h->method)) {
-			snprintf(align, sizeof align, "%s%s", align[0] ? "mixed:" : "", h->method);
-		}
-		if (isnan(unc_ms) || h->uncert_ms > unc_ms)
-			unc_ms = h->uncert_ms;
+}
+
+/* One energy unit's joules (its host's, explained by it), and its host's
+ * span and alignment. */
+static void scope_add_energy(struct scope_sum *s, const struct mr_unit *u, double *unc_ms)
+{
+	const struct mr_host *h = &s->m->hosts[u->host_idx];
+	for (size_t g = 0; g < s->ng; g++) {
+		s->unattr[g] += u->unattr_j[g];
+		s->total[g] += u->total_j[g];
 	}
+	for (size_t p = 0; p < u->nph; p++) {
+		const struct mr_phase *ph = &u->ph[p];
+		struct agg *x = &s->a[name_index((struct names *)s->nm, ph->name, 0)];
+		for (size_t g = 0; g < s->ng; g++) {
+			if (isnan(ph->energy_j[g]))
+				continue;
+			if (isnan(x->energy_j[g]))
+				x->energy_j[g] = 0;
+			x->energy_j[g] += ph->energy_j[g];
+			x->lo_j[g] += ph->lo_j[g];
+			x->hi_j[g] += ph->hi_j[g];
+		}
+		if (!x->method)
+			x->method = ph->method;
+		else if (ph->method && x->method != ph->method)
+			x->method = -1;
+	}
+	if (h->nsen)
+		s->span += h->sen[0].t_tl[h->sen[0].ser.n - 1] - h->sen[0].t_tl[0];
+	if (!s->align[0] || strcmp(s->align, h->method))
+		snprintf(s->align, sizeof s->align, "%s%s", s->align[0] ? "mixed:" : "", h->method);
+	if (isnan(*unc_ms) || h->uncert_ms > *unc_ms)
+		*unc_ms = h->uncert_ms;
+}
+
+/* The CSV row of phase k (np: unattributed, np + 1: total) in group g. */
+static void scope_row(struct csv *c, const struct scope_sum *s, const char *scope, const char *host, const char *rk,
+		      size_t k, size_t g, size_t nen, double *e_out)
+{
+	const struct mring *m = s->m;
+	int un = k == s->np, tot = k == s->np + 1;
+	const struct agg *x = k < s->np ? &s->a[k] : NULL;
+	const char *name = tot ? "(total)" : un ? "(unattributed)" : s->nm->v[k];
+	double e = x ? x->energy_j[g] : un ? (nen ? s->unattr[g] : NAN) : (nen ? s->total[g] : NAN);
+	double ts = x ? x->self_s : (tot ? s->span : NAN);
+	csv_str(c, scope);
+	csv_str(c, host ? host : "");
+	csv_str(c, rk);
+	csv_str(c, tot ? "total" : un ? "unattributed" : "phase");
+	csv_str(c, name);
+	csv_str(c, m->ngroups ? m->groups[g] : "");
+	/* summary rows: count 0 (an integer column), their seconds */
+	csv_u64(c, x ? x->count : 0);
+	csv_f64(c, x ? x->total_s : ts, 9);
+	csv_f64(c, ts, 9);
+	csv_f64(c, x ? x->total_s / (double)x->count * 1e3 : NAN, 6);
+	csv_f64(c, x ? x->p50_ms : NAN, 6);
+	csv_f64(c, x ? x->p95_ms : NAN, 6);
+	csv_f64(c, e, 9);
+	csv_f64(c, x && ts > 0 ? e / ts : NAN, 6);
+	csv_f64(c, s->total[g] > 0 ? e / s->total[g] : NAN, 6);
+	csv_f64(c, x ? (isnan(e) ? NAN : x->lo_j[g]) : (tot ? e : NAN), 9);
+	csv_f64(c, x ? (isnan(e) ? NAN : x->hi_j[g]) : (tot ? e : NAN), 9);
+	csv_str(c, !nen ? "no-power-sensor" : tot ? "perun" : x ? (x->method < 0 ? "mixed" : method_name(x->method)) : "");
+	csv_str(c, nen ? s->align : "");
+	csv_str(c, s->unc);
+	csv_str(c, nen && m->emulated ? "emulated sensor, not a measurement" : "");
+	csv_row_end(c);
+	*e_out = e;
+}
+
+/* Scope rows: `members` units add their times; `energy_from` units (one per
+ * host) add their joules. */
+static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const struct names *nm,
+			const char *scope, const char *host, int rank, const struct mr_unit *const *members,
+			size_t nmem, const struct mr_unit *const *energy_from, size_t nen)
+{
+	struct scope_sum s;
+	char rk[16] = "";
+	double unc_ms = NAN;
+	scope_alloc(&s, m, nm);
+	if (rank >= 0)
+		snprintf(rk, sizeof rk, "%d", rank);
+	scope_add_times(&s, members, nmem);
+	for (size_t i = 0; i < nen; i++)
+		scope_add_energy(&s, energy_from[i], &unc_ms);
 	if (!isnan(unc_ms))
-		snprintf(unc, sizeof unc, "%g", unc_ms);
+		snprintf(s.unc, sizeof s.unc, "%g", unc_ms);
 	if (tty) {
 		fprintf(tty, "\nscope %s%s%s%s%s: %zu rank(s)%s%s\n", scope, host ? " " : "", host ? host : "",
 			rk[0] ? " rank " : "", rk, nmem, nen ? ", energy: " : ", no energy (no perun host data)",
-			nen ? align : "");
+			nen ? s.align : "");
 		fprintf(tty, "%-22s %7s %10s %9s", "phase", "count", "total_s", "mean_ms");
 		for (size_t g = 0; g < m->ngroups; g++)
 			fprintf(tty, " %10s %6s", m->groups[g], "share");
 		fprintf(tty, "\n");
 	}
-	for (size_t k = 0; k <= np + 1; k++) {
-		int un = k == np, tot = k == np + 1;
-		const struct agg *x = k < np ? &a[k] : NULL;
-		const char *name = tot ? "(total)" : un ? "(unattributed)" : nm->v[k];
+	for (size_t k = 0; k <= s.np + 1; k++) {
+		const struct agg *x = k < s.np ? &s.a[k] : NULL;
+		const char *name = k == s.np + 1 ? "(total)" : k == s.np ? "(unattributed)" : nm->v[k];
 		if ((x && !x->count) || (!x && !nen))
 			continue;
 		if (tty) {
@@ -296,50 +374,20 @@ static void write_scope(struct csv *c, FILE *tty, const struct mring *m, const s
 			else
 				fprintf(tty, "%-22.22s %7s %10s %9s", name, "", "", "");
 		}
-		for (size_t g = 0; g < ng; g++) {
-			double e = x ? x->energy_j[g] : un ? (nen ? unattr[g] : NAN) : (nen ? total[g] : NAN);
-			double ts = x ? x->self_s : (tot ? span : NAN);
-			csv_str(c, scope);
-			csv_str(c, host ? host : "");
-			csv_str(c, rk);
-			csv_str(c, tot ? "total" : un ? "unattributed" : "phase");
-			csv_str(c, name);
-			csv_str(c, m->ngroups ? m->groups[g] : "");
-			/* summary rows: count 0 (an integer column), their seconds */
-			csv_u64(c, x ? x->count : 0);
-			csv_f64(c, x ? x->total_s : ts, 9);
-			csv_f64(c, ts, 9);
-			csv_f64(c, x ? x->total_s / (double)x->count * 1e3 : NAN, 6);
-			csv_f64(c, x ? x->p50_ms : NAN, 6);
-			csv_f64(c, x ? x->p95_ms : NAN, 6);
-			csv_f64(c, e, 9);
-			csv_f64(c, x && ts > 0 ? e / ts : NAN, 6);
-			csv_f64(c, total[g] > 0 ? e / total[g] : NAN, 6);
-			csv_f64(c, x ? (isnan(e) ? NAN : x->lo_j[g]) : (tot ? e : NAN), 9);
-			csv_f64(c, x ? (isnan(e) ? NAN : x->hi_j[g]) : (tot ? e : NAN), 9);
-			csv_str(c, !nen ? "no-power-sensor" : tot ? "perun" : x ? (x->method < 0 ? "mixed" : method_name(x->method)) : "");
-			csv_str(c, nen ? align : "");
-			csv_str(c, unc);
-			csv_str(c, nen && m->emulated ? "emulated sensor, not a measurement" : "");
-			csv_row_end(c);
+		for (size_t g = 0; g < s.ng; g++) {
+			double e;
+			scope_row(c, &s, scope, host, rk, k, g, nen, &e);
 			if (tty && g < m->ngroups) {
 				if (isnan(e))
 					fprintf(tty, " %10s %6s", "-", "-");
-				else
-					fprintf(tty, " %10.2f %6.3f", e, total[g] > 0 ? e / total[g] : 0.0); /* a fraction, as in the CSV */
+				else /* a fraction, as in the CSV */
+					fprintf(tty, " %10.2f %6.3f", e, s.total[g] > 0 ? e / s.total[g] : 0.0);
 			}
 		}
 		if (tty)
 			fprintf(tty, "\n");
 	}
-	for (size_t k = 0; k < np; k++) {
-		free(a[k].energy_j);
-		free(a[k].lo_j);
-		free(a[k].hi_j);
-	}
-	free(a);
-	free(unattr);
-	free(total);
+	scope_free(&s);
 }
 
 static void write_phases(const struct mring *m, const struct mpi_args *a, FILE *tty)
@@ -486,6 +534,31 @@ static void put_iso(struct csv *c, int64_t ns, int64_t *last_sec, char *prefix, 
 	csv_strn(c, buf, n);
 }
 
+/* The per-rank summary of the straggler table. */
+static void print_stragglers(FILE *tty, const struct mring *m, const char *out, size_t matched,
+			     const size_t *slow_count, const double *wait_s, const double *wait_j)
+{
+	int energy = m->have_perun;
+	fprintf(tty, "\nstragglers: step phase '%s', %zu step(s) seen on >= 2 ranks\n", m->step[0] ? m->step : "(none)",
+		matched);
+	fprintf(tty, "%-16s %8s %8s %12s %12s%s\n", "rank@host", "steps", "slowest", "wait_s", "wait_ms/step",
+		energy ? "     wait_J" : "");
+	for (size_t i = 0; i < m->nunits; i++) {
+		const struct mr_unit *u = m->units[i];
+		char lab[96];
+		mring_unit_label(u, lab, sizeof lab);
+		fprintf(tty, "%-16.16s %8zu %8zu %12.3f %12.3f", lab, u->nsteps, slow_count[i], wait_s[i],
+			u->nsteps ? wait_s[i] / (double)u->nsteps * 1e3 : 0.0);
+		if (energy)
+			fprintf(tty, " %10.3f", u->host_idx >= 0 ? wait_j[i] : NAN);
+		fprintf(tty, "\n");
+	}
+	if (energy)
+		fprintf(tty, "(wait_J: joules at the collective phases' attributed host power while this rank waited;\n ranks sharing a host each see the whole host)\n");
+	if (out)
+		fprintf(tty, "wrote %s\n", out);
+}
+
 static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 {
 	static const char *const cols[] = {"step", "rank", "host", "t0_utc", "t0_unix_ns", "dur_ms", "compute_ms",
@@ -551,27 +624,8 @@ static void write_stragglers(const struct mring *m, const char *out, FILE *tty)
 		}
 	}
 	outfile_commit(&of);
-	if (tty) {
-		int energy = m->have_perun;
-		fprintf(tty, "\nstragglers: step phase '%s', %zu step(s) seen on >= 2 ranks\n", m->step[0] ? m->step : "(none)",
-			matched);
-		fprintf(tty, "%-16s %8s %8s %12s %12s%s\n", "rank@host", "steps", "slowest", "wait_s", "wait_ms/step",
-			energy ? "     wait_J" : "");
-		for (size_t i = 0; i < m->nunits; i++) {
-			const struct mr_unit *u = m->units[i];
-			char lab[96];
-			mring_unit_label(u, lab, sizeof lab);
-			fprintf(tty, "%-16.16s %8zu %8zu %12.3f %12.3f", lab, u->nsteps, slow_count[i], wait_s[i],
-				u->nsteps ? wait_s[i] / (double)u->nsteps * 1e3 : 0.0);
-			if (energy)
-				fprintf(tty, " %10.3f", u->host_idx >= 0 ? wait_j[i] : NAN);
-			fprintf(tty, "\n");
-		}
-		if (energy)
-			fprintf(tty, "(wait_J: joules at the collective phases' attributed host power while this rank waited;\n ranks sharing a host each see the whole host)\n");
-		if (out)
-			fprintf(tty, "wrote %s\n", out);
-	}
+	if (tty)
+		print_stragglers(tty, m, out, matched, slow_count, wait_s, wait_j);
 	free(slow_count);
 	free(wait_s);
 	free(wait_j);
@@ -596,11 +650,13 @@ static int run(int argc, char **argv, int stragglers)
 {
 	struct mpi_args a;
 	struct mring m;
+	struct em_error e;
 	struct timespec t0;
 	FILE *tty;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	parse(argc, argv, &a, stragglers);
-	mring_open(&m, &a.o);
+	if (mring_open(&m, &a.o, &e))
+		diag_fatal(e.file, "%s", e.msg); /* e.file may be m's: printed before any close */
 	tty = a.out ? stdout : stderr;
 	print_ranks(tty, &m);
 	if (!m.nunits)

@@ -65,7 +65,8 @@ void phases_write(const struct energy_model *m, const char *out, enum attrib_cho
 		diag_fatal(e.file, "%s", e.msg);
 	}
 	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
-	counter_table_write(&c, m, tty);
+	if (counter_table_write(&c, m, tty, &e) < 0)
+		diag_fatal(e.file, "%s", e.msg);
 	outfile_commit(&of);
 	if (out)
 		fprintf(tty, "\nwrote %s\n", out);

@@ -177,6 +177,9 @@ static void start_tmp_dir(struct report *r)
 	if (!mkdtemp(r->tmp_dir))
 		diag_fatal(r->final, "cannot create a directory beside it: %s", strerror(errno));
 	r->dir = r->tmp_dir;
+	/* Errors name OUTDIR/FILE, the path the user gave, not the build
+	 * directory that is removed on the way out. */
+	diag_alias_path(r->tmp_dir, r->final);
 	building = r;
 	atexit(remove_tmp_dir);
 }
@@ -222,100 +225,157 @@ static void print_files(const struct report *r)
 	}
 }
 
+/* phases.csv (the "all" scope and the ms counters); the readable table
+ * into *table, printed at the end above the file list. */
+static void write_phases_csv(struct report *r, const struct energy_model *m, const struct phase_scope *all,
+			     char **table)
+{
+	struct em_error e;
+	struct outfile of;
+	struct csv c;
+	size_t table_len = 0;
+	FILE *tty;
+	outfile_open(&of, out_path(r, "phases.csv"));
+	csv_init(&c, of.fp);
+	phase_table_csv_header(&c);
+	tty = open_memstream(table, &table_len);
+	if (!tty)
+		diag_fatal(NULL, "out of memory");
+	if (phase_table_write_scope(&c, m, all, tty, &e) ||
+	    /* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
+	    counter_table_write(&c, m, tty, &e) < 0)
+		diag_fatal(e.file, "%s", e.msg);
+	fclose(tty);
+	outfile_commit(&of);
+}
+
+/* perun.csv and samples.csv come from commands that know nothing of the
+ * sensor; EMULATED_SENSOR.txt says it beside them. */
+static void write_emulated_note(struct report *r, const struct energy_model *m, const char *perun)
+{
+	struct outfile of;
+	outfile_open(&of, out_path(r, "EMULATED_SENSOR.txt"));
+	fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
+			"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
+			"the pictures, trace.json) comes from that emulation.\n",
+		energy_model_sensor_note(m), perun);
+	outfile_commit(&of);
+}
+
+/* samples.csv (+ its side files), functions.csv, energy.speedscope.json. */
+static void write_profile_files(struct report *r, const struct run_model *rm, const struct em_opts *o)
+{
+	const struct energy_model *m = &rm->m;
+	progress(r, "samples.csv");
+	samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
+	out_path(r, "samples.csv.alignment.txt");
+	out_path(r, "samples.stacks.csv");
+	out_path(r, "samples.frames.csv");
+	out_path(r, "samples.threads.csv");
+	progress(r, "functions.csv, energy.speedscope.json");
+	char *path = out_path(r, "functions.csv");
+	functions_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL);
+	out_path(r, "functions.csv.alignment.txt");
+}
+
+static void write_pictures(struct report *r, const struct energy_model *m, const struct phase_scope *all,
+			   const char *title)
+{
+	struct em_error e;
+	progress(r, "timeline.svg, timeline.png");
+	if (plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG, &e) ||
+	    plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	progress(r, "phases.svg, phases.png");
+	if (plot_phases(m, all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
+	    plot_phases(m, all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
+		diag_fatal(e.file, "%s", e.msg);
+}
+
+/* trace.json, with py-spy's stacks as --trace-stacks says. */
+static void write_trace(struct report *r, const struct run_model *rm, const char *title, const char *stacks,
+			char *pyspy_line, size_t pyspy_cap)
+{
+	struct trace_pyspy tp = {0};
+	struct trace_stats ts;
+	char terr[256], *path;
+	if (rm->have_profile) {
+		align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
+		if (strcmp(stacks, "none")) {
+			tp.p = &rm->p;
+			tp.al = &rm->al;
+			tp.all_processes = !strcmp(stacks, "all");
+		}
+	}
+	progress(r, "trace.json");
+	path = out_path(r, "trace.json");
+	if (trace_json_write(&rm->m, &tp, title, path, &ts, terr, sizeof terr))
+		diag_fatal(path, "%s", terr);
+}
+
 /* Everything into r->dir over the opened run; the table into *table. */
 static void write_all(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
 		      const struct attrib_opts *ao, const char *title, const char *stacks, char **table,
 		      char *pyspy_line, size_t pyspy_cap)
 {
 	const struct energy_model *m = &rm->m;
-	const char *profile = rm->have_profile ? rm->profile : NULL;
 	struct phase_scope all;
 	struct em_error e;
-	struct outfile of;
-	struct csv c;
-	size_t table_len = 0;
-	char *path;
-	FILE *tty;
 
 	progress(r, "attributing energy to phases");
 	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
 	all.pid = 0;
 	if (phase_scope_attribute(m, method, ao, &all, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	path = out_path(r, "phases.csv");
-	outfile_open(&of, path);
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	/* The readable table is printed at the end, above the file list. */
-	tty = open_memstream(table, &table_len);
-	if (!tty)
-		diag_fatal(NULL, "out of memory");
-	phase_table_write_scope(&c, m, &all, tty);
-	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	counter_table_write(&c, m, tty);
-	fclose(tty);
-	outfile_commit(&of);
-
-	if (m->emulated) {
-		/* perun.csv and samples.csv come from commands that know nothing
-		 * of the sensor; this file says it beside them. */
-		path = out_path(r, "EMULATED_SENSOR.txt");
-		outfile_open(&of, path);
-		fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
-				"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
-				"the pictures, trace.json) comes from that emulation.\n",
-			energy_model_sensor_note(m), o->perun);
-		outfile_commit(&of);
-	}
-
+	write_phases_csv(r, m, &all, table);
+	if (m->emulated)
+		write_emulated_note(r, m, o->perun);
 	progress(r, "perun.csv");
 	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
 	perun_write(&m->pf, o->perun, out_path(r, "perun.csv"), o->run ? m->run : NULL, 0, NULL, m);
 	out_path(r, "perun.csv.energy.csv");
-
-	if (profile) {
-		progress(r, "samples.csv");
-		samples_write_ring(&rm->p, profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"),
-				   0);
-		out_path(r, "samples.csv.alignment.txt");
-		out_path(r, "samples.stacks.csv");
-		out_path(r, "samples.frames.csv");
-		out_path(r, "samples.threads.csv");
-		progress(r, "functions.csv, energy.speedscope.json");
-		path = out_path(r, "functions.csv");
-		functions_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL);
-		out_path(r, "functions.csv.alignment.txt");
-	}
+	if (rm->have_profile)
+		write_profile_files(r, rm, o);
 	progress(r, "timeline.csv");
 	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
-	if (profile)
+	if (rm->have_profile)
 		out_path(r, "timeline.csv.alignment.txt");
-
-	progress(r, "timeline.svg, timeline.png");
-	plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG);
-	plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG);
-	progress(r, "phases.svg, phases.png");
-	plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG);
-	plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG);
-
-	{
-		struct trace_pyspy tp = {0};
-		struct trace_stats ts;
-		if (profile) {
-			align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
-			if (strcmp(stacks, "none")) {
-				tp.p = &rm->p;
-				tp.al = &rm->al;
-				tp.all_processes = !strcmp(stacks, "all");
-			}
-		}
-		progress(r, "trace.json");
-		char terr[256];
-		path = out_path(r, "trace.json");
-		if (trace_json_write(m, &tp, title, path, &ts, terr, sizeof terr))
-			diag_fatal(path, "%s", terr);
-	}
+	write_pictures(r, m, &all, title);
+	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
 	phase_scope_free(&all);
+}
+
+/* `report DIR`: the run's files found in DIR, the report in DIR/report
+ * unless -d says otherwise.  1 (after the message) when DIR does not
+ * name one run. */
+static int from_run_dir(const char *run_dir, struct em_opts *o, const char **profile, struct report *r,
+			struct run_files *found, char **dir_buf)
+{
+	char ferr[2048];
+	if (o->ring || o->perun || *profile)
+		options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
+	if (run_find(run_dir, found, ferr, sizeof ferr)) {
+		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
+		run_find_free(found);
+		return 1;
+	}
+	o->ring = found->ring, o->perun = found->perun, *profile = found->profile;
+	if (!r->final) {
+		if (asprintf(dir_buf, "%s/report", run_dir) < 0)
+			diag_fatal(NULL, "out of memory");
+		r->final = *dir_buf;
+	}
+	return 0;
+}
+
+/* The directory's own name: "out/demo/" -> "demo". */
+static const char *default_title(const char *final, char *buf, size_t cap)
+{
+	size_t len = strlen(final);
+	while (len > 1 && final[len - 1] == '/')
+		len--;
+	snprintf(buf, cap, "%.*s", (int)len, final);
+	return strrchr(buf, '/') && strrchr(buf, '/')[1] ? strrchr(buf, '/') + 1 : buf;
 }
 
 int cmd_report(int argc, char **argv)
@@ -355,33 +415,12 @@ int cmd_report(int argc, char **argv)
 		run_dir = argv[1];
 	stacks = stack_choices[stacks_i].name;
 	memset(&found, 0, sizeof found);
-	if (run_dir) {
-		/* `report DIR`: the run's files found in DIR, the report in DIR/report. */
-		if (o.ring || o.perun || profile)
-			options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
-		char ferr[2048];
-		if (run_find(run_dir, &found, ferr, sizeof ferr)) {
-			fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
-			run_find_free(&found);
-			return 2;
-		}
-		o.ring = found.ring, o.perun = found.perun, profile = found.profile;
-		if (!r.final) {
-			if (asprintf(&dir_buf, "%s/report", run_dir) < 0)
-				diag_fatal(NULL, "out of memory");
-			r.final = dir_buf;
-		}
-	}
+	if (run_dir && from_run_dir(run_dir, &o, &profile, &r, &found, &dir_buf))
+		return 2;
 	if (!o.ring || !o.perun || !r.final)
 		options_usage_error(&report_usage, "needs RUNDIR, or --ring, --perun and -d DIR");
-	if (!title) {
-		/* The directory's own name: "out/demo/" -> "demo". */
-		size_t len = strlen(r.final);
-		while (len > 1 && r.final[len - 1] == '/')
-			len--;
-		snprintf(title_buf, sizeof title_buf, "%.*s", (int)len, r.final);
-		title = strrchr(title_buf, '/') && strrchr(title_buf, '/')[1] ? strrchr(title_buf, '/') + 1 : title_buf;
-	}
+	if (!title)
+		title = default_title(r.final, title_buf, sizeof title_buf);
 	r.progress = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
 
@@ -396,6 +435,7 @@ int cmd_report(int argc, char **argv)
 	start_tmp_dir(&r);
 	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
 	commit_tmp_dir(&r);
+	diag_alias_path(NULL, NULL);
 
 	progress(&r, "done");
 	fputs(table, stdout);

@@ -129,12 +129,23 @@ struct perun_file {
  * Silences libhdf5's own error printing. */
 int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen);
 
+/* perun_load over the file's bytes already in memory (libhdf5's core
+ * driver): libhdf5 never opens the file.  The same errors as perun_load. */
+int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen);
+
+/* Read path whole into *buf (malloc'd, *len bytes) after input_file_check:
+ * the one open of a perun file.  0, or a negative errno with err. */
+int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen);
+
 /* perun_load, but first walk the file in a forked child: libhdf5 1.10
  * crashes or loops on some corrupt files (docs/perun-format.md); this turns
  * a crash into -EIO and a child running past 20 s + 1 s/MB (or
  * $ANCHORPOST_PERUN_TIMEOUT_S) into -ETIMEDOUT, each with a message saying
  * what libhdf5 did, instead of killing or hanging the caller.  Errors the
- * child finds are returned as they are.  Costs a second read of the file. */
+ * child finds are returned as they are.  The file is opened once, by the
+ * caller (perun_read_bytes): the child parses those bytes
+ * (perun_load_image) and sends the model back (perun_pack.h), so the
+ * caller never runs libhdf5 on the file. */
 int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_t errlen);
 
 /* Free everything perun_load allocated; safe on a zeroed struct. */

@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* perun's NodeType values (perun/data_model/data.py, enum.auto from 1). */
 enum {
@@ -974,11 +976,21 @@ static int load_file(struct ld *L, hid_t f, struct perun_file *pf)
 	return rc;
 }
 
-int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen)
+/* HDF5's superblock signature, at 0, 512, 1024, 2048, ... (what
+ * H5Fis_hdf5 looks for, here on the bytes already read). */
+static int has_hdf5_signature(const char *buf, size_t len)
+{
+	static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+	for (size_t off = 0; off + 8 <= len; off = off ? off * 2 : 512)
+		if (!memcmp(buf + off, sig, 8))
+			return 1;
+	return 0;
+}
+
+int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen)
 {
 	struct ld L = {err, errlen, 0};
-	struct stat st;
-	hid_t f;
+	hid_t fapl, f;
 	int rc;
 
 	memset(pf, 0, sizeof *pf);
@@ -987,9 +999,50 @@ int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen
 	/* libhdf5 prints a multi-line error stack by default; we report one
 	 * line with the HDF5 path instead. */
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	if (len == 0) {
+		snprintf(err, errlen, "empty file (0 bytes), not HDF5");
+		return -EINVAL;
+	}
+	if (!has_hdf5_signature(buf, len)) {
+		snprintf(err, errlen, "not an HDF5 file (no HDF5 signature)");
+		return -EINVAL;
+	}
+	L.max_elems = (uint64_t)len + 4096;
+	/* The core driver over the bytes read: libhdf5 never opens the file
+	 * (the name below is only a label; no backing store is written). */
+	fapl = H5Pcreate(H5P_FILE_ACCESS);
+	if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 16, 0) < 0 || H5Pset_file_image(fapl, (void *)buf, len) < 0) {
+		if (fapl >= 0)
+			H5Pclose(fapl);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	f = H5Fopen("anchorpost-perun-image", H5F_ACC_RDONLY, fapl);
+	H5Pclose(fapl);
+	if (f < 0) {
+		snprintf(err, errlen, "cannot open as HDF5 (corrupt or truncated file?)");
+		return -EINVAL;
+	}
+	rc = load_file(&L, f, pf);
+	H5Fclose(f);
+	if (rc < 0)
+		perun_free(pf);
+	return rc;
+}
+
+int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t cap, n = 0;
+	char *b;
+	int fd, rc;
+
+	*buf = NULL;
+	*len = 0;
 	/* never blocks on a FIFO; no output of this run may replace it */
 	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)))
 		return rc;
+	/* stat before open: a FIFO or device is refused, never opened */
 	if (stat(path, &st) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "%s", strerror(e));
@@ -999,24 +1052,64 @@ int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen
 		snprintf(err, errlen, "not a regular file");
 		return -EINVAL;
 	}
-	if (st.st_size == 0) {
-		snprintf(err, errlen, "empty file (0 bytes), not HDF5");
-		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s", e == EINVAL ? "not a regular file" : strerror(e));
+		return -e;
 	}
-	if (H5Fis_hdf5(path) <= 0) {
-		snprintf(err, errlen, "not an HDF5 file (no HDF5 signature)");
-		return -EINVAL;
+	/* The size as it is now; a file still growing is read to its end. */
+	cap = (size_t)st.st_size + 1;
+	if (!(b = malloc(cap))) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	L.max_elems = (uint64_t)st.st_size + 4096;
-	f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-	if (f < 0) {
-		snprintf(err, errlen, "cannot open as HDF5 (corrupt or truncated file?)");
-		return -EINVAL;
+	for (;;) {
+		ssize_t k;
+		if (n == cap) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				close(fd);
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		k = read(fd, b + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			free(b);
+			close(fd);
+			snprintf(err, errlen, "read failed: %s", strerror(e));
+			return -e;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
 	}
-	rc = load_file(&L, f, pf);
-	H5Fclose(f);
-	if (rc < 0)
-		perun_free(pf);
+	close(fd);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen)
+{
+	char *buf;
+	size_t len;
+	int rc;
+	memset(pf, 0, sizeof *pf);
+	if ((rc = perun_read_bytes(path, &buf, &len, err, errlen)))
+		return rc;
+	rc = perun_load_image(buf, len, pf, err, errlen);
+	free(buf);
 	return rc;
 }
 

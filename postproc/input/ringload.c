@@ -8,7 +8,7 @@
 #include "diag.h"
 #include "input_file.h"
 
-int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
+int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen)
 {
 	int rc;
 	memset(rl, 0, sizeof *rl);
@@ -23,6 +23,14 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 		return -ENOMEM;
 	}
 	ring_clock_use_creation(&rl->clock, &rl->rf.hdr);
+	return 0;
+}
+
+int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
+{
+	int rc = ringload_read(rl, path, err, errlen);
+	if (rc)
+		return rc;
 	if (rl->rf.stats.truncated_slots)
 		diag_warn(path, "file is truncated: %llu of %llu slots missing; reading the rest",
 			  (unsigned long long)rl->rf.stats.truncated_slots,
@@ -42,13 +50,6 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 		diag_warn(path, "the realtime clock was stepped %u time(s) during the run (largest %.3f ms); UTC times near a step are uncertain",
 			  rl->clock.steps, rl->clock.max_step_ms);
 	return 0;
-}
-
-void ringload_open(struct ringload *rl, const char *path)
-{
-	char err[512];
-	if (ringload_load(rl, path, err, sizeof err))
-		diag_fatal(path, "%s", err);
 }
 
 void ringload_close(struct ringload *rl)
@@ -116,12 +117,4 @@ int ringload_damage(const struct ring_file *rf, char *buf, size_t cap)
 			len += (size_t)k;
 	}
 	return len > 0;
-}
-
-void ringload_fatal_mismatch(const struct ringload *rl, const char *other, const char *msg)
-{
-	char dmg[192];
-	if (ringload_damage(&rl->rf, dmg, sizeof dmg))
-		diag_fatal(rl->rf.path, "damaged ring (%s), which is the likelier cause: %s: %s", dmg, other, msg);
-	diag_fatal(other, "%s", msg);
 }

@@ -20,7 +20,12 @@ struct ringload {
  * stderr and do not fail. */
 int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen);
 
-/* ringload_load or diag_fatal (for the commands that read only a ring). */
+/* ringload_load without the warnings: for a reader that loads each ring
+ * more than once (mring) and must not repeat them. */
+int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen);
+
+/* ringload_load or print and exit: for the commands that read only a ring
+ * (defined in cmd/cmd_fatal.c). */
 void ringload_open(struct ringload *rl, const char *path);
 
 void ringload_close(struct ringload *rl);
@@ -30,12 +35,6 @@ void ringload_close(struct ringload *rl);
  * it in buf ("1 torn record, 3 slots missing") and return 1; else 0.  A
  * failed overlap check then names the ring, not the other file. */
 int ringload_damage(const struct ring_file *rf, char *buf, size_t cap);
-
-/* diag_fatal for a ring and another file that do not fit together (msg
- * says how): names the ring, with its damage, when the reader found any,
- * else the other file. */
-void ringload_fatal_mismatch(const struct ringload *rl, const char *other, const char *msg)
-	__attribute__((noreturn));
 
 /* Printable value of an event (text for marks etc.) into buf. */
 void ringload_event_name(const struct ring_event *e, char *buf, size_t cap);

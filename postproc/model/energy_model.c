@@ -225,13 +225,49 @@ em_fail(struct energy_model *m, struct em_error *e, int code, const char *file, 
 #define EM_FAIL(file, ...) return em_fail(m, e, -EINVAL, file, __VA_ARGS__)
 #define EM_FAIL_OOM() return em_fail(m, e, -ENOMEM, NULL, "out of memory")
 
-int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
+int energy_model_open_perun(struct perun_file *pf, const char *path, const char *run, long round,
+			    const struct perun_multirun **run_out, const struct perun_round **round_out,
+			    struct em_error *e)
+{
+	char err[512];
+	const struct perun_multirun *mr;
+	int rc;
+	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
+	if ((rc = perun_load_guarded(path, pf, err, sizeof err)))
+		return diag_error(e, rc, path, "%s", err);
+	if (!pf->nruns)
+		return diag_error(e, -EINVAL, path, "no perun run in the file");
+	mr = run ? perun_find_run(pf, run) : &pf->runs[pf->nruns - 1];
+	if (!mr)
+		return diag_error(e, -EINVAL, path, "no multirun '%s' in the file", run);
+	if (round < 0 || (size_t)round >= mr->nrounds)
+		return diag_error(e, -EINVAL, path, "multirun %s has %zu round(s), no round %ld", mr->id, mr->nrounds,
+				  round);
+	*run_out = mr;
+	*round_out = &mr->rounds[round];
+	return 0;
+}
+
+const struct perun_sensor *energy_model_ref_sensor(const struct perun_host *h)
+{
+	for (size_t g = 0; g < h->ngroups; g++)
+		for (size_t s = 0; s < h->groups[g].nsensors; s++)
+			if (h->groups[g].sensors[s].n > 1)
+				return &h->groups[g].sensors[s];
+	return NULL;
+}
+
+int energy_model_emulated(const char *perun_path)
+{
+	return file_exists_beside(perun_path, "EMULATED_SENSOR.txt");
+}
+
+/* The ring, its phases, the perun file, its run, round and host, and the
+ * host's power sensors. */
+static int load_inputs(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	char err[512];
 	int rc;
-	memset(m, 0, sizeof *m);
-	m->ring_path = o->ring;
-	m->perun_path = o->perun;
 	if ((rc = ringload_load(&m->rl, o->ring, err, sizeof err)))
 		return em_fail(m, e, rc, o->ring, "%s", err);
 	if (!m->rl.rf.nev)
@@ -244,37 +280,27 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	if (!m->ph.nnames)
 		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
 				    "ANCHOR_AUTO anchors were recorded");
-	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
-	if ((rc = perun_load_guarded(o->perun, &m->pf, err, sizeof err)))
-		return em_fail(m, e, rc, o->perun, "%s", err);
-	if (!m->pf.nruns)
-		EM_FAIL(o->perun, "no perun run in the file");
-	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
-	if (!m->run)
-		EM_FAIL(o->perun, "no multirun '%s' in the file", o->run);
-	if (o->round < 0 || (size_t)o->round >= m->run->nrounds)
-		EM_FAIL(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
-			   o->round);
-	m->round = &m->run->rounds[o->round];
+	if ((rc = energy_model_open_perun(&m->pf, o->perun, o->run, o->round, &m->run, &m->round, e))) {
+		energy_model_close(m);
+		return rc;
+	}
 	m->host = pick_host(m->round, o->host ? o->host : m->rl.rf.hdr.hostname);
 	if (!m->host)
 		EM_FAIL(o->perun, "round %s has no host", m->round->id);
-	if ((m->emulated = file_exists_beside(o->perun, "EMULATED_SENSOR.txt")) < 0)
+	if ((m->emulated = energy_model_emulated(o->perun)) < 0)
 		EM_FAIL_OOM();
 
 	/* Power sensors of the host, grouped by device group. */
 	if (energy_model_add_sensors(m->host, &m->sen, &m->nsen, &m->groups, &m->ngroups))
 		EM_FAIL_OOM();
+	return 0;
+}
 
-	/* Alignment: the exact hook, else execution_dt (+ fit). */
-	m->align.prior_offset_s = NAN;
-	m->align.bound_lo_s = -INFINITY;
-	m->align.bound_hi_s = INFINITY;
-	const struct perun_sensor *ref = NULL;
-	for (size_t g = 0; g < m->host->ngroups && !ref; g++)
-		for (size_t s = 0; s < m->host->groups[g].nsensors && !ref; s++)
-			if (m->host->groups[g].sensors[s].n > 1)
-				ref = &m->host->groups[g].sensors[s];
+/* The exact hook: perun's sample stamps in the ring.  Returns
+ * align_perun_hook's answer (1 aligned, 0 no stamps), or fails. */
+static int align_by_hook(struct energy_model *m, const struct em_opts *o, const struct perun_sensor *ref,
+			 struct em_error *e)
+{
 	int hook = o->no_hook ? 0 : align_perun_hook(m->rl.rf.ev, m->rl.rf.nev, &m->rl.clock, m->run, (size_t)o->round,
 				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, m->base_ns, &m->align);
 	if (hook < 0)
@@ -295,108 +321,133 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 					   "sampler %u, by its stamps)",
 				  m->align.hook_runs, sp->ppid, sp->pid);
 	}
-	if (hook <= 0) {
-		if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
-			EM_FAIL(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
-					     "is unusable (or the ring has no SYNC record)",
-				   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
-		double range_s = o->fit_range_s, lo, hi;
-		/* Hard bounds from the ring (align_perun_bounds); the fit
-		 * searches them and is kept only where the data decide it. */
-		align_perun_bounds(&m->rl.procs, &m->ph, m->base_ns, ref ? ref->timesteps_s : NULL, ref ? ref->n : 0,
-				   &lo, &hi, m->align.bound_why, sizeof m->align.bound_why);
-		if (isfinite(lo) && isfinite(hi) && lo <= hi) {
-			m->align.offset_s = (lo + hi) / 2;
-			range_s = (hi - lo) / 2 + 0.05;
-		} else if (!(lo <= hi)) {
-			/* contradictory: the ring and this file are not one run */
-			EM_FAIL(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
-					     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
-		}
-		if ((rc = execution_dt_check(m, o, ref, hi, e)) < 0) {
-			energy_model_close(m);
-			return rc;
-		}
-		struct align_perun fit = m->align;
-		int fitted = 0;
-		if (m->nsen && !o->no_fit) {
-			size_t niv;
-			struct attrib_interval *iv = primary_intervals(m, &niv);
-			if (!iv && m->ph.nthr)
-				EM_FAIL_OOM();
-			if (iv && niv)
-				fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
-			free(iv);
-			if (fitted < 0)
-				EM_FAIL_OOM();
-		}
-		align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
+	return hook;
+}
+
+/* Without stamps: execution_dt, bounded by the ring, refined by the fit. */
+static int align_by_prior(struct energy_model *m, const struct em_opts *o, const struct perun_sensor *ref,
+			  struct em_error *e)
+{
+	int rc;
+	if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
+		EM_FAIL(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
+				     "is unusable (or the ring has no SYNC record)",
+			   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
+	double range_s = o->fit_range_s, lo, hi;
+	/* Hard bounds from the ring (align_perun_bounds); the fit
+	 * searches them and is kept only where the data decide it. */
+	align_perun_bounds(&m->rl.procs, &m->ph, m->base_ns, ref ? ref->timesteps_s : NULL, ref ? ref->n : 0,
+			   &lo, &hi, m->align.bound_why, sizeof m->align.bound_why);
+	if (isfinite(lo) && isfinite(hi) && lo <= hi) {
+		m->align.offset_s = (lo + hi) / 2;
+		range_s = (hi - lo) / 2 + 0.05;
+	} else if (!(lo <= hi)) {
+		/* contradictory: the ring and this file are not one run */
+		EM_FAIL(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
+				     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
 	}
+	if ((rc = execution_dt_check(m, o, ref, hi, e)) < 0) {
+		energy_model_close(m);
+		return rc;
+	}
+	struct align_perun fit = m->align;
+	int fitted = 0;
+	if (m->nsen && !o->no_fit) {
+		size_t niv;
+		struct attrib_interval *iv = primary_intervals(m, &niv);
+		if (!iv && m->ph.nthr)
+			EM_FAIL_OOM();
+		if (iv && niv)
+			fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
+		free(iv);
+		if (fitted < 0)
+			EM_FAIL_OOM();
+	}
+	align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
+	return 0;
+}
+
+/* Same run?  The perun span must overlap the ring's phases. */
+static int check_overlap(struct energy_model *m, const struct em_opts *o, int hook, struct em_error *e)
+{
+	const struct perun_sensor *any = energy_model_ref_sensor(m->host);
+	if (!any)
+		EM_FAIL(o->perun, "host %s has no sensor data", m->host->name);
+	m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
+	m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
+	double r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
+	double inside = 0, all = 0, p0 = 0, p1 = r1;
+	if (m->ph.nthr) {
+		const struct phase_thread *th = &m->ph.thr[m->ph.primary];
+		for (size_t i = 0; i < th->nseg; i++) {
+			if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+				continue; /* sync pulses at start and exit lie outside perun's span */
+			double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
+			double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
+			if (!i || a < p0)
+				p0 = a;
+			if (!i || b > p1)
+				p1 = b;
+			all += b - a;
+			if (cb > ca)
+				inside += cb - ca;
+		}
+	}
+	/* Refused: no phase time inside perun's span at all; or, when the
+	 * offset was fitted (a fit can slide another run's data a little
+	 * into view), less than half of it.  An exact alignment (perun's
+	 * sample stamps are in the ring) needs only some overlap: in a
+	 * short run most phase time can be the tools' own (MPI_Init of
+	 * perun's mpi4py, sync pulses) outside perun's sampling. */
+	int none = m->span_t1_s < 0 || m->span_t0_s > r1 || (all > 0 && !(inside > 0));
+	/* With two-sided bounds from the ring (align_perun_bounds) the span
+	 * is already known to fit this run's processes (a crashed run's
+	 * perun span can be shorter than the script: its first sample
+	 * comes late), so some overlap is enough there too. */
+	int bounded = isfinite(m->align.bound_lo_s) && isfinite(m->align.bound_hi_s);
+	int mostly_out = !none && hook <= 0 && !bounded && all > 0 && inside < 0.5 * all;
+	if (none || mostly_out) {
+		char a[48], b[48], c[48], d[48], dmg[192], share[64];
+		iso_tl(m, p0, a, sizeof a);
+		iso_tl(m, p1, b, sizeof b);
+		iso_tl(m, m->span_t0_s, c, sizeof c);
+		iso_tl(m, m->span_t1_s, d, sizeof d);
+		snprintf(share, sizeof share, "only %.0f%% of", all > 0 ? 100 * inside / all : 0.0);
+		/* A damaged ring is the likelier culprit than "another run". */
+		if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))
+			EM_FAIL(o->ring, "damaged ring (%s): %s its phase time (%s .. %s) lies within the "
+					    "span of %s (%s .. %s, alignment %s)",
+				   dmg, none ? "none of" : share, a, b, o->perun, c, d, m->align.method);
+		EM_FAIL(o->perun, "%s (files from different runs?): %s the phase time in %s (%s .. %s) "
+				     "lies within perun's span %s .. %s (alignment %s)",
+			   none ? "no time overlap" : "too little time overlap", none ? "none of" : share,
+			   o->ring, a, b, c, d, m->align.method);
+	}
+	return 0;
+}
+
+int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
+{
+	const struct perun_sensor *ref;
+	int rc, hook;
+	memset(m, 0, sizeof *m);
+	m->ring_path = o->ring;
+	m->perun_path = o->perun;
+	if ((rc = load_inputs(m, o, e)))
+		return rc;
+	/* Alignment: the exact hook, else execution_dt (+ fit). */
+	m->align.prior_offset_s = NAN;
+	m->align.bound_lo_s = -INFINITY;
+	m->align.bound_hi_s = INFINITY;
+	ref = energy_model_ref_sensor(m->host);
+	if ((hook = align_by_hook(m, o, ref, e)) < 0)
+		return hook;
+	if (hook <= 0 && (rc = align_by_prior(m, o, ref, e)))
+		return rc;
 	for (size_t i = 0; i < m->nsen; i++)
 		for (size_t k = 0; k < m->sen[i].ser.n; k++)
 			m->sen[i].t_tl[k] = m->sen[i].ps->timesteps_s[k] + m->align.offset_s;
-
-	/* Same run?  The perun span must overlap the ring's phases. */
-	{
-		const struct perun_sensor *any = NULL;
-		for (size_t g = 0; g < m->host->ngroups && !any; g++)
-			for (size_t s = 0; s < m->host->groups[g].nsensors && !any; s++)
-				if (m->host->groups[g].sensors[s].n > 1)
-					any = &m->host->groups[g].sensors[s];
-		if (!any)
-			EM_FAIL(o->perun, "host %s has no sensor data", m->host->name);
-		m->span_t0_s = any->timesteps_s[0] + m->align.offset_s;
-		m->span_t1_s = any->timesteps_s[any->n - 1] + m->align.offset_s;
-		double r1 = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
-		double inside = 0, all = 0, p0 = 0, p1 = r1;
-		if (m->ph.nthr) {
-			const struct phase_thread *th = &m->ph.thr[m->ph.primary];
-			for (size_t i = 0; i < th->nseg; i++) {
-				if (phase_set_is_tool(&m->ph, th->seg[i].phase))
-					continue; /* sync pulses at start and exit lie outside perun's span */
-				double a = energy_model_tl(m, th->seg[i].t0_ns), b = energy_model_tl(m, th->seg[i].t1_ns);
-				double ca = a > m->span_t0_s ? a : m->span_t0_s, cb = b < m->span_t1_s ? b : m->span_t1_s;
-				if (!i || a < p0)
-					p0 = a;
-				if (!i || b > p1)
-					p1 = b;
-				all += b - a;
-				if (cb > ca)
-					inside += cb - ca;
-			}
-		}
-		/* Refused: no phase time inside perun's span at all; or, when the
-		 * offset was fitted (a fit can slide another run's data a little
-		 * into view), less than half of it.  An exact alignment (perun's
-		 * sample stamps are in the ring) needs only some overlap: in a
-		 * short run most phase time can be the tools' own (MPI_Init of
-		 * perun's mpi4py, sync pulses) outside perun's sampling. */
-		int none = m->span_t1_s < 0 || m->span_t0_s > r1 || (all > 0 && !(inside > 0));
-		/* With two-sided bounds from the ring (align_perun_bounds) the span
-		 * is already known to fit this run's processes (a crashed run's
-		 * perun span can be shorter than the script: its first sample
-		 * comes late), so some overlap is enough there too. */
-		int bounded = isfinite(m->align.bound_lo_s) && isfinite(m->align.bound_hi_s);
-		int mostly_out = !none && hook <= 0 && !bounded && all > 0 && inside < 0.5 * all;
-		if (none || mostly_out) {
-			char a[48], b[48], c[48], d[48], dmg[192], share[64];
-			iso_tl(m, p0, a, sizeof a);
-			iso_tl(m, p1, b, sizeof b);
-			iso_tl(m, m->span_t0_s, c, sizeof c);
-			iso_tl(m, m->span_t1_s, d, sizeof d);
-			snprintf(share, sizeof share, "only %.0f%% of", all > 0 ? 100 * inside / all : 0.0);
-			/* A damaged ring is the likelier culprit than "another run". */
-			if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))
-				EM_FAIL(o->ring, "damaged ring (%s): %s its phase time (%s .. %s) lies within the "
-						    "span of %s (%s .. %s, alignment %s)",
-					   dmg, none ? "none of" : share, a, b, o->perun, c, d, m->align.method);
-			EM_FAIL(o->perun, "%s (files from different runs?): %s the phase time in %s (%s .. %s) "
-					     "lies within perun's span %s .. %s (alignment %s)",
-				   none ? "no time overlap" : "too little time overlap", none ? "none of" : share,
-				   o->ring, a, b, c, d, m->align.method);
-		}
-	}
-	return 0;
+	return check_overlap(m, o, hook, e);
 }
 
 void energy_model_close(struct energy_model *m)

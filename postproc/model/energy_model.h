@@ -15,6 +15,7 @@
 
 #include "align.h"
 #include "attrib.h"
+#include "diag.h"
 #include "perun.h"
 #include "phase_set.h"
 #include "ringload.h"
@@ -56,12 +57,6 @@ struct energy_model {
 	double span_t0_s, span_t1_s; /* perun's span on the timeline */
 };
 
-/* A failure: the file it concerns (NULL: none) and one line saying why. */
-struct em_error {
-	const char *file;
-	char msg[1024];
-};
-
 /* Load and align.  Returns 0, or a negative errno with *e filled (and
  * nothing left to close).  The perun file is read through
  * perun_load_guarded: a libhdf5 crash or hang is an error, not a signal. */
@@ -83,6 +78,22 @@ size_t energy_model_group_of(const struct energy_model *m, const struct em_senso
  * Returns 0 or -ENOMEM (what was appended stays, for the caller to free). */
 int energy_model_add_sensors(const struct perun_host *h, struct em_sensor **sen, size_t *nsen,
 			     char ***groups, size_t *ngroups);
+
+/* perun's file read through perun_load_guarded and its multirun (run;
+ * NULL: the last) and round picked.  Returns 0, or a negative errno with
+ * *e naming path (what was loaded stays in *pf for the caller's
+ * perun_free).  What one ring (energy_model_open) and many (mring) share. */
+int energy_model_open_perun(struct perun_file *pf, const char *path, const char *run, long round,
+			    const struct perun_multirun **run_out, const struct perun_round **round_out,
+			    struct em_error *e);
+
+/* The host's first sensor with more than one sample: the timesteps that
+ * perun.sample stamps must reproduce; NULL when none. */
+const struct perun_sensor *energy_model_ref_sensor(const struct perun_host *h);
+
+/* 1 when EMULATED_SENSOR.txt lies beside the perun file, 0 when not,
+ * -ENOMEM. */
+int energy_model_emulated(const char *perun_path);
 
 /* The notice every output carries for an emulated sensor ("" if real). */
 const char *energy_model_sensor_note(const struct energy_model *m);

@@ -24,7 +24,7 @@ struct group_power {
 };
 
 /* Build the series of group g (index into m->groups); diag_fatal on OOM. */
-void group_power_build(const struct energy_model *m, size_t g, struct group_power *gp);
+int group_power_build(const struct energy_model *m, size_t g, struct group_power *gp);
 
 void group_power_free(struct group_power *gp);
 

@@ -18,21 +18,14 @@
 #include <unistd.h>
 
 #include "align.h"
+#include "attrib.h"
 #include "diag.h"
 #include "input_file.h"
 #include "phase_set.h"
+#include "phase_stats.h"
 #include "ring_clock.h"
 #include "ring_procs.h"
-
-/* diag_fatal from a worker thread: the first one to fail prints its one
- * line and exits; a second failing thread waits here for the exit instead
- * of printing a second line. */
-static pthread_mutex_t fatal_lock = PTHREAD_MUTEX_INITIALIZER;
-#define worker_fatal(...)                                                                          \
-	do {                                                                                       \
-		pthread_mutex_lock(&fatal_lock);                                                   \
-		diag_fatal(__VA_ARGS__);                                                           \
-	} while (0)
+#include "ringload.h"
 
 #define FIT_SPAN_S 10.0 /* windows given to the offset fit (fit_ring) */
 
@@ -56,33 +49,21 @@ void mring_unit_label(const struct mr_unit *u, char *buf, size_t cap)
 		snprintf(buf, cap, "pid%u@%s", u->pid, u->host);
 }
 
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz);
-	if (!p)
-		worker_fatal(NULL, "out of memory");
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (!d)
-		worker_fatal(NULL, "out of memory");
-	return d;
-}
+#define OOM(e) diag_error(e, -ENOMEM, NULL, "out of memory")
 
 /* ---- inputs ---------------------------------------------------------- */
 
-static void add_path(struct mring *m, const char *p)
+static int add_path(struct mring *m, const char *p, struct em_error *e)
 {
 	struct mr_ring *r = realloc(m->rings, (m->nrings + 1) * sizeof *r);
 	if (!r)
-		diag_fatal(NULL, "out of memory");
+		return OOM(e);
 	m->rings = r;
 	memset(&r[m->nrings], 0, sizeof *r);
-	r[m->nrings].path = xstrdup(p);
+	if (!(r[m->nrings].path = strdup(p)))
+		return OOM(e);
 	m->nrings++;
+	return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -90,71 +71,85 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void expand_input(struct mring *m, const char *in)
+/* The *.ring files of directory in, sorted by name. */
+static int expand_dir(struct mring *m, const char *in, struct em_error *e)
+{
+	DIR *d = opendir(in);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+	if (!d)
+		return diag_error(e, -errno, in, "cannot open directory: %s", strerror(errno));
+	while ((de = readdir(d)) && !rc) {
+		size_t l = strlen(de->d_name);
+		if (l < 6 || strcmp(de->d_name + l - 5, ".ring"))
+			continue;
+		char **nn = realloc(names, (n + 1) * sizeof *nn);
+		if (!nn || !(nn[n] = malloc(strlen(in) + l + 2))) {
+			names = nn ? nn : names;
+			rc = OOM(e);
+			break;
+		}
+		names = nn;
+		sprintf(names[n], "%s/%s", in, de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (!rc && !n)
+		rc = diag_error(e, -ENOENT, in, "no *.ring file in the directory");
+	if (!rc)
+		qsort(names, n, sizeof *names, cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		if (!rc)
+			rc = add_path(m, names[i], e);
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+static int expand_input(struct mring *m, const char *in, struct em_error *e)
 {
 	struct stat st;
-	if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
-		DIR *d = opendir(in);
-		struct dirent *de;
-		char **names = NULL;
-		size_t n = 0;
-		if (!d)
-			diag_fatal(in, "cannot open directory: %s", strerror(errno));
-		while ((de = readdir(d))) {
-			size_t l = strlen(de->d_name);
-			if (l < 6 || strcmp(de->d_name + l - 5, ".ring"))
-				continue;
-			char **nn = realloc(names, (n + 1) * sizeof *nn);
-			if (!nn)
-				diag_fatal(NULL, "out of memory");
-			names = nn;
-			names[n] = malloc(strlen(in) + l + 2);
-			if (!names[n])
-				diag_fatal(NULL, "out of memory");
-			sprintf(names[n], "%s/%s", in, de->d_name);
-			n++;
-		}
-		closedir(d);
-		if (!n)
-			diag_fatal(in, "no *.ring file in the directory");
-		qsort(names, n, sizeof *names, cmp_str);
-		for (size_t i = 0; i < n; i++) {
-			add_path(m, names[i]);
-			free(names[i]);
-		}
-		free(names);
-	} else if (strpbrk(in, "*?[")) {
+	if (stat(in, &st) == 0 && S_ISDIR(st.st_mode))
+		return expand_dir(m, in, e);
+	if (strpbrk(in, "*?[")) {
 		glob_t g;
 		int rc = glob(in, 0, NULL, &g);
 		if (rc == GLOB_NOMATCH)
-			diag_fatal(in, "the pattern matches no file");
+			return diag_error(e, -ENOENT, in, "the pattern matches no file");
 		if (rc)
-			diag_fatal(in, "cannot expand the pattern");
-		for (size_t i = 0; i < g.gl_pathc; i++)
-			add_path(m, g.gl_pathv[i]);
+			return diag_error(e, -EINVAL, in, "cannot expand the pattern");
+		for (size_t i = 0; i < g.gl_pathc && !rc; i++)
+			rc = add_path(m, g.gl_pathv[i], e);
 		globfree(&g);
-	} else {
-		add_path(m, in);
+		return rc;
 	}
+	return add_path(m, in, e);
 }
 
 /* The earliest ring creation: the timeline's origin (header only). */
-static int64_t read_origin(const struct mring *m)
+static int read_origin(struct mring *m, struct em_error *e)
 {
 	int64_t t0 = 0;
 	for (size_t i = 0; i < m->nrings; i++) {
 		struct anchor_ring_hdr h;
 		char err[256];
 		int fd = input_file_open(m->rings[i].path, INPUT_FILE_REMEMBER, err, sizeof err);
+		ssize_t got;
 		if (fd < 0)
-			diag_fatal(m->rings[i].path, "%s", err);
-		if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, ANCHOR_RING_MAGIC, 8))
-			diag_fatal(m->rings[i].path, "not an anchor ring (bad magic or shorter than a header)");
+			return diag_error(e, fd, m->rings[i].path, "%s", err);
+		got = pread(fd, &h, sizeof h, 0);
 		close(fd);
+		if (got != (ssize_t)sizeof h || memcmp(h.magic, ANCHOR_RING_MAGIC, 8))
+			return diag_error(e, -EINVAL, m->rings[i].path,
+					  "not an anchor ring (bad magic or shorter than a header)");
 		if (h.create_realtime_ns && (!t0 || (int64_t)h.create_realtime_ns < t0))
 			t0 = (int64_t)h.create_realtime_ns;
 	}
-	return t0;
+	m->t0_unix_ns = t0;
+	return 0;
 }
 
 static long host_of(const struct mring *m, const char *name);
@@ -162,11 +157,19 @@ static long host_of(const struct mring *m, const char *name);
 
 /* ---- a pool of two (or more) threads over the rings ------------------- */
 
+/* A task fails with a negative errno and *e; the first failure is kept
+ * and stops the others taking new rings, so the command prints one line
+ * however many threads fail. */
+typedef int (*ring_task)(struct mring *, const struct mring_opts *, size_t, struct em_error *);
+
 struct pool {
 	struct mring *m;
 	const struct mring_opts *o;
-	void (*fn)(struct mring *, const struct mring_opts *, size_t);
+	ring_task fn;
 	size_t next;
+	pthread_mutex_t lock;
+	int rc;
+	struct em_error *e;
 };
 
 static void *pool_worker(void *arg)
@@ -174,19 +177,29 @@ static void *pool_worker(void *arg)
 	struct pool *p = arg;
 	for (;;) {
 		size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-		if (i >= p->m->nrings)
+		struct em_error e;
+		int rc;
+		if (i >= p->m->nrings || __atomic_load_n(&p->rc, __ATOMIC_RELAXED))
 			return NULL;
-		p->fn(p->m, p->o, i);
+		if (!(rc = p->fn(p->m, p->o, i, &e)))
+			continue;
+		pthread_mutex_lock(&p->lock);
+		if (!p->rc) {
+			p->rc = rc;
+			*p->e = e;
+		}
+		pthread_mutex_unlock(&p->lock);
+		return NULL;
 	}
 }
 
-static void run_pool(struct mring *m, const struct mring_opts *o,
-		     void (*fn)(struct mring *, const struct mring_opts *, size_t))
+static int run_pool(struct mring *m, const struct mring_opts *o, ring_task fn, struct em_error *e)
 {
-	struct pool p = {m, o, fn, 0};
+	struct pool p = {.m = m, .o = o, .fn = fn, .e = e};
 	int n = o->threads > 0 ? o->threads : 2;
 	pthread_t th[64];
 	int started = 0;
+	pthread_mutex_init(&p.lock, NULL);
 	if (n > 64)
 		n = 64;
 	for (int i = 1; i < n; i++)
@@ -195,41 +208,32 @@ static void run_pool(struct mring *m, const struct mring_opts *o,
 	pool_worker(&p);
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&p.lock);
+	return p.rc;
 }
 
 /* ---- loading one ring ---------------------------------------------------- */
 
-struct loaded {
-	struct ring_file rf;
-	struct ring_clock clk;
-	struct ring_procs procs;
-};
-
-static void load_ring(const char *path, struct loaded *l)
+/* ringload_read (ringload.h, quiet: each ring is read twice) and what a
+ * ring must have to go on the common timeline.  Errors name path. */
+static int load_ring(const char *path, struct ringload *l, struct em_error *e)
 {
 	char err[512];
-	memset(l, 0, sizeof *l);
-	if (input_file_check(path, INPUT_FILE_REMEMBER, err, sizeof err) ||
-	    ring_reader_load(path, &l->rf, err, sizeof err))
-		worker_fatal(path, "%s", err);
-	if (ring_clock_build(l->rf.ev, l->rf.nev, &l->clk) || ring_procs_build(l->rf.ev, l->rf.nev, l->rf.hdr.hostname, &l->procs))
-		worker_fatal(path, "out of memory");
-	ring_clock_use_creation(&l->clk, &l->rf.hdr);
+	int rc = ringload_read(l, path, err, sizeof err);
+	if (rc)
+		return diag_error(e, rc, path, "%s", err);
 	if (!l->rf.nev && l->rf.stats.bad_check)
-		worker_fatal(path, "no valid record: all %llu committed records fail the check hash (another "
-				   "format revision, or corrupted)",
-			     (unsigned long long)l->rf.stats.bad_check);
-	if (!l->rf.nev)
-		worker_fatal(path, "the ring holds no records");
-	if (!l->clk.n)
-		worker_fatal(path, "no SYNC record: the ring cannot be placed on the common (UTC) timeline");
-}
-
-static void free_loaded(struct loaded *l)
-{
-	ring_procs_free(&l->procs);
-	ring_clock_free(&l->clk);
-	ring_reader_free(&l->rf);
+		rc = diag_error(e, -EINVAL, path, "no valid record: all %llu committed records fail the check hash "
+						  "(another format revision, or corrupted)",
+				(unsigned long long)l->rf.stats.bad_check);
+	else if (!l->rf.nev)
+		rc = diag_error(e, -EINVAL, path, "the ring holds no records");
+	else if (!l->clock.n)
+		rc = diag_error(e, -EINVAL, path,
+				"no SYNC record: the ring cannot be placed on the common (UTC) timeline");
+	if (rc)
+		ringload_close(l);
+	return rc;
 }
 
 static double tl_s(const struct mring *m, const struct ring_clock *c, uint64_t mono_ns)
@@ -237,59 +241,43 @@ static double tl_s(const struct mring *m, const struct ring_clock *c, uint64_t m
 	return (double)(ring_clock_unix_ns(c, mono_ns) - m->t0_unix_ns) / 1e9;
 }
 
-/* The prior refined on this ring: its lowest rank's primary thread
- * against its host's first power sensor (align_perun_fit, as for one
- * ring).  Every ring does it; align_hosts keeps the lowest rank's. */
-static void fit_ring(const struct mring *m, const struct mring_opts *o, struct mr_ring *r, const struct loaded *l)
+/* The primary thread of the ring's lowest rank (else the ring's primary),
+ * -1 when it has no segment. */
+static long fit_thread(const struct ringload *l, const struct phase_set *ps, int min_rank)
 {
-	long h = host_of(m, r->host), thr = -1;
-	struct phase_set ps;
-	struct align_perun a;
-	struct attrib_interval *iv;
-	const struct phase_thread *th;
-
-	if (h < 0 || !m->hosts[h].nsen)
-		return;
-	if (phase_set_build(l->rf.ev, l->rf.nev, &l->procs, &ps))
-		worker_fatal(r->path, "out of memory");
+	long thr = -1;
 	for (size_t p = 0; p < l->procs.n && thr < 0; p++)
-		if (l->procs.p[p].rank == r->min_rank)
-			thr = phase_set_primary_of(&ps, l->procs.p[p].pid);
-	if (thr < 0 && ps.nthr)
-		thr = (long)ps.primary;
-	if (thr < 0) {
-		phase_set_free(&ps);
-		return;
-	}
-	th = &ps.thr[thr];
-	if (!th->nseg) {
-		phase_set_free(&ps);
-		return;
-	}
-	/*
-	 * The fit costs a least-squares solve per candidate offset over every
-	 * window it is given; an hour-long rank would cost seconds, times the
-	 * number of hosts.  FIT_SPAN_S of windows around the middle of the
-	 * rank's phases holds thousands of jittered phase occurrences, plenty
-	 * to pin one constant offset.
-	 */
-	double mid = (tl_s(m, &l->clk, th->seg[0].t0_ns) + tl_s(m, &l->clk, th->seg[th->nseg - 1].t1_ns)) / 2;
-	double range = o->fit_range_s > 0 ? o->fit_range_s : ANCHOR_FIT_RANGE_S;
+		if (l->procs.p[p].rank == min_rank)
+			thr = phase_set_primary_of(ps, l->procs.p[p].pid);
+	if (thr < 0 && ps->nthr)
+		thr = (long)ps->primary;
+	return thr >= 0 && ps->thr[thr].nseg ? thr : -1;
+}
+
+/*
+ * The fit costs a least-squares solve per candidate offset over every
+ * window it is given; an hour-long rank would cost seconds, times the
+ * number of hosts.  FIT_SPAN_S of windows around the middle of the rank's
+ * phases holds thousands of jittered phase occurrences, plenty to pin one
+ * constant offset.  Returns the number of intervals put into iv.
+ */
+static size_t fit_window(const struct mring *m, const struct ringload *l, const struct phase_thread *th,
+			 double prior_s, double range, struct attrib_series *ser, struct attrib_interval *iv)
+{
+	double mid = (tl_s(m, &l->clock, th->seg[0].t0_ns) + tl_s(m, &l->clock, th->seg[th->nseg - 1].t1_ns)) / 2;
 	double lo_tl = mid - FIT_SPAN_S / 2, hi_tl = mid + FIT_SPAN_S / 2;
-	struct attrib_series ser = m->hosts[h].sen[0].ser;
-	size_t i0 = 0, i1 = ser.n, niv = 0;
-	while (i0 < ser.n && ser.t_s[i0] + r->prior_offset_s < lo_tl - range)
+	size_t i0 = 0, i1 = ser->n, niv = 0;
+	while (i0 < ser->n && ser->t_s[i0] + prior_s < lo_tl - range)
 		i0++;
-	while (i1 > i0 && ser.t_s[i1 - 1] + r->prior_offset_s > hi_tl + range)
+	while (i1 > i0 && ser->t_s[i1 - 1] + prior_s > hi_tl + range)
 		i1--;
 	if (i0 > 0)
 		i0--; /* the window ending at i0 starts at i0 - 1 */
-	ser.t_s += i0;
-	ser.value += i0;
-	ser.n = i1 - i0;
-	iv = xcalloc(th->nseg, sizeof *iv);
+	ser->t_s += i0;
+	ser->value += i0;
+	ser->n = i1 - i0;
 	for (size_t i = 0; i < th->nseg; i++) {
-		double a0 = tl_s(m, &l->clk, th->seg[i].t0_ns), a1 = tl_s(m, &l->clk, th->seg[i].t1_ns);
+		double a0 = tl_s(m, &l->clock, th->seg[i].t0_ns), a1 = tl_s(m, &l->clock, th->seg[i].t1_ns);
 		if (a1 < lo_tl || a0 > hi_tl)
 			continue;
 		iv[niv].t0_s = a0;
@@ -297,6 +285,36 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 		iv[niv].phase = th->seg[i].phase;
 		niv++;
 	}
+	return niv;
+}
+
+/* The prior refined on this ring: its lowest rank's primary thread
+ * against its host's first power sensor (align_perun_fit, as for one
+ * ring).  Every ring does it; align_hosts keeps the lowest rank's. */
+static int fit_ring(const struct mring *m, const struct mring_opts *o, struct mr_ring *r, const struct ringload *l,
+		    struct em_error *e)
+{
+	long h = host_of(m, r->host), thr;
+	struct phase_set ps;
+	struct align_perun a;
+	struct attrib_interval *iv;
+	size_t niv;
+
+	if (h < 0 || !m->hosts[h].nsen)
+		return 0;
+	if (phase_set_build(l->rf.ev, l->rf.nev, &l->procs, &ps))
+		return diag_error(e, -ENOMEM, r->path, "out of memory");
+	if ((thr = fit_thread(l, &ps, r->min_rank)) < 0) {
+		phase_set_free(&ps);
+		return 0;
+	}
+	double range = o->fit_range_s > 0 ? o->fit_range_s : ANCHOR_FIT_RANGE_S;
+	struct attrib_series ser = m->hosts[h].sen[0].ser;
+	if (!(iv = calloc(ps.thr[thr].nseg, sizeof *iv))) {
+		phase_set_free(&ps);
+		return OOM(e);
+	}
+	niv = fit_window(m, l, &ps.thr[thr], r->prior_offset_s, range, &ser, iv);
 	memset(&a, 0, sizeof a);
 	a.offset_s = r->prior_offset_s;
 	snprintf(a.method, sizeof a.method, "execution_dt");
@@ -306,83 +324,71 @@ static void fit_ring(const struct mring *m, const struct mring_opts *o, struct m
 	}
 	free(iv);
 	phase_set_free(&ps);
+	return 0;
+}
+
+/* The perun offsets this ring can tell: its perun.sample stamps (exact),
+ * execution_dt through its clock, and that prior refined by the fit. */
+static int ring_offsets(struct mring *m, const struct mring_opts *o, struct mr_ring *r, const struct ringload *l,
+			struct em_error *e)
+{
+	struct align_perun a;
+	uint64_t base = l->rf.ev[0].ts_ns;
+	memset(&a, 0, sizeof a);
+	/* The stamps must reproduce this host's timesteps (else they are
+	 * another perun run's). */
+	long h = host_of(m, r->host);
+	const struct perun_sensor *ref = h >= 0 ? energy_model_ref_sensor(m->hosts[h].ph) : NULL;
+	int hook = align_perun_hook(l->rf.ev, l->rf.nev, &l->clock, m->run, (size_t)o->round,
+				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
+	if (hook > 0) {
+		r->hook_offset_s = a.offset_s + r->first_s;
+		r->hook_samples = a.hook_samples;
+	} else if (hook < 0) {
+		diag_warn(r->path, "its perun.sample stamps (%zu) do not match host %s's timesteps in %s: "
+				   "another perun run; using execution_dt",
+			  a.hook_samples, r->host, o->perun);
+	}
+	memset(&a, 0, sizeof a);
+	if (align_perun_prior(m->run, &l->clock, o->tz, base, &a))
+		r->prior_offset_s = a.offset_s + r->first_s;
+	if (isnan(r->hook_offset_s) && !isnan(r->prior_offset_s) && !o->no_fit)
+		return fit_ring(m, o, r, l, e);
+	return 0;
 }
 
 /* Pass 1: clock, host, the perun offsets this ring can tell. */
-static void pass1(struct mring *m, const struct mring_opts *o, size_t i)
+static int pass1(struct mring *m, const struct mring_opts *o, size_t i, struct em_error *e)
 {
 	struct mr_ring *r = &m->rings[i];
-	struct loaded l;
+	struct ringload l;
 	const char *host = NULL;
+	int rc;
 
-	load_ring(r->path, &l);
+	if ((rc = load_ring(r->path, &l, e)))
+		return rc;
 	for (size_t p = 0; p < l.procs.n && !host; p++)
 		if (l.procs.p[p].host[0])
 			host = l.procs.p[p].host;
 	snprintf(r->host, sizeof r->host, "%s", host ? host : l.rf.hdr.hostname);
 	r->nev = l.rf.nev;
 	r->stats = l.rf.stats;
-	r->first_s = tl_s(m, &l.clk, l.rf.ev[0].ts_ns);
-	r->last_s = tl_s(m, &l.clk, l.rf.ev[l.rf.nev - 1].ts_ns);
-	r->mono_to_unix_s = (double)l.clk.pt[0].offset_ns / 1e9;
-	r->clock_steps = l.clk.steps;
+	r->first_s = tl_s(m, &l.clock, l.rf.ev[0].ts_ns);
+	r->last_s = tl_s(m, &l.clock, l.rf.ev[l.rf.nev - 1].ts_ns);
+	r->mono_to_unix_s = (double)l.clock.pt[0].offset_ns / 1e9;
+	r->clock_steps = l.clock.steps;
 	r->hook_offset_s = r->prior_offset_s = r->fit_offset_s = NAN;
 	r->min_rank = -1;
 	for (size_t p = 0; p < l.procs.n; p++)
 		if (l.procs.p[p].rank >= 0 && (r->min_rank < 0 || l.procs.p[p].rank < r->min_rank))
 			r->min_rank = l.procs.p[p].rank;
-	if (m->have_perun) {
-		struct align_perun a;
-		uint64_t base = l.rf.ev[0].ts_ns;
-		memset(&a, 0, sizeof a);
-		/* The stamps must reproduce this host's timesteps (else they are
-		 * another perun run's). */
-		long h = host_of(m, r->host);
-		const struct perun_sensor *ref = NULL;
-		if (h >= 0)
-			for (size_t g = 0; g < m->hosts[h].ph->ngroups && !ref; g++)
-				for (size_t s = 0; s < m->hosts[h].ph->groups[g].nsensors && !ref; s++)
-					if (m->hosts[h].ph->groups[g].sensors[s].n > 1)
-						ref = &m->hosts[h].ph->groups[g].sensors[s];
-		int hook = align_perun_hook(l.rf.ev, l.rf.nev, &l.clk, m->run, (size_t)o->round,
-					    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
-		if (hook > 0) {
-			r->hook_offset_s = a.offset_s + r->first_s;
-			r->hook_samples = a.hook_samples;
-		} else if (hook < 0) {
-			diag_warn(r->path, "its perun.sample stamps (%zu) do not match host %s's timesteps in %s: "
-					   "another perun run; using execution_dt",
-				  a.hook_samples, r->host, o->perun);
-		}
-		memset(&a, 0, sizeof a);
-		if (align_perun_prior(m->run, &l.clk, o->tz, base, &a))
-			r->prior_offset_s = a.offset_s + r->first_s;
-		if (isnan(r->hook_offset_s) && !isnan(r->prior_offset_s) && !o->no_fit)
-			fit_ring(m, o, r, &l);
-	}
-	free_loaded(&l);
+	if (m->have_perun)
+		rc = ring_offsets(m, o, r, &l, e);
+	ringload_close(&l);
+	return rc;
 }
 
 /* ---- pass 2: per-unit summaries ------------------------------------------ */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *v, size_t n, double q)
-{
-	double pos;
-	size_t i;
-	if (!n)
-		return NAN;
-	pos = q * (double)(n - 1);
-	i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
-}
 
 static long host_of(const struct mring *m, const char *name)
 {
@@ -411,14 +417,38 @@ static double host_slice_j(const struct mr_host *h, double a, double b)
 	return e;
 }
 
-static void attribute_unit(const struct mring *m, const struct mring_opts *o, const struct phase_set *ps,
-			   long thr, struct mr_unit *u, const struct ring_clock *clk)
+/* Add one sensor's attribution to the unit's phase rows (group g). */
+static void add_result(const struct phase_set *ps, const struct attrib_result *r, size_t g, struct mr_unit *u)
+{
+	size_t np = ps->nnames;
+	u->total_j[g] += r->total_j;
+	u->unattr_j[g] += r->row[np].energy_j;
+	for (size_t k = 0; k < u->nph; k++) {
+		int idx = phase_set_find(ps, u->ph[k].name);
+		const struct attrib_row *ar = &r->row[idx];
+		struct mr_phase *p = &u->ph[k];
+		if (isnan(p->energy_j[g]))
+			p->energy_j[g] = p->lo_j[g] = p->hi_j[g] = 0;
+		p->energy_j[g] += ar->energy_j;
+		p->lo_j[g] += ar->ci_low_j;
+		p->hi_j[g] += ar->ci_high_j;
+		if (!p->method)
+			p->method = (int)ar->method;
+	}
+}
+
+/* The unit's host power explained by its primary thread, with the same
+ * methods (attrib_choose) and default as single-ring `phases`. */
+static int attribute_unit(const struct mring *m, const struct mring_opts *o, const struct phase_set *ps, long thr,
+			  struct mr_unit *u, const struct ring_clock *clk, struct em_error *e)
 {
 	const struct mr_host *h = &m->hosts[u->host_idx];
 	const struct phase_thread *th = &ps->thr[thr];
-	struct attrib_interval *iv = xcalloc(th->nseg, sizeof *iv);
+	struct attrib_interval *iv = calloc(th->nseg ? th->nseg : 1, sizeof *iv);
 	size_t np = ps->nnames;
 
+	if (!iv)
+		return OOM(e);
 	/* Sensor time = timeline - the host's offset (same for its sensors). */
 	for (size_t i = 0; i < th->nseg; i++) {
 		iv[i].t0_s = tl_s(m, clk, th->seg[i].t0_ns) - h->offset_s;
@@ -427,41 +457,22 @@ static void attribute_unit(const struct mring *m, const struct mring_opts *o, co
 	}
 	for (size_t s = 0; s < h->nsen; s++) {
 		const struct em_sensor *es = &h->sen[s];
-		size_t g = group_index(m, es->group);
 		struct attrib_result r;
 		int rc;
 		memset(&r, 0, sizeof r);
-		/* The same methods, and default, as single-ring `phases`. */
-		if (o->method == ATTRIB_CHOICE_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, th->nseg, np, &r);
-		else if (o->method == ATTRIB_CHOICE_REGRESS)
-			rc = attrib_regress(&es->ser, iv, th->nseg, np, &o->ao, &r);
-		else if (o->method == ATTRIB_CHOICE_SPLIT || o->method == ATTRIB_CHOICE_AUTO)
-			rc = attrib_split(&es->ser, iv, th->nseg, np, &o->ao, &r);
-		else
-			rc = attrib_auto(&es->ser, iv, th->nseg, np, &o->ao, &r);
+		rc = attrib_choose(o->method, &es->ser, iv, th->nseg, np, &o->ao, &r);
 		if (rc == -ENODATA)
 			continue; /* this rank ran outside perun's span on its host */
-		if (rc)
-			worker_fatal(m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name, es->ps->id,
-				   strerror(-rc));
-		u->total_j[g] += r.total_j;
-		u->unattr_j[g] += r.row[np].energy_j;
-		for (size_t k = 0; k < u->nph; k++) {
-			int idx = phase_set_find(ps, u->ph[k].name);
-			const struct attrib_row *ar = &r.row[idx];
-			struct mr_phase *p = &u->ph[k];
-			if (isnan(p->energy_j[g]))
-				p->energy_j[g] = p->lo_j[g] = p->hi_j[g] = 0;
-			p->energy_j[g] += ar->energy_j;
-			p->lo_j[g] += ar->ci_low_j;
-			p->hi_j[g] += ar->ci_high_j;
-			if (!p->method)
-				p->method = (int)ar->method;
+		if (rc) {
+			free(iv);
+			return diag_error(e, rc, m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name,
+					  es->ps->id, strerror(-rc));
 		}
+		add_result(ps, &r, group_index(m, es->group), u);
 		attrib_result_free(&r);
 	}
 	free(iv);
+	return 0;
 }
 
 /* Union of [a,b) intervals (sorted by a in place): total length. */
@@ -505,8 +516,8 @@ static double union_len(double (*v)[2], size_t n)
  */
 static double *phase_power_w(const struct phase_set *ps, const struct mr_unit *u, size_t ng)
 {
-	double *w = xcalloc(ps->nnames, sizeof *w);
-	for (size_t k = 0; k < ps->nnames; k++) {
+	double *w = calloc(ps->nnames ? ps->nnames : 1, sizeof *w);
+	for (size_t k = 0; w && k < ps->nnames; k++) {
 		w[k] = NAN;
 		for (size_t p = 0; p < u->nph; p++) {
 			const struct mr_phase *ph = &u->ph[p];
@@ -526,17 +537,13 @@ static double *phase_power_w(const struct phase_set *ps, const struct mr_unit *u
 	return w;
 }
 
-static void unit_steps(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk,
-		       const struct phase_thread *th, int step_idx, const char *is_coll, struct mr_unit *u)
+/* Collective occurrences of this thread, by start (occ is sorted by
+ * (pid, tid, t0); the primary thread's are what count: a rank waits where
+ * its training loop runs); their time into u->coll_s.  NULL with
+ * *n = 0 when there are none; -ENOMEM as *n = (size_t)-1. */
+static size_t *unit_collectives(const struct phase_set *ps, const struct phase_thread *th, const char *is_coll,
+				struct mr_unit *u, size_t *n)
 {
-	const struct mr_host *h = u->host_idx >= 0 ? &m->hosts[u->host_idx] : NULL;
-	double *pw = phase_power_w(ps, u, m->ngroups ? m->ngroups : 1);
-	size_t n = 0, cap = 0, c0 = 0;
-	double (*iv)[2] = NULL;
-	size_t ivcap = 0;
-	/* Collective occurrences of this pid, by start (occ is sorted by
-	 * (pid, tid, t0); the primary thread's are what count: a rank waits
-	 * where its training loop runs). */
 	size_t *coll = NULL, ncoll = 0;
 	for (size_t i = 0; i < ps->nocc; i++) {
 		const struct phase_occ *oc = &ps->occ[i];
@@ -544,60 +551,107 @@ static void unit_steps(const struct mring *m, const struct phase_set *ps, const 
 			continue;
 		if (!(ncoll & (ncoll + 1)) || !coll) {
 			size_t *nc = realloc(coll, (ncoll * 2 + 2) * sizeof *nc);
-			if (!nc)
-				worker_fatal(NULL, "out of memory");
+			if (!nc) {
+				free(coll);
+				*n = (size_t)-1;
+				return NULL;
+			}
 			coll = nc;
 		}
 		coll[ncoll++] = i;
 		u->coll_s += (double)(oc->t1_ns - oc->t0_ns) / 1e9;
 	}
-	for (size_t i = 0; step_idx >= 0 && i < ps->nocc; i++) {
+	*n = ncoll;
+	return coll;
+}
+
+/* What unit_steps works on. */
+struct step_ctx {
+	const struct mring *m;
+	const struct phase_set *ps;
+	const struct ring_clock *clk;
+	const struct mr_host *h;
+	const double *pw;   /* phase_power_w */
+	const size_t *coll; /* unit_collectives */
+	size_t ncoll, c0;
+	double (*iv)[2];    /* scratch: one step's collective intervals */
+	size_t ivcap;
+};
+
+/* One step: its span, and the collectives inside it (wait time and joules). */
+static int step_wait(struct step_ctx *x, const struct phase_occ *oc, struct mr_step *s)
+{
+	size_t k = 0;
+	s->wait_j = 0;
+	s->t0_s = tl_s(x->m, x->clk, oc->t0_ns);
+	s->t1_s = tl_s(x->m, x->clk, oc->t1_ns);
+	/* Steps come in time order; skip collectives that ended before. */
+	while (x->c0 < x->ncoll && x->ps->occ[x->coll[x->c0]].t1_ns <= oc->t0_ns)
+		x->c0++;
+	for (size_t j = x->c0; j < x->ncoll && x->ps->occ[x->coll[j]].t0_ns < oc->t1_ns; j++) {
+		const struct phase_occ *c = &x->ps->occ[x->coll[j]];
+		uint64_t a = c->t0_ns > oc->t0_ns ? c->t0_ns : oc->t0_ns;
+		uint64_t b = c->t1_ns < oc->t1_ns ? c->t1_ns : oc->t1_ns;
+		if (b <= a)
+			continue;
+		if (k == x->ivcap) {
+			size_t cap = x->ivcap ? x->ivcap * 2 : 16;
+			double(*ni)[2] = realloc(x->iv, cap * sizeof *ni);
+			if (!ni)
+				return -ENOMEM;
+			x->iv = ni;
+			x->ivcap = cap;
+		}
+		x->iv[k][0] = tl_s(x->m, x->clk, a);
+		x->iv[k][1] = tl_s(x->m, x->clk, b);
+		if (x->h)
+			s->wait_j += !isnan(x->pw[c->phase]) ? x->pw[c->phase] * (x->iv[k][1] - x->iv[k][0])
+							     : host_slice_j(x->h, x->iv[k][0], x->iv[k][1]);
+		k++;
+	}
+	s->wait_s = union_len(x->iv, k);
+	if (!x->h)
+		s->wait_j = NAN;
+	return 0;
+}
+
+static int unit_steps(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk,
+		      const struct phase_thread *th, int step_idx, const char *is_coll, struct mr_unit *u,
+		      struct em_error *e)
+{
+	struct step_ctx x = {.m = m, .ps = ps, .clk = clk};
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	double *pw = phase_power_w(ps, u, m->ngroups ? m->ngroups : 1);
+	size_t *coll = unit_collectives(ps, th, is_coll, u, &x.ncoll);
+	x.h = u->host_idx >= 0 ? &m->hosts[u->host_idx] : NULL;
+	x.pw = pw;
+	x.coll = coll;
+	if (!pw || x.ncoll == (size_t)-1) {
+		x.ncoll = 0;
+		rc = OOM(e);
+	}
+	for (size_t i = 0; !rc && step_idx >= 0 && i < ps->nocc; i++) {
 		const struct phase_occ *oc = &ps->occ[i];
-		size_t k = 0;
 		if (oc->pid != th->pid || oc->tid != th->tid || oc->phase != step_idx)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
 			struct mr_step *ns = realloc(u->steps, cap * sizeof *ns);
-			if (!ns)
-				worker_fatal(NULL, "out of memory");
+			if (!ns) {
+				rc = OOM(e);
+				break;
+			}
 			u->steps = ns;
 		}
-		struct mr_step *s = &u->steps[n++];
-		s->wait_j = 0;
-		s->t0_s = tl_s(m, clk, oc->t0_ns);
-		s->t1_s = tl_s(m, clk, oc->t1_ns);
-		/* Steps come in time order; skip collectives that ended before. */
-		while (c0 < ncoll && ps->occ[coll[c0]].t1_ns <= oc->t0_ns)
-			c0++;
-		for (size_t j = c0; j < ncoll && ps->occ[coll[j]].t0_ns < oc->t1_ns; j++) {
-			const struct phase_occ *c = &ps->occ[coll[j]];
-			uint64_t a = c->t0_ns > oc->t0_ns ? c->t0_ns : oc->t0_ns;
-			uint64_t b = c->t1_ns < oc->t1_ns ? c->t1_ns : oc->t1_ns;
-			if (b <= a)
-				continue;
-			if (k == ivcap) {
-				ivcap = ivcap ? ivcap * 2 : 16;
-				double(*ni)[2] = realloc(iv, ivcap * sizeof *ni);
-				if (!ni)
-					worker_fatal(NULL, "out of memory");
-				iv = ni;
-			}
-			iv[k][0] = tl_s(m, clk, a);
-			iv[k][1] = tl_s(m, clk, b);
-			if (h)
-				s->wait_j += !isnan(pw[c->phase]) ? pw[c->phase] * (iv[k][1] - iv[k][0])
-								  : host_slice_j(h, iv[k][0], iv[k][1]);
-			k++;
-		}
-		s->wait_s = union_len(iv, k);
-		if (!h)
-			s->wait_j = NAN;
+		if (step_wait(&x, oc, &u->steps[n++]))
+			rc = OOM(e);
 	}
-	u->nsteps = n;
+	u->nsteps = rc ? 0 : n;
 	free(pw);
-	free(iv);
+	free(x.iv);
 	free(coll);
+	return rc;
 }
 
 static void unit_status(const struct ring_proc *p, struct mr_unit *u)
@@ -616,166 +670,203 @@ static void unit_status(const struct ring_proc *p, struct mr_unit *u)
 	}
 }
 
-static void pass2(struct mring *m, const struct mring_opts *o, size_t ri)
+/* Phase rows of this process (every thread, phase_stats_of), self time on
+ * its primary thread th. */
+static int unit_phases(const struct phase_set *ps, const struct phase_thread *th, size_t ng, struct mr_unit *u)
 {
-	struct mr_ring *r = &m->rings[ri];
-	struct loaded l;
-	struct phase_set ps;
-	char *is_coll;
-	int step_idx = -1;
+	if (!(u->ph = calloc(ps->nnames ? ps->nnames : 1, sizeof *u->ph)))
+		return -ENOMEM;
+	for (size_t k = 0; k < ps->nnames; k++) {
+		struct phase_stats st;
+		double self = 0;
+		if (phase_stats_of(ps, (int)k, u->pid, PHASE_STATS_ALL, &st))
+			return -ENOMEM;
+		if (!st.count)
+			continue;
+		for (size_t s = 0; s < th->nseg; s++)
+			if (th->seg[s].phase == (int)k)
+				self += (double)(th->seg[s].t1_ns - th->seg[s].t0_ns) / 1e9;
+		struct mr_phase *ph = &u->ph[u->nph++];
+		ph->count = st.count;
+		ph->total_s = st.total_s;
+		ph->self_s = self;
+		ph->mean_ms = st.mean_ms;
+		ph->p50_ms = st.p50_ms;
+		ph->p95_ms = st.p95_ms;
+		ph->name = strdup(ps->names[k]);
+		ph->energy_j = calloc(ng, sizeof(double));
+		ph->lo_j = calloc(ng, sizeof(double));
+		ph->hi_j = calloc(ng, sizeof(double));
+		if (!ph->name || !ph->energy_j || !ph->lo_j || !ph->hi_j)
+			return -ENOMEM;
+		for (size_t g = 0; g < ng; g++)
+			ph->energy_j[g] = ph->lo_j[g] = ph->hi_j[g] = NAN;
+	}
+	return 0;
+}
+
+/* What pass2 knows of one ring, for each of its units. */
+struct ring_ctx {
+	struct mring *m;
+	const struct mring_opts *o;
+	struct mr_ring *r;
+	size_t ri;
+	const struct ringload *l;
+	const struct phase_set *ps;
+	const char *is_coll;
+	int step_idx;
+};
+
+/* One process as a unit: identity, status, phases, energy, steps. */
+static int add_unit(const struct ring_ctx *x, const struct ring_proc *pr, long thr, struct em_error *e)
+{
+	const struct mring *m = x->m;
+	const struct ringload *l = x->l;
+	struct mr_unit *u = &x->r->units[x->r->nunits++];
+	const struct phase_thread *th = &x->ps->thr[thr];
 	size_t ng = m->ngroups ? m->ngroups : 1;
+	int rc;
+	u->ring = x->ri;
+	u->pid = pr->pid;
+	u->rank = pr->rank;
+	snprintf(u->host, sizeof u->host, "%s", pr->host[0] ? pr->host : x->r->host);
+	u->host_idx = m->have_perun ? host_of(m, u->host) : -1;
+	if (u->host_idx >= 0 && !m->hosts[u->host_idx].nsen)
+		u->host_idx = -1;
+	u->first_s = tl_s(m, &l->clock, pr->start_ns ? pr->start_ns : l->rf.ev[0].ts_ns);
+	u->last_s = tl_s(m, &l->clock, pr->exit_ns ? pr->exit_ns : l->rf.ev[l->rf.nev - 1].ts_ns);
+	unit_status(pr, u);
+	u->unattr_j = calloc(ng, sizeof(double));
+	u->total_j = calloc(ng, sizeof(double));
+	if (!u->unattr_j || !u->total_j || unit_phases(x->ps, th, ng, u))
+		return OOM(e);
+	if (u->host_idx >= 0 && (rc = attribute_unit(m, x->o, x->ps, thr, u, &l->clock, e)))
+		return rc;
+	return unit_steps(m, x->ps, &l->clock, th, x->step_idx, x->is_coll, u, e);
+}
 
-	load_ring(r->path, &l);
-	if (phase_set_build(l.rf.ev, l.rf.nev, &l.procs, &ps))
-		worker_fatal(r->path, "out of memory");
-	is_coll = xcalloc(ps.nnames, 1);
-	for (size_t k = 0; k < ps.nnames; k++)
-		is_coll[k] = (char)mring_is_collective(ps.names[k]);
-	if (m->step[0])
-		step_idx = phase_set_find(&ps, m->step);
-
-	/* Units: ranked processes, else every process with phases. */
-	int any_rank = 0;
-	for (size_t p = 0; p < l.procs.n; p++)
-		any_rank |= l.procs.p[p].rank >= 0 && phase_set_primary_of(&ps, l.procs.p[p].pid) >= 0;
-	r->units = xcalloc(l.procs.n, sizeof *r->units);
-	for (size_t p = 0; p < l.procs.n; p++) {
-		const struct ring_proc *pr = &l.procs.p[p];
-		long thr = phase_set_primary_of(&ps, pr->pid);
+/* Units: ranked processes, else every process with phases. */
+static int ring_units(const struct ring_ctx *x, struct em_error *e)
+{
+	const struct ring_procs *procs = &x->l->procs;
+	int any_rank = 0, rc = 0;
+	for (size_t p = 0; p < procs->n; p++)
+		any_rank |= procs->p[p].rank >= 0 && phase_set_primary_of(x->ps, procs->p[p].pid) >= 0;
+	if (!(x->r->units = calloc(procs->n ? procs->n : 1, sizeof *x->r->units)))
+		return OOM(e);
+	for (size_t p = 0; p < procs->n && !rc; p++) {
+		const struct ring_proc *pr = &procs->p[p];
+		long thr = phase_set_primary_of(x->ps, pr->pid);
 		int dup = 0;
-		for (size_t q = 0; q < r->nunits; q++)
-			dup |= r->units[q].pid == pr->pid;
+		for (size_t q = 0; q < x->r->nunits; q++)
+			dup |= x->r->units[q].pid == pr->pid;
 		if (thr < 0 || dup || (any_rank && (pr->rank < 0 || pr->forked)))
 			continue;
-		struct mr_unit *u = &r->units[r->nunits++];
-		const struct phase_thread *th = &ps.thr[thr];
-		u->ring = ri;
-		u->pid = pr->pid;
-		u->rank = pr->rank;
-		snprintf(u->host, sizeof u->host, "%s", pr->host[0] ? pr->host : r->host);
-		u->host_idx = m->have_perun ? host_of(m, u->host) : -1;
-		if (u->host_idx >= 0 && !m->hosts[u->host_idx].nsen)
-			u->host_idx = -1;
-		u->first_s = tl_s(m, &l.clk, pr->start_ns ? pr->start_ns : l.rf.ev[0].ts_ns);
-		u->last_s = tl_s(m, &l.clk, pr->exit_ns ? pr->exit_ns : l.rf.ev[l.rf.nev - 1].ts_ns);
-		unit_status(pr, u);
-		u->unattr_j = xcalloc(ng, sizeof(double));
-		u->total_j = xcalloc(ng, sizeof(double));
+		rc = add_unit(x, pr, thr, e);
+	}
+	return rc;
+}
 
-		/* Phase rows of this process (every thread), self time on its
-		 * primary thread. */
-		u->ph = xcalloc(ps.nnames, sizeof *u->ph);
-		double *d = xcalloc(ps.nocc, sizeof *d);
-		for (size_t k = 0; k < ps.nnames; k++) {
-			size_t n = 0;
-			double tot = 0, self = 0;
-			for (size_t i = 0; i < ps.nocc; i++)
-				if (ps.occ[i].phase == (int)k && ps.occ[i].pid == pr->pid) {
-					d[n] = (double)(ps.occ[i].t1_ns - ps.occ[i].t0_ns) / 1e9;
-					tot += d[n++];
-				}
-			if (!n)
-				continue;
-			for (size_t s = 0; s < th->nseg; s++)
-				if (th->seg[s].phase == (int)k)
-					self += (double)(th->seg[s].t1_ns - th->seg[s].t0_ns) / 1e9;
-			qsort(d, n, sizeof *d, cmp_double);
-			struct mr_phase *ph = &u->ph[u->nph++];
-			ph->name = xstrdup(ps.names[k]);
-			ph->count = n;
-			ph->total_s = tot;
-			ph->self_s = self;
-			ph->mean_ms = tot / (double)n * 1e3;
-			ph->p50_ms = quantile(d, n, 0.5) * 1e3;
-			ph->p95_ms = quantile(d, n, 0.95) * 1e3;
-			ph->energy_j = xcalloc(ng, sizeof(double));
-			ph->lo_j = xcalloc(ng, sizeof(double));
-			ph->hi_j = xcalloc(ng, sizeof(double));
-			for (size_t g = 0; g < ng; g++)
-				ph->energy_j[g] = ph->lo_j[g] = ph->hi_j[g] = NAN;
-		}
-		free(d);
-		if (u->host_idx >= 0)
-			attribute_unit(m, o, &ps, thr, u, &l.clk);
-		unit_steps(m, &ps, &l.clk, th, step_idx, is_coll, u);
+static int pass2(struct mring *m, const struct mring_opts *o, size_t ri, struct em_error *e)
+{
+	struct mr_ring *r = &m->rings[ri];
+	struct ringload l;
+	struct phase_set ps;
+	char *is_coll;
+	int rc;
+
+	if ((rc = load_ring(r->path, &l, e)))
+		return rc;
+	if (phase_set_build(l.rf.ev, l.rf.nev, &l.procs, &ps)) {
+		ringload_close(&l);
+		return diag_error(e, -ENOMEM, r->path, "out of memory");
+	}
+	if (!(is_coll = calloc(ps.nnames ? ps.nnames : 1, 1))) {
+		rc = OOM(e);
+	} else {
+		struct ring_ctx x = {.m = m, .o = o, .r = r, .ri = ri, .l = &l, .ps = &ps, .is_coll = is_coll,
+				     .step_idx = -1};
+		for (size_t k = 0; k < ps.nnames; k++)
+			is_coll[k] = (char)mring_is_collective(ps.names[k]);
+		if (m->step[0])
+			x.step_idx = phase_set_find(&ps, m->step);
+		rc = ring_units(&x, e);
 	}
 	free(is_coll);
 	phase_set_free(&ps);
-	free_loaded(&l);
+	ringload_close(&l);
+	return rc;
 }
 
 /* ---- perun hosts ----------------------------------------------------------- */
 
-static void load_hosts(struct mring *m, const struct mring_opts *o)
+/* The perun file as energy_model opens it (guarded read, run, round), then
+ * every host of the round with its power sensors. */
+static int load_hosts(struct mring *m, const struct mring_opts *o, struct em_error *e)
 {
 	const struct perun_round *round;
-	char err[512];
-	/* Guarded as every perun read: libhdf5 crashes and loops on some
-	 * corrupt files (perun_guard.c). */
-	if (perun_load_guarded(o->perun, &m->pf, err, sizeof err))
-		diag_fatal(o->perun, "%s", err);
-	if (!m->pf.nruns)
-		diag_fatal(o->perun, "no perun run in the file");
-	m->run = o->run ? perun_find_run(&m->pf, o->run) : &m->pf.runs[m->pf.nruns - 1];
-	if (!m->run)
-		diag_fatal(o->perun, "no multirun '%s' in the file", o->run);
-	if (o->round < 0 || (size_t)o->round >= m->run->nrounds)
-		diag_fatal(o->perun, "multirun %s has %zu round(s), no round %ld", m->run->id, m->run->nrounds,
-			   o->round);
-	round = &m->run->rounds[o->round];
-	m->hosts = xcalloc(round->nhosts, sizeof *m->hosts);
+	int rc = energy_model_open_perun(&m->pf, o->perun, o->run, o->round, &m->run, &round, e);
+	if (rc)
+		return rc;
+	if (!(m->hosts = calloc(round->nhosts ? round->nhosts : 1, sizeof *m->hosts)))
+		return OOM(e);
 	m->nhosts = round->nhosts;
 	for (size_t h = 0; h < round->nhosts; h++) {
 		struct mr_host *mh = &m->hosts[h];
 		mh->ph = &round->hosts[h];
 		mh->offset_s = NAN;
 		if (energy_model_add_sensors(mh->ph, &mh->sen, &mh->nsen, &m->groups, &m->ngroups))
-			diag_fatal(NULL, "out of memory");
+			return OOM(e);
 	}
-	{
-		char *dup = xstrdup(o->perun), buf[4096];
-		snprintf(buf, sizeof buf, "%s/EMULATED_SENSOR.txt", dirname(dup));
-		m->emulated = access(buf, F_OK) == 0;
-		free(dup);
-	}
+	if ((m->emulated = energy_model_emulated(o->perun)) < 0)
+		return OOM(e);
+	return 0;
 }
 
-/* Each host's offset: its own rings' perun.sample anchors, else
- * execution_dt through any ring's clock (the same UTC instant). */
-static void align_hosts(struct mring *m, const char *perun)
+/* A host's offset from its rings: the perun.sample anchors of any, else
+ * the fit on its lowest-rank ring.  0 when neither is there. */
+static int host_offset_from_rings(const struct mring *m, size_t h, struct mr_host *mh)
+{
+	long best = -1;
+	for (size_t i = 0; i < m->nrings; i++) {
+		const struct mr_ring *r = &m->rings[i];
+		if (!isnan(r->hook_offset_s) && host_of(m, r->host) == (long)h) {
+			mh->offset_s = r->hook_offset_s;
+			mh->uncert_ms = 0.001;
+			snprintf(mh->method, sizeof mh->method, "perun-hook");
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < m->nrings; i++) {
+		const struct mr_ring *r = &m->rings[i];
+		if (isnan(r->fit_offset_s) || host_of(m, r->host) != (long)h)
+			continue;
+		if (best < 0 || (unsigned)r->min_rank < (unsigned)m->rings[best].min_rank)
+			best = (long)i;
+	}
+	if (best < 0)
+		return 0;
+	mh->offset_s = m->rings[best].fit_offset_s;
+	mh->uncert_ms = m->rings[best].fit_uncert_ms;
+	snprintf(mh->method, sizeof mh->method, "execution_dt+fit");
+	return 1;
+}
+
+/* Each host's offset: its own rings' perun.sample anchors, else the fit,
+ * else execution_dt through any ring's clock (the same UTC instant). */
+static int align_hosts(struct mring *m, const char *perun, struct em_error *e)
 {
 	double any_prior = NAN;
 	for (size_t i = 0; i < m->nrings && isnan(any_prior); i++)
 		any_prior = m->rings[i].prior_offset_s;
 	for (size_t h = 0; h < m->nhosts; h++) {
 		struct mr_host *mh = &m->hosts[h];
-		for (size_t i = 0; i < m->nrings && isnan(mh->offset_s); i++) {
-			const struct mr_ring *r = &m->rings[i];
-			if (!isnan(r->hook_offset_s) && host_of(m, r->host) == (long)h) {
-				mh->offset_s = r->hook_offset_s;
-				mh->uncert_ms = 0.001;
-				snprintf(mh->method, sizeof mh->method, "perun-hook");
-			}
-		}
-		/* Else the fit on the host's lowest-rank ring. */
-		long best = -1;
-		for (size_t i = 0; i < m->nrings && isnan(mh->offset_s); i++) {
-			const struct mr_ring *r = &m->rings[i];
-			if (isnan(r->fit_offset_s) || host_of(m, r->host) != (long)h)
-				continue;
-			if (best < 0 || (unsigned)r->min_rank < (unsigned)m->rings[best].min_rank)
-				best = (long)i;
-		}
-		if (isnan(mh->offset_s) && best >= 0) {
-			mh->offset_s = m->rings[best].fit_offset_s;
-			mh->uncert_ms = m->rings[best].fit_uncert_ms;
-			snprintf(mh->method, sizeof mh->method, "execution_dt+fit");
-		}
-		if (isnan(mh->offset_s)) {
+		if (!host_offset_from_rings(m, h, mh)) {
 			if (isnan(any_prior))
-				diag_fatal(perun, "cannot align host %s: no perun.sample anchors in its rings and "
+				return diag_error(e, -EINVAL, perun,
+						  "cannot align host %s: no perun.sample anchors in its rings and "
 						  "execution_dt '%s' is unusable",
-					   mh->ph->name, m->run->execution_dt ? m->run->execution_dt : "");
+						  mh->ph->name, m->run->execution_dt ? m->run->execution_dt : "");
 			mh->offset_s = any_prior;
 			mh->uncert_ms = 2000;
 			snprintf(mh->method, sizeof mh->method, "execution_dt");
@@ -784,6 +875,7 @@ static void align_hosts(struct mring *m, const char *perun)
 			for (size_t k = 0; k < mh->sen[s].ser.n; k++)
 				mh->sen[s].t_tl[k] = mh->sen[s].ps->timesteps_s[k] + mh->offset_s;
 	}
+	return 0;
 }
 
 /* ---- open / close ------------------------------------------------------------ */
@@ -803,26 +895,28 @@ static int cmp_unit(const void *a, const void *b)
 
 /* The step phase: the first default name that some ring has.  Pass 1 does
  * not build phases, so peek at the first ring with a cheap scan. */
-static void pick_step(struct mring *m, const struct mring_opts *o)
+static int pick_step(struct mring *m, const struct mring_opts *o, struct em_error *e)
 {
 	if (o->step) {
 		snprintf(m->step, sizeof m->step, "%s", o->step);
-		return;
+		return 0;
 	}
 	for (size_t i = 0; i < m->nrings && !m->step[0]; i++) {
 		struct ring_file rf;
 		char err[512];
-		if (ring_reader_load(m->rings[i].path, &rf, err, sizeof err))
-			diag_fatal(m->rings[i].path, "%s", err);
+		int rc = ring_reader_load(m->rings[i].path, &rf, err, sizeof err);
+		if (rc)
+			return diag_error(e, rc < 0 ? rc : -EINVAL, m->rings[i].path, "%s", err);
 		for (int k = 0; default_steps[k] && !m->step[0]; k++)
-			for (size_t e = 0; e < rf.nev; e++)
-				if ((rf.ev[e].kind == ANCHOR_KIND_BEGIN || rf.ev[e].kind == ANCHOR_KIND_MARK) &&
-				    !strcmp(rf.ev[e].text, default_steps[k])) {
+			for (size_t ev = 0; ev < rf.nev; ev++)
+				if ((rf.ev[ev].kind == ANCHOR_KIND_BEGIN || rf.ev[ev].kind == ANCHOR_KIND_MARK) &&
+				    !strcmp(rf.ev[ev].text, default_steps[k])) {
 					snprintf(m->step, sizeof m->step, "%s", default_steps[k]);
 					break;
 				}
 		ring_reader_free(&rf);
 	}
+	return 0;
 }
 
 /* ANCHORPOST_STATS=1: wall time of each stage on stderr (bench). */
@@ -839,8 +933,24 @@ static void stage(const char *done)
 	last = now;
 }
 
-void mring_open(struct mring *m, const struct mring_opts *o)
+/* Every unit of every ring, sorted by (rank, host, pid). */
+static int collect_units(struct mring *m, struct em_error *e)
 {
+	size_t n = 0;
+	for (size_t i = 0; i < m->nrings; i++)
+		n += m->rings[i].nunits;
+	if (!(m->units = calloc(n ? n : 1, sizeof *m->units)))
+		return OOM(e);
+	for (size_t i = 0; i < m->nrings; i++)
+		for (size_t k = 0; k < m->rings[i].nunits; k++)
+			m->units[m->nunits++] = &m->rings[i].units[k];
+	qsort(m->units, m->nunits, sizeof *m->units, cmp_unit);
+	return 0;
+}
+
+int mring_open(struct mring *m, const struct mring_opts *o, struct em_error *e)
+{
+	int rc = 0;
 	memset(m, 0, sizeof *m);
 	/* Every ring is loaded twice into arrays of tens of MB: served by mmap
 	 * (glibc's default above 32 MB at most) each load faults its pages in
@@ -848,34 +958,34 @@ void mring_open(struct mring *m, const struct mring_opts *o)
 	 * for the next ring instead; peak memory is unchanged. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 20);
 	mallopt(M_TRIM_THRESHOLD, 512 << 20);
-	for (size_t i = 0; i < o->ninputs; i++)
-		expand_input(m, o->inputs[i]);
+	for (size_t i = 0; i < o->ninputs && !rc; i++)
+		rc = expand_input(m, o->inputs[i], e);
+	if (rc)
+		return rc;
 	if (!m->nrings)
-		diag_fatal(NULL, "no ring given");
+		return diag_error(e, -EINVAL, NULL, "no ring given");
 	if (m->nrings > 65535)
-		diag_fatal(NULL, "%zu rings: at most 65535", m->nrings);
-	m->t0_unix_ns = read_origin(m);
+		return diag_error(e, -E2BIG, NULL, "%zu rings: at most 65535", m->nrings);
+	if ((rc = read_origin(m, e)))
+		return rc;
 	if (o->perun) {
 		m->have_perun = 1;
-		load_hosts(m, o);
+		if ((rc = load_hosts(m, o, e)))
+			return rc;
 	}
 	stage(NULL);
-	run_pool(m, o, pass1);
+	if ((rc = run_pool(m, o, pass1, e)))
+		return rc;
 	stage("pass 1 (clocks, perun offsets)");
-	if (m->have_perun)
-		align_hosts(m, o->perun);
-	pick_step(m, o);
+	if (m->have_perun && (rc = align_hosts(m, o->perun, e)))
+		return rc;
+	if ((rc = pick_step(m, o, e)))
+		return rc;
 	stage("align hosts, pick step");
-	run_pool(m, o, pass2);
+	if ((rc = run_pool(m, o, pass2, e)))
+		return rc;
 	stage("pass 2 (phases, attribution, steps)");
-	for (size_t i = 0; i < m->nrings; i++)
-		m->nunits += m->rings[i].nunits;
-	m->units = xcalloc(m->nunits, sizeof *m->units);
-	m->nunits = 0;
-	for (size_t i = 0; i < m->nrings; i++)
-		for (size_t k = 0; k < m->rings[i].nunits; k++)
-			m->units[m->nunits++] = &m->rings[i].units[k];
-	qsort(m->units, m->nunits, sizeof *m->units, cmp_unit);
+	return collect_units(m, e);
 }
 
 void mring_close(struct mring *m)

@@ -126,8 +126,10 @@ struct mring {
 	int have_perun, emulated;
 };
 
-/* Expand inputs, load everything, or diag_fatal with one line. */
-void mring_open(struct mring *m, const struct mring_opts *o);
+/* Expand inputs and load everything.  Returns 0, or a negative errno with
+ * *e filled; e->file may point into *m: print it, then mring_close(m)
+ * (which is safe on a half-opened model). */
+int mring_open(struct mring *m, const struct mring_opts *o, struct em_error *e);
 
 void mring_close(struct mring *m);
 

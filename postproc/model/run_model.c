@@ -37,7 +37,7 @@ static int open_profile(struct run_model *rm, const char *profile, struct em_err
 		return fail(rm, e, -EINVAL, profile, "the profile holds no samples");
 	if ((rc = align_pyspy_fit(&m->rl, &m->ph, m->base_ns, &rm->p, &rm->al, err, sizeof err))) {
 		char dmg[192];
-		/* A damaged ring is the likelier cause (ringload_fatal_mismatch). */
+		/* A damaged ring is the likelier cause (ringload_damage). */
 		if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))
 			return fail(rm, e, -EINVAL, m->ring_path, "damaged ring (%s), which is the likelier cause: %s: %s",
 				    dmg, profile, err);

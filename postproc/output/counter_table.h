@@ -24,7 +24,8 @@
 /* Rows for the ring's ms counters (none when it has no SENSOR records);
  * the readable block too when tty != NULL.  Returns the number of device
  * groups whose counters disagree with perun by more than 1 % over perun's
- * span (0 when all agree or there is nothing to compare). */
-int counter_table_write(struct csv *c, const struct energy_model *m, FILE *tty);
+ * span (0 when all agree or there is nothing to compare), or a negative
+ * errno with *e filled. */
+int counter_table_write(struct csv *c, const struct energy_model *m, FILE *tty, struct em_error *e);
 
 #endif

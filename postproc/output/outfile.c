@@ -227,34 +227,42 @@ static int create_temp(const char *target, char **tmp_out)
 	return -EEXIST;
 }
 
-static void refuse_if_input(const char *shown, const char *path, const struct stat *st)
+static int refuse_if_input(const char *shown, const char *path, const struct stat *st, struct em_error *e)
 {
 	const char *in = input_file_same_input(path, st);
 	if (in)
-		diag_fatal(shown, "is also an input of this command (%s): refusing to overwrite it; choose another "
+		return diag_error(e, -EEXIST, shown,
+				  "is also an input of this command (%s): refusing to overwrite it; choose another "
 				  "output", in);
+	return 0;
 }
 
 /* Non-regular target: write straight into it.  One of our own fds
  * (/dev/stdout) is dup()ed, so the output shares its offset as `>&1` would
  * (a reopen would start at 0 and overwrite what stdout wrote). */
-static void open_stream(struct outfile *o, const char *path)
+static int open_stream(struct outfile *o, const char *path, struct em_error *e)
 {
 	struct stat st;
-	int fd, own;
+	int fd, own, rc;
 	fflush(stdout); /* our own stdout may be the same stream */
 	if (via_proc_fd(path, &own) && own >= 0)
 		fd = fcntl(own, F_DUPFD_CLOEXEC, 3);
 	else
 		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		diag_fatal(path, "cannot write: %s", strerror(errno));
-	if (fstat(fd, &st) == 0)
-		refuse_if_input(path, path, &st);
+		return diag_error(e, -errno, path, "cannot write: %s", strerror(errno));
+	if (fstat(fd, &st) == 0 && (rc = refuse_if_input(path, path, &st, e))) {
+		close(fd);
+		return rc;
+	}
 	o->fp = fdopen(fd, "w");
-	if (!o->fp)
-		diag_fatal(path, "cannot write: %s", strerror(errno));
+	if (!o->fp) {
+		rc = errno;
+		close(fd);
+		return diag_error(e, -rc, path, "cannot write: %s", strerror(rc));
+	}
 	o->stream = 1;
+	return 0;
 }
 
 int outfile_is_stream(const char *path)
@@ -271,61 +279,79 @@ int outfile_is_stream(const char *path)
 	return !S_ISREG(st.st_mode) || via_proc(path);
 }
 
-void outfile_open(struct outfile *o, const char *path)
+/* Where a path that exists is written: *target the regular file to replace
+ * (malloc'd), or 1 when it is a stream opened into o, or a negative errno. */
+static int resolve_existing(struct outfile *o, const char *path, const struct stat *lst, char **target,
+			    struct stat *st, const struct stat **have, struct em_error *e)
+{
+	if (S_ISREG(lst->st_mode)) {
+		*have = lst;
+		return (*target = strdup(path)) ? 0 : diag_error(e, -ENOMEM, path, "out of memory");
+	}
+	if (S_ISDIR(lst->st_mode))
+		return diag_error(e, -EISDIR, path, "is a directory");
+	if (!S_ISLNK(lst->st_mode)) {
+		int rc = open_stream(o, path, e); /* device, FIFO, socket: never replaced */
+		return rc ? rc : 1;
+	}
+	if (foreign_sticky_link(path, lst))
+		return diag_error(e, -ELOOP, path,
+				  "is a symlink owned by another user in a sticky directory: not followed");
+	if (stat(path, st) != 0)
+		return diag_error(e, -errno, path, "cannot write through the symlink: %s", strerror(errno));
+	if (S_ISDIR(st->st_mode))
+		return diag_error(e, -EISDIR, path, "is a directory");
+	if (!S_ISREG(st->st_mode) || via_proc(path)) {
+		int rc = open_stream(o, path, e);
+		return rc ? rc : 1;
+	}
+	*target = realpath(path, NULL); /* replace the file, keep the link */
+	if (!*target)
+		return diag_error(e, -errno, path, "cannot resolve the symlink: %s", strerror(errno));
+	*have = st;
+	return 0;
+}
+
+int outfile_create(struct outfile *o, const char *path, struct em_error *e)
 {
 	struct stat lst, st;
 	const struct stat *have = NULL;
 	char *target = NULL;
 	sigset_t old;
-	int fd;
+	int fd, rc;
 
 	memset(o, 0, sizeof *o);
 	if (!path || strcmp(path, "-") == 0) {
 		o->fp = stdout;
-		return;
+		return 0;
 	}
 	o->shown = strdup(path);
 	if (!o->shown)
-		diag_fatal(path, "out of memory");
+		return diag_error(e, -ENOMEM, path, "out of memory");
 	if (lstat(path, &lst) != 0) {
-		if (errno != ENOENT)
-			diag_fatal(path, "cannot write: %s", strerror(errno));
-		target = strdup(path); /* a new file */
-	} else if (S_ISREG(lst.st_mode)) {
-		target = strdup(path);
-		have = &lst;
-	} else if (S_ISDIR(lst.st_mode)) {
-		diag_fatal(path, "is a directory");
-	} else if (!S_ISLNK(lst.st_mode)) {
-		open_stream(o, path); /* device, FIFO, socket: never replaced */
-		return;
-	} else {
-		if (foreign_sticky_link(path, &lst))
-			diag_fatal(path, "is a symlink owned by another user in a sticky directory: not followed");
-		if (stat(path, &st) != 0)
-			diag_fatal(path, "cannot write through the symlink: %s", strerror(errno));
-		if (S_ISDIR(st.st_mode))
-			diag_fatal(path, "is a directory");
-		if (!S_ISREG(st.st_mode) || via_proc(path)) {
-			open_stream(o, path);
-			return;
+		if (errno != ENOENT) {
+			rc = diag_error(e, -errno, path, "cannot write: %s", strerror(errno));
+			goto fail;
 		}
-		target = realpath(path, NULL); /* replace the file, keep the link */
-		if (!target)
-			diag_fatal(path, "cannot resolve the symlink: %s", strerror(errno));
-		have = &st;
+		if (!(target = strdup(path))) { /* a new file */
+			rc = diag_error(e, -ENOMEM, path, "out of memory");
+			goto fail;
+		}
+	} else if ((rc = resolve_existing(o, path, &lst, &target, &st, &have, e)) != 0) {
+		if (rc > 0)
+			return 0; /* a stream, open */
+		goto fail;
 	}
-	if (!target)
-		diag_fatal(path, "out of memory");
-	refuse_if_input(path, target, have);
+	if ((rc = refuse_if_input(path, target, have, e)))
+		goto fail;
 
 	block_sigs(&old);
 	install_cleanup();
 	fd = create_temp(target, &o->tmp_path);
 	if (fd < 0) {
 		restore_sigs(&old);
-		free(target);
-		diag_fatal(path, "cannot write: %s", strerror(-fd));
+		rc = diag_error(e, fd, path, "cannot write: %s", strerror(-fd));
+		goto fail;
 	}
 	o->path = target;
 	o->next_open = g_open;
@@ -334,12 +360,20 @@ void outfile_open(struct outfile *o, const char *path)
 
 	input_file_note_output(o->shown, have);
 	if (fchmod(fd, file_mode()) != 0 || !(o->fp = fdopen(fd, "w"))) {
-		int e = errno;
+		int err = errno;
 		if (!o->fp)
 			close(fd);
-		diag_fatal(path, "cannot write: %s", strerror(e));
+		outfile_abort(o);
+		return diag_error(e, -err, path, "cannot write: %s", strerror(err));
 	}
 	setvbuf(o->fp, NULL, _IOFBF, 1 << 20);
+	return 0;
+fail:
+	/* not yet noted as an output: nothing to forget in input_file */
+	free(target);
+	free(o->shown);
+	o->shown = NULL;
+	return rc;
 }
 
 static void forget(struct outfile *o)
@@ -352,35 +386,39 @@ static void forget(struct outfile *o)
 	o->tmp_path = o->path = o->shown = NULL;
 }
 
-void outfile_commit(struct outfile *o)
+/* Errors name path, the caller's string (o->shown is freed on failure). */
+int outfile_finish(struct outfile *o, const char *path, struct em_error *e)
 {
 	sigset_t old;
 	if (o->fp == stdout) {
 		if (fflush(stdout) != 0)
-			diag_fatal("(stdout)", "write failed: %s", strerror(errno));
-		return;
+			return diag_error(e, -errno, "(stdout)", "write failed: %s", strerror(errno));
+		return 0;
 	}
 	if (!o->fp)
-		return;
+		return 0;
 	if (ferror(o->fp) | fclose(o->fp)) {
-		int e = errno;
+		int err = errno ? errno : EIO;
 		o->fp = NULL;
-		diag_fatal(o->shown, "write failed: %s", strerror(e ? e : EIO));
+		outfile_abort(o);
+		return diag_error(e, -err, path, "write failed: %s", strerror(err));
 	}
 	o->fp = NULL;
 	if (o->stream) {
 		forget(o);
-		return;
+		return 0;
 	}
 	block_sigs(&old);
 	if (rename(o->tmp_path, o->path) != 0) {
-		int e = errno;
+		int err = errno;
 		restore_sigs(&old);
-		diag_fatal(o->shown, "cannot rename temp file into place: %s", strerror(e));
+		outfile_abort(o);
+		return diag_error(e, -err, path, "cannot rename temp file into place: %s", strerror(err));
 	}
 	list_remove(o);
 	restore_sigs(&old);
 	forget(o);
+	return 0;
 }
 
 void outfile_abort(struct outfile *o)

@@ -6,7 +6,7 @@
  * a half-written CSV.  The temp name carries random characters and is
  * created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (then the usual
  * 0666 & ~umask), so a symlink planted in a shared directory is never
- * followed.  Temps are removed on diag_fatal(), on exit without commit,
+ * followed.  Temps are removed on failure, on diag_fatal(), on exit without commit,
  * and on SIGINT/SIGTERM/SIGHUP/SIGPIPE (the handler unlinks them and
  * re-raises the signal).
  *
@@ -31,10 +31,20 @@ struct outfile {
 	struct outfile *next_open;
 };
 
-/* Open; on failure calls diag_fatal naming the path. */
-void outfile_open(struct outfile *o, const char *path);
+#include "diag.h"
 
-/* Flush, fsync-free close and rename into place; diag_fatal on error. */
+/* Open.  Returns 0, or a negative errno with *e naming path (nothing left
+ * open). */
+int outfile_create(struct outfile *o, const char *path, struct em_error *e);
+
+/* Flush, fsync-free close and rename into place.  Returns 0, or a negative
+ * errno with *e naming path (the output given to outfile_create) and the
+ * temp removed. */
+int outfile_finish(struct outfile *o, const char *path, struct em_error *e);
+
+/* For commands only (cmd/cmd_fatal.c): outfile_create / outfile_finish
+ * that print the error and exit. */
+void outfile_open(struct outfile *o, const char *path);
 void outfile_commit(struct outfile *o);
 
 /* Remove the temp file (if any) and forget it. */

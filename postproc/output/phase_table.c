@@ -17,152 +17,16 @@
 
 #include "diag.h"
 #include "phase_flags.h"
+#include "phase_stats.h"
 
-struct phase_stats {
-	size_t count;
-	double total_s, mean_ms, p50_ms, p95_ms;
-};
-
-static int cmp_double(const void *a, const void *b)
+/* Inclusive energy: the self energy of every segment inside each
+ * outermost occurrence of the phase on the primary thread. */
+static void inclusive_energy(const struct energy_model *m, struct phase_scope *sr, const struct phase_thread *host,
+			     const struct phase_thread *dev)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *v, size_t n, double q)
-{
-	double pos;
-	size_t i;
-	if (!n)
-		return NAN;
-	pos = q * (double)(n - 1);
-	i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (v[i + 1] - v[i]) * (pos - (double)i);
-}
-
-/* Fill *e and return code (the attribution's failure paths). */
-static int __attribute__((format(printf, 4, 5)))
-em_set(struct em_error *e, int code, const char *file, const char *fmt, ...)
-{
-	va_list ap;
-	e->file = file;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* device: 1 = occurrences on device timelines only, 0 = host only. */
-static void stats_for(const struct phase_set *ph, int phase, uint32_t pid, int device, struct phase_stats *st)
-{
-	double *d = malloc((ph->nocc ? ph->nocc : 1) * sizeof *d);
-	size_t n = 0;
-	memset(st, 0, sizeof *st);
-	if (!d)
-		diag_fatal(NULL, "out of memory");
-	for (size_t i = 0; i < ph->nocc; i++) {
-		const struct phase_occ *o = &ph->occ[i];
-		if (o->phase != phase || (pid && o->pid != pid) || (o->tid == PHASE_DEVICE_TID) != device)
-			continue;
-		d[n++] = (double)(o->t1_ns - o->t0_ns) / 1e9;
-		st->total_s += d[n - 1];
-	}
-	qsort(d, n, sizeof *d, cmp_double);
-	st->count = n;
-	st->mean_ms = n ? st->total_s / (double)n * 1e3 : NAN;
-	st->p50_ms = quantile(d, n, 0.5) * 1e3;
-	st->p95_ms = quantile(d, n, 0.95) * 1e3;
-	free(d);
-}
-
-/* Attribute one scope: its primary thread's segments against every sensor. */
-int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			  struct phase_scope *sr, struct em_error *e)
-{
-	size_t np = m->ph.nnames, ng = m->ngroups;
-	const struct phase_thread *th, *host, *dev = NULL;
-	struct attrib_interval *iv;
-	long dthr = phase_set_device_of(&m->ph, sr->pid);
-
-	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
-	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
-	if (!sr->row || !sr->total_j)
-		return em_set(e, -ENOMEM, NULL, "out of memory");
-	if (sr->thr < 0 || !m->nsen)
-		return 0;
-	host = &m->ph.thr[sr->thr];
-	/* GPU groups on the device timeline when the ring has one. */
-	if (dthr >= 0)
-		dev = &m->ph.thr[dthr];
-	iv = malloc((host->nseg > (dev ? dev->nseg : 0) ? host->nseg + 1 : dev->nseg + 1) * sizeof *iv);
-	if (!iv)
-		return em_set(e, -ENOMEM, NULL, "out of memory");
-	/* An alignment known only to within its 95 % interval (the fallback
-	 * without perun's stamps) moves every phase by up to that much: the
-	 * intervals are widened by the change such a shift makes. */
-	struct attrib_opts ao_al = ao ? *ao : (struct attrib_opts){0};
-	if (m->align.ci95_ms / 1e3 > ao_al.offset_sigma_s && m->align.ci95_ms > 3.0)
-		ao_al.offset_sigma_s = m->align.ci95_ms / 1e3;
-	ao = &ao_al;
-	for (size_t s = 0; s < m->nsen; s++) {
-		const struct em_sensor *es = &m->sen[s];
-		size_t g = energy_model_group_of(m, es);
-		struct attrib_result r;
-		int rc;
-		size_t niv = 0;
-		th = dev && phase_set_group_is_device(es->group) ? dev : host;
-		/* Sensor time = timeline - offset.  The tools' own activity
-		 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
-		 * phase to fit a power to: its time stays unattributed. */
-		for (size_t i = 0; i < th->nseg; i++) {
-			if (phase_set_is_tool(&m->ph, th->seg[i].phase))
-				continue;
-			iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
-			iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
-			iv[niv].phase = th->seg[i].phase;
-			niv++;
-		}
-		memset(&r, 0, sizeof r);
-		if (method == ATTRIB_CHOICE_INTEGRATE)
-			rc = attrib_integrate(&es->ser, iv, niv, np, &r);
-		else if (method == ATTRIB_CHOICE_REGRESS)
-			rc = attrib_regress(&es->ser, iv, niv, np, ao, &r);
-		else if (method == ATTRIB_CHOICE_SPLIT || method == ATTRIB_CHOICE_AUTO)
-			rc = attrib_split(&es->ser, iv, niv, np, ao, &r);
-		else
-			rc = attrib_auto(&es->ser, iv, niv, np, ao, &r);
-		if (rc) {
-			free(iv);
-			if (rc == -ENODATA)
-				return em_set(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
-					      "thread %u to attribute %zu phases (a run of a few sampling periods, or "
-					      "files from different runs?)", th->tid, np);
-			return em_set(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
-				      strerror(-rc));
-		}
-		sr->total_j[g] += r.total_j;
-		for (size_t k = 0; k <= np; k++) {
-			struct phase_group_row *gr = &sr->row[k * ng + g];
-			const struct attrib_row *ar = &r.row[k];
-			gr->energy_j += ar->energy_j;
-			gr->lo_j += ar->ci_low_j;
-			gr->hi_j += ar->ci_high_j;
-			gr->time_s = ar->time_s;
-			if (gr->method && gr->method != (int)ar->method)
-				gr->mixed = 1;
-			gr->method = (int)ar->method;
-			gr->flags |= ar->flags;
-		}
-		attrib_result_free(&r);
-	}
-	free(iv);
-
-	/* Inclusive energy: the self energy of every segment inside each
-	 * outermost occurrence of the phase on the primary thread. */
+	size_t ng = m->ngroups;
 	for (size_t g = 0; g < ng; g++) {
-		th = dev && phase_set_group_is_device(m->groups[g]) ? dev : host;
+		const struct phase_thread *th = dev && phase_set_group_is_device(m->groups[g]) ? dev : host;
 		for (size_t i = 0; i < m->ph.nocc; i++) {
 			const struct phase_occ *o = &m->ph.occ[i];
 			int outer = 1;
@@ -194,6 +58,93 @@ int phase_scope_attribute(const struct energy_model *m, enum attrib_choice metho
 			}
 		}
 	}
+}
+
+/* One sensor against thread th's segments (iv: scratch for them), added
+ * to the scope's rows of its group. */
+static int attribute_sensor(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			    const struct em_sensor *es, const struct phase_thread *th, struct attrib_interval *iv,
+			    struct phase_scope *sr, struct em_error *e)
+{
+	size_t np = m->ph.nnames, ng = m->ngroups, g = energy_model_group_of(m, es), niv = 0;
+	struct attrib_result r;
+	int rc;
+	/* Sensor time = timeline - offset.  The tools' own activity
+	 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
+	 * phase to fit a power to: its time stays unattributed. */
+	for (size_t i = 0; i < th->nseg; i++) {
+		if (phase_set_is_tool(&m->ph, th->seg[i].phase))
+			continue;
+		iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
+		iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
+		iv[niv].phase = th->seg[i].phase;
+		niv++;
+	}
+	memset(&r, 0, sizeof r);
+	rc = attrib_choose(method, &es->ser, iv, niv, np, ao, &r);
+	if (rc == -ENODATA)
+		return diag_error(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
+				  "thread %u to attribute %zu phases (a run of a few sampling periods, or "
+				  "files from different runs?)", th->tid, np);
+	if (rc)
+		return diag_error(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
+				  strerror(-rc));
+	sr->total_j[g] += r.total_j;
+	for (size_t k = 0; k <= np; k++) {
+		struct phase_group_row *gr = &sr->row[k * ng + g];
+		const struct attrib_row *ar = &r.row[k];
+		gr->energy_j += ar->energy_j;
+		gr->lo_j += ar->ci_low_j;
+		gr->hi_j += ar->ci_high_j;
+		gr->time_s = ar->time_s;
+		if (gr->method && gr->method != (int)ar->method)
+			gr->mixed = 1;
+		gr->method = (int)ar->method;
+		gr->flags |= ar->flags;
+	}
+	attrib_result_free(&r);
+	return 0;
+}
+
+/* Attribute one scope: its primary thread's segments against every sensor. */
+int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			  struct phase_scope *sr, struct em_error *e)
+{
+	size_t np = m->ph.nnames, ng = m->ngroups;
+	const struct phase_thread *host, *dev = NULL;
+	struct attrib_interval *iv;
+	long dthr = phase_set_device_of(&m->ph, sr->pid);
+
+	sr->row = calloc((np + 1) * (ng ? ng : 1), sizeof *sr->row);
+	sr->total_j = calloc(ng ? ng : 1, sizeof *sr->total_j);
+	if (!sr->row || !sr->total_j)
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	if (sr->thr < 0 || !m->nsen)
+		return 0;
+	host = &m->ph.thr[sr->thr];
+	/* GPU groups on the device timeline when the ring has one. */
+	if (dthr >= 0)
+		dev = &m->ph.thr[dthr];
+	iv = malloc((host->nseg > (dev ? dev->nseg : 0) ? host->nseg + 1 : dev->nseg + 1) * sizeof *iv);
+	if (!iv)
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	/* An alignment known only to within its 95 % interval (the fallback
+	 * without perun's stamps) moves every phase by up to that much: the
+	 * intervals are widened by the change such a shift makes. */
+	struct attrib_opts ao_al = ao ? *ao : (struct attrib_opts){0};
+	if (m->align.ci95_ms / 1e3 > ao_al.offset_sigma_s && m->align.ci95_ms > 3.0)
+		ao_al.offset_sigma_s = m->align.ci95_ms / 1e3;
+	for (size_t s = 0; s < m->nsen; s++) {
+		const struct em_sensor *es = &m->sen[s];
+		const struct phase_thread *th = dev && phase_set_group_is_device(es->group) ? dev : host;
+		int rc = attribute_sensor(m, method, &ao_al, es, th, iv, sr, e);
+		if (rc) {
+			free(iv);
+			return rc;
+		}
+	}
+	free(iv);
+	inclusive_energy(m, sr, host, dev);
 	return 0;
 }
 
@@ -285,164 +236,230 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 		}
 }
 
-void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
-			     FILE *tty)
+/* The readable table's heading of one scope. */
+static void print_scope_header(FILE *tty, const struct energy_model *m, const char *scope,
+			       const struct phase_thread *th, const struct phase_thread *dev)
 {
-	size_t np = m->ph.nnames, ng = m->ngroups ? m->ngroups : 1;
-	char scope[32], fl[96];
+	fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms, "
+		     "offset %.6f s)%s%s\n",
+		scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
+		m->align.method, m->align.uncert_ms, m->align.offset_s, m->emulated ? "; " : "",
+		energy_model_sensor_note(m));
+	if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
+		fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
+			m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);
+	if (dev)
+		fprintf(tty, "GPU groups on the device-side timeline (%llu clock calibrations, drift %.1f ppm, "
+			     "bracket <= %.1f us, fit residual <= %.1f us)\n",
+			(unsigned long long)m->ph.dev_calibrations, m->ph.dev_drift_ppm,
+			m->ph.dev_max_bracket_us, m->ph.dev_max_resid_us);
+	fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
+	for (size_t g = 0; g < m->ngroups; g++)
+		fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
+	fprintf(tty, " method\n");
+}
+
+/* What one row of a scope knows before its groups are written. */
+struct scope_row {
+	size_t k;                   /* phase; np: unattributed, np + 1: total */
+	int unattr, total, hide;    /* hide: the tools' own activity (CSV only) */
+	const char *name;
+	struct phase_stats hst, dst; /* occurrences on host threads, on the device */
+	int on_host, on_dev;        /* segments on the scope's thread / its device */
+	double host_s, dev_s;       /* their self time */
+};
+
+/* Fill *r for phase k.  Returns 1 to write it, 0 to skip (no
+ * occurrence), -ENOMEM. */
+static int scope_row_times(const struct energy_model *m, const struct phase_scope *sr, const struct phase_thread *th,
+			   const struct phase_thread *dev, size_t k, struct scope_row *r)
+{
+	size_t np = m->ph.nnames;
+	memset(r, 0, sizeof *r);
+	r->k = k;
+	r->unattr = k == np;
+	r->total = k == np + 1;
+	r->hide = k < np && phase_set_is_tool(&m->ph, (int)k);
+	r->name = r->total ? "(total)" : r->unattr ? "(unattributed)" : m->ph.names[k];
+	if (r->unattr || r->total) {
+		/* Summary rows: no occurrences (count 0, an integer like
+		 * every row's), their seconds in total_s as in self_s. */
+		r->hst.mean_ms = NAN;
+		if (r->total)
+			r->hst.total_s = m->span_t1_s - m->span_t0_s;
+		else if (m->nsen)
+			r->hst.total_s = sr->row[k * (m->ngroups ? m->ngroups : 1)].time_s;
+		r->dst = r->hst;
+		r->on_host = r->on_dev = 1;
+		return 1;
+	}
+	if (phase_stats_of(&m->ph, (int)k, sr->pid, PHASE_STATS_HOST, &r->hst) ||
+	    phase_stats_of(&m->ph, (int)k, sr->pid, PHASE_STATS_DEVICE, &r->dst))
+		return -ENOMEM;
+	if (!r->hst.count && !r->dst.count)
+		return 0;
+	for (size_t i = 0; th && i < th->nseg; i++)
+		if (th->seg[i].phase == (int)k) {
+			r->on_host = 1;
+			r->host_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
+		}
+	for (size_t i = 0; dev && i < dev->nseg; i++)
+		if (dev->seg[i].phase == (int)k) {
+			r->on_dev = 1;
+			r->dev_s += (double)(dev->seg[i].t1_ns - dev->seg[i].t0_ns) / 1e9;
+		}
+	return 1;
+}
+
+/* What a scope's rows share while they are written. */
+struct scope_out {
+	struct csv *c;
+	const struct energy_model *m;
+	const struct phase_scope *sr;
+	const char *scope;
+	const struct phase_thread *dev;
+	unsigned *pf;  /* flags per (row, group) */
+	double *maxw;
+	size_t nflagged;
+};
+
+/* Row r's CSV line of group g, and its cells in the readable table.
+ * Returns the count the row has in that group. */
+static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw, size_t g, FILE *tty)
+{
+	const struct energy_model *m = o->m;
+	const struct phase_scope *sr = o->sr;
+	struct csv *c = o->c;
+	size_t ng = m->ngroups ? m->ngroups : 1, k = rw->k;
+	int unattr = rw->unattr, total = rw->total, hide = rw->hide;
+	char fl[96];
+	/* A GPU group reads the device timeline's time and stats. */
+	int gdev = o->dev && m->ngroups && phase_set_group_is_device(m->groups[g]);
+	struct phase_stats st = rw->hst.count ? rw->hst : rw->dst;
+	int on_primary = rw->on_host;
+	double self_s = rw->host_s;
+	if (!unattr && !total) {
+		st = gdev ? rw->dst : rw->hst;
+		on_primary = gdev ? rw->on_dev : rw->on_host;
+		self_s = gdev ? rw->dev_s : rw->host_s;
+	}
+	const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
+	double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
+	double gt = m->nsen ? sr->total_j[g] : NAN;
+	double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
+	csv_str(c, o->scope);
+	csv_str(c, total ? "total" : unattr ? "unattributed" : "phase");
+	csv_str(c, rw->name);
+	csv_str(c, m->ngroups ? m->groups[g] : "");
+	csv_u64(c, st.count);
+	csv_f64(c, unattr || total ? ts : st.total_s, 9);
+	csv_f64(c, ts, 9);
+	csv_f64(c, unattr || total ? NAN : st.mean_ms, 6);
+	csv_f64(c, unattr || total ? NAN : st.p50_ms, 6);
+	csv_f64(c, unattr || total ? NAN : st.p95_ms, 6);
+	csv_f64(c, e, 9);
+	csv_f64(c, ts > 0 ? e / ts : NAN, 6);
+	csv_f64(c, gt > 0 ? e / gt : NAN, 6);
+	csv_f64(c, r && on_primary && !total && !hide ? r->lo_j : (total ? e : NAN), 9);
+	csv_f64(c, r && on_primary && !total && !hide ? r->hi_j : (total ? e : NAN), 9);
+	csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
+	csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
+		   : on_primary ? method_name(r) : "off-primary");
+	flags_text(r ? r->flags : 0, fl, sizeof fl);
+	if (r && !total && !hide) {
+		unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3, &o->maxw[k * ng + g]);
+		o->pf[k * ng + g] = f;
+		phase_flags_text(f, fl, sizeof fl);
+		if (f & ~PHASE_FLAG_TOOL)
+			o->nflagged++;
+	} else if (hide) {
+		phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
+	}
+	csv_str(c, fl);
+	csv_str(c, m->align.method);
+	csv_f64(c, m->align.uncert_ms, 6);
+	csv_str(c, energy_model_sensor_note(m));
+	csv_row_end(c);
+	if (tty && m->ngroups) {
+		char ci[40] = "";
+		if (r && on_primary && !total)
+			snprintf(ci, sizeof ci, "[%.1f, %.1f]", r->lo_j, r->hi_j);
+		if (isnan(e))
+			fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", "");
+		else
+			fprintf(tty, "  %10.2f %8.2f %6.3f %-17s", e, ts > 0 ? e / ts : 0.0,
+				gt > 0 ? e / gt : 0.0, ci); /* share: a fraction, as in the CSV */
+	}
+	return st.count;
+}
+
+/* One row in every group, with its readable line.  Returns the count in
+ * the last group (what the hidden-rows note counts). */
+static size_t write_row(struct scope_out *o, const struct scope_row *rw, FILE *tty)
+{
+	const struct energy_model *m = o->m;
+	size_t ng = m->ngroups ? m->ngroups : 1, count = 0;
+	if (tty) {
+		struct phase_stats st = rw->hst.count ? rw->hst : rw->dst;
+		if (isnan(st.mean_ms))
+			fprintf(tty, "%-22.22s %6zu %9.3f %9s", rw->name, st.count, st.total_s, "-");
+		else
+			fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", rw->name, st.count, st.total_s, st.mean_ms);
+	}
+	for (size_t g = 0; g < ng; g++)
+		count = write_group_cells(o, rw, g, tty);
+	if (tty) {
+		int on_primary = rw->on_host || rw->on_dev, any = 0;
+		const struct phase_group_row *r0 = m->nsen && !rw->total ? &o->sr->row[rw->k * ng] : NULL;
+		for (size_t g = 0; g < ng; g++)
+			any |= (o->pf[rw->k * ng + g] & ~PHASE_FLAG_TOOL) != 0;
+		fprintf(tty, " %s%s\n", !m->nsen ? "" : rw->total ? "perun" : on_primary ? method_name(r0) : "off-primary",
+			any ? " (!)" : "");
+	}
+	return count;
+}
+
+int phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr, FILE *tty,
+			    struct em_error *err)
+{
+	size_t np = m->ph.nnames, ng = m->ngroups ? m->ngroups : 1, nhidden = 0;
+	char scope[32];
 	const struct phase_thread *th = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL;
 	long dthr = phase_set_device_of(&m->ph, sr->pid);
-	const struct phase_thread *dev = dthr >= 0 && th ? &m->ph.thr[dthr] : NULL;
+	struct scope_out o = {.c = c, .m = m, .sr = sr, .scope = scope};
+	int rc = 0;
 
+	o.dev = dthr >= 0 && th ? &m->ph.thr[dthr] : NULL;
 	if (sr->pid)
 		snprintf(scope, sizeof scope, "%u", sr->pid);
 	else
 		snprintf(scope, sizeof scope, "all");
-	if (tty) {
-		fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms, "
-			     "offset %.6f s)%s%s\n",
-			scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
-			m->align.method, m->align.uncert_ms, m->align.offset_s, m->emulated ? "; " : "",
-			energy_model_sensor_note(m));
-		if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
-			fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
-				m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);
-		if (dev)
-			fprintf(tty, "GPU groups on the device-side timeline (%llu clock calibrations, drift %.1f ppm, "
-				     "bracket <= %.1f us, fit residual <= %.1f us)\n",
-				(unsigned long long)m->ph.dev_calibrations, m->ph.dev_drift_ppm,
-				m->ph.dev_max_bracket_us, m->ph.dev_max_resid_us);
-		fprintf(tty, "%-22s %6s %9s %9s", "phase", "count", "total_s", "mean_ms");
-		for (size_t g = 0; g < m->ngroups; g++)
-			fprintf(tty, "  %10s %8s %6s %-17s", m->groups[g], "W", "share", "95% CI (J)");
-		fprintf(tty, " method\n");
-	}
-	unsigned *pf = calloc((np + 2) * ng, sizeof *pf);
-	double *maxw = calloc((np + 2) * ng, sizeof *maxw);
-	size_t nhidden = 0, nflagged = 0;
-	FILE *all_tty = tty;
-	if (!pf || !maxw)
-		diag_fatal(NULL, "out of memory");
-	for (size_t k = 0; k <= np + 1; k++) {
-		int unattr = k == np, total = k == np + 1;
-		/* The tools' own activity: CSV only (flag "tool"). */
-		int hide = k < np && phase_set_is_tool(&m->ph, (int)k);
-		struct phase_stats st, hst, dst;
-		tty = hide ? NULL : all_tty;
-		const char *name = total ? "(total)" : unattr ? "(unattributed)" : m->ph.names[k];
-		int on_primary = 0, on_host = 0, on_dev = 0;
-		double self_s = 0, host_s = 0, dev_s = 0;
-		if (!unattr && !total) {
-			stats_for(&m->ph, (int)k, sr->pid, 0, &hst);
-			stats_for(&m->ph, (int)k, sr->pid, 1, &dst);
-			if (!hst.count && !dst.count)
-				continue;
-			if (th)
-				for (size_t i = 0; i < th->nseg; i++)
-					if (th->seg[i].phase == (int)k) {
-						on_host = 1;
-						host_s += (double)(th->seg[i].t1_ns - th->seg[i].t0_ns) / 1e9;
-					}
-			if (dev)
-				for (size_t i = 0; i < dev->nseg; i++)
-					if (dev->seg[i].phase == (int)k) {
-						on_dev = 1;
-						dev_s += (double)(dev->seg[i].t1_ns - dev->seg[i].t0_ns) / 1e9;
-					}
-		} else {
-			/* Summary rows: no occurrences (count 0, an integer like
-			 * every row's), their seconds in total_s as in self_s. */
-			memset(&hst, 0, sizeof hst);
-			hst.mean_ms = NAN;
-			if (total)
-				hst.total_s = m->span_t1_s - m->span_t0_s;
-			else if (m->nsen)
-				hst.total_s = sr->row[k * ng].time_s;
-			dst = hst;
-			on_host = on_dev = 1;
-		}
-		st = hst.count ? hst : dst;
-		on_primary = on_host;
-		self_s = host_s;
-		if (tty) {
-			if (isnan(st.mean_ms))
-				fprintf(tty, "%-22.22s %6zu %9.3f %9s", name, st.count, st.total_s, "-");
-			else
-				fprintf(tty, "%-22.22s %6zu %9.3f %9.2f", name, st.count, st.total_s, st.mean_ms);
-		}
-		for (size_t g = 0; g < ng; g++) {
-			/* A GPU group reads the device timeline's time and stats. */
-			int gdev = dev && m->ngroups && phase_set_group_is_device(m->groups[g]);
-			if (!unattr && !total) {
-				st = gdev ? dst : hst;
-				on_primary = gdev ? on_dev : on_host;
-				self_s = gdev ? dev_s : host_s;
-			}
-			const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
-			double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
-			double gt = m->nsen ? sr->total_j[g] : NAN;
-			double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
-			csv_str(c, scope);
-			csv_str(c, total ? "total" : unattr ? "unattributed" : "phase");
-			csv_str(c, name);
-			csv_str(c, m->ngroups ? m->groups[g] : "");
-			csv_u64(c, st.count);
-			csv_f64(c, unattr || total ? ts : st.total_s, 9);
-			csv_f64(c, ts, 9);
-			csv_f64(c, unattr || total ? NAN : st.mean_ms, 6);
-			csv_f64(c, unattr || total ? NAN : st.p50_ms, 6);
-			csv_f64(c, unattr || total ? NAN : st.p95_ms, 6);
-			csv_f64(c, e, 9);
-			csv_f64(c, ts > 0 ? e / ts : NAN, 6);
-			csv_f64(c, gt > 0 ? e / gt : NAN, 6);
-			csv_f64(c, r && on_primary && !total && !hide ? r->lo_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !total && !hide ? r->hi_j : (total ? e : NAN), 9);
-			csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
-			csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
-				   : on_primary ? method_name(r) : "off-primary");
-			flags_text(r ? r->flags : 0, fl, sizeof fl);
-			if (r && !total && !hide) {
-				unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3,
-							       &maxw[k * ng + g]);
-				pf[k * ng + g] = f;
-				phase_flags_text(f, fl, sizeof fl);
-				if (f & ~PHASE_FLAG_TOOL)
-					nflagged++;
-			} else if (hide) {
-				phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
-			}
-			csv_str(c, fl);
-			csv_str(c, m->align.method);
-			csv_f64(c, m->align.uncert_ms, 6);
-			csv_str(c, energy_model_sensor_note(m));
-			csv_row_end(c);
-			if (tty && m->ngroups) {
-				char ci[40] = "";
-				if (r && on_primary && !total)
-					snprintf(ci, sizeof ci, "[%.1f, %.1f]", r->lo_j, r->hi_j);
-				if (isnan(e))
-					fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", "");
-				else
-					fprintf(tty, "  %10.2f %8.2f %6.3f %-17s", e, ts > 0 ? e / ts : 0.0,
-						gt > 0 ? e / gt : 0.0, ci); /* share: a fraction, as in the CSV */
-			}
-		}
-		if (tty) {
-			on_primary = on_host || on_dev;
-			const struct phase_group_row *r0 = m->nsen && !total ? &sr->row[k * ng] : NULL;
-			int any = 0;
-			for (size_t g = 0; g < ng; g++)
-				any |= (pf[k * ng + g] & ~PHASE_FLAG_TOOL) != 0;
-			fprintf(tty, " %s%s\n", !m->nsen ? "" : total ? "perun" : on_primary ? method_name(r0) : "off-primary",
-				any ? " (!)" : "");
-		}
-		nhidden += hide && st.count;
-	}
-	tty = all_tty;
 	if (tty)
-		phase_table_notes(tty, m, np, ng, pf, maxw, nflagged, nhidden);
-	free(pf);
-	free(maxw);
+		print_scope_header(tty, m, scope, th, o.dev);
+	o.pf = calloc((np + 2) * ng, sizeof *o.pf);
+	o.maxw = calloc((np + 2) * ng, sizeof *o.maxw);
+	if (!o.pf || !o.maxw) {
+		rc = diag_error(err, -ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k <= np + 1; k++) {
+		struct scope_row rw;
+		int want = scope_row_times(m, sr, th, o.dev, k, &rw);
+		if (want < 0) {
+			rc = diag_error(err, -ENOMEM, NULL, "out of memory");
+			goto out;
+		}
+		if (!want)
+			continue;
+		size_t count = write_row(&o, &rw, rw.hide ? NULL : tty);
+		nhidden += rw.hide && count;
+	}
+	if (tty)
+		phase_table_notes(tty, m, np, ng, o.pf, o.maxw, o.nflagged, nhidden);
+out:
+	free(o.pf);
+	free(o.maxw);
+	return rc;
 }
 
 int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
@@ -456,7 +473,7 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 		all.pid = m->ph.thr[m->ph.primary].pid;
 	rc = phase_scope_attribute(m, method, ao, &all, e);
 	if (!rc)
-		phase_table_write_scope(c, m, &all, tty);
+		rc = phase_table_write_scope(c, m, &all, tty, e);
 	phase_scope_free(&all);
 	if (rc || !by_process)
 		return rc;
@@ -471,7 +488,7 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 		struct phase_scope sr = {.thr = thr, .pid = pid};
 		rc = phase_scope_attribute(m, method, ao, &sr, e);
 		if (!rc)
-			phase_table_write_scope(c, m, &sr, tty);
+			rc = phase_table_write_scope(c, m, &sr, tty, e);
 		phase_scope_free(&sr);
 		if (rc)
 			return rc;

@@ -47,9 +47,10 @@ double phase_scope_self_s(const struct energy_model *m, const struct phase_scope
 /* phases.csv: the header row. */
 void phase_table_csv_header(struct csv *c);
 
-/* phases.csv rows of one scope; the readable table too when tty != NULL. */
-void phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr,
-			     FILE *tty);
+/* phases.csv rows of one scope; the readable table too when tty != NULL.
+ * Returns 0, or a negative errno with *e filled. */
+int phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr, FILE *tty,
+			    struct em_error *e);
 
 /* Every scope: "all", then one per process with phases when by_process.
  * 0, or a negative errno with *e filled. */

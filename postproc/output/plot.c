@@ -2,6 +2,7 @@
 #include "plot.h"
 
 #include <cairo-svg.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +152,8 @@ static void copy_svg_with_text(FILE *out, const char *svg, size_t len, const cha
 	fwrite(svg + tail, 1, len - tail, out);
 }
 
-void plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
-		void *ctx)
+int plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
+	       void *ctx, struct em_error *e)
 {
 	struct outfile of;
 	cairo_surface_t *sf;
@@ -162,12 +163,22 @@ void plot_write(const char *path, enum plot_kind kind, double w, double h, const
 	size_t svg_len = 0, text_len = 0;
 	FILE *mem = NULL, *text_mem = NULL;
 
-	outfile_open(&of, path);
+	int rc = outfile_create(&of, path, e);
+	if (rc)
+		return rc;
 	if (kind == PLOT_SVG) {
 		mem = open_memstream(&svg, &svg_len);
 		text_mem = open_memstream(&text, &text_len);
-		if (!mem || !text_mem)
-			diag_fatal(NULL, "out of memory");
+		if (!mem || !text_mem) {
+			if (mem)
+				fclose(mem);
+			if (text_mem)
+				fclose(text_mem);
+			free(svg);
+			free(text);
+			outfile_abort(&of);
+			return diag_error(e, -ENOMEM, NULL, "out of memory");
+		}
 		sf = cairo_svg_surface_create_for_stream(write_fp, mem, w, h);
 		cairo_surface_set_user_data(sf, &svg_text_key, text_mem, NULL);
 	} else
@@ -193,7 +204,10 @@ void plot_write(const char *path, enum plot_kind kind, double w, double h, const
 		free(svg);
 		free(text);
 	}
-	if (st != CAIRO_STATUS_SUCCESS)
-		diag_fatal(path, "drawing failed: %s", cairo_status_to_string(st));
-	outfile_commit(&of);
+	if (st != CAIRO_STATUS_SUCCESS) {
+		outfile_abort(&of);
+		return diag_error(e, st == CAIRO_STATUS_NO_MEMORY ? -ENOMEM : -EIO, path, "drawing failed: %s",
+				  cairo_status_to_string(st));
+	}
+	return outfile_finish(&of, path, e);
 }

@@ -23,8 +23,10 @@ enum plot_kind { PLOT_SVG, PLOT_PNG };
 /* Render to path (temp + rename); diag_fatal naming path on error.  title
  * also becomes the SVG's <title>; in SVG, plot_text writes real <text>
  * elements (cairo's own SVG text is glyph outlines). */
-void plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
-		void *ctx);
+/* Draw with fn into path (all or nothing, outfile.h).  Returns 0, or a
+ * negative errno with *e filled. */
+int plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
+	       void *ctx, struct em_error *e);
 
 /* Categorical colours (phases, device groups), cycling; phases get 20
  * distinct ones. */
@@ -44,11 +46,13 @@ double plot_text_width(cairo_t *cr, double size, int bold, const char *s);
 /* The timeline: power per device group (lines) over the whole run and a
  * zoomed window, phases as bands per process (one lane each).  title
  * names the run. */
-void plot_timeline(const struct energy_model *m, const char *title, const char *path, enum plot_kind kind);
+int plot_timeline(const struct energy_model *m, const char *title, const char *path, enum plot_kind kind,
+		  struct em_error *e);
 
 /* Per-phase energy, one bar per device group, 95 % intervals as error
- * bars, from the "all" scope of the phase table. */
-void plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title,
-		 const char *path, enum plot_kind kind);
+ * bars, from the "all" scope of the phase table.  Both pictures return 0,
+ * or a negative errno with *e filled. */
+int plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title, const char *path,
+		enum plot_kind kind, struct em_error *e);
 
 #endif

@@ -9,6 +9,7 @@
  * longer than LABEL_MAX characters are cut (the full name is in
  * phases.csv).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,16 +72,18 @@ static double bar_value(const struct bars_ctx *c, size_t k, size_t g)
 	return isfinite(v) ? v : 0;
 }
 
-static void draw(cairo_t *cr, double w, double h, void *ctx)
-{
-	const struct bars_ctx *c = ctx;
-	const struct energy_model *m = c->m;
-	size_t ng = m->ngroups, nbar = ng ? ng : 1;
-	double x0 = c->left_px, pw = w - c->left_px - RIGHT_PX, y0 = TOP_PX, ph = h - TOP_PX - c->bottom_px;
-	double slot = c->ncat ? pw / (double)c->ncat : pw, bw = slot * 0.8 / (double)nbar;
-	double step = plot_tick_step(c->ymax, 6);
-	char buf[512];
+/* Where the plot area lies (draw). */
+struct bars_geom {
+	double x0, pw, y0, ph, slot, bw;
+	size_t nbar;
+};
 
+/* Title, subtitle, the hidden phases' note, the emulated-sensor mark. */
+static void draw_header(cairo_t *cr, const struct bars_ctx *c, double w)
+{
+	const struct energy_model *m = c->m;
+	size_t ng = m->ngroups;
+	char buf[512];
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	snprintf(buf, sizeof buf, "%s per phase: %s", ng ? "energy" : "time", c->title);
 	plot_text(cr, 20, 14, 17, 0, 0, 1, buf);
@@ -105,127 +108,171 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
 		cairo_set_source_rgb(cr, 0.8, 0, 0);
 		plot_text(cr, w - 20, 14, 15, 1, 0, 1, "emulated sensor, not a measurement");
 	}
+}
 
+/* Grid lines, tick labels and the axis title. */
+static void draw_y_axis(cairo_t *cr, const struct bars_ctx *c, const struct bars_geom *gm)
+{
+	double step = plot_tick_step(c->ymax, 6);
+	char buf[64];
 	cairo_set_line_width(cr, 1);
 	for (double v = 0; v <= c->ymax + step * 1e-9; v += step) {
-		double y = floor(y0 + ph - v / c->ymax * ph) + 0.5;
+		double y = floor(gm->y0 + gm->ph - v / c->ymax * gm->ph) + 0.5;
 		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-		cairo_move_to(cr, x0, y);
-		cairo_line_to(cr, x0 + pw, y);
+		cairo_move_to(cr, gm->x0, y);
+		cairo_line_to(cr, gm->x0 + gm->pw, y);
 		cairo_stroke(cr);
 		cairo_set_source_rgb(cr, 0, 0, 0);
 		snprintf(buf, sizeof buf, "%g", v);
-		plot_text(cr, x0 - 6, y, 11, 1, 0.65, 0, buf);
+		plot_text(cr, gm->x0 - 6, y, 11, 1, 0.65, 0, buf);
 	}
 	cairo_save(cr);
-	cairo_translate(cr, x0 - 60, y0 + ph / 2);
+	cairo_translate(cr, gm->x0 - 60, gm->y0 + gm->ph / 2);
 	cairo_rotate(cr, -M_PI / 2);
-	plot_text(cr, 0, 0, 12, 0.5, 0.5, 0, ng ? "energy (J)" : "self time (s)");
+	plot_text(cr, 0, 0, 12, 0.5, 0.5, 0, c->m->ngroups ? "energy (J)" : "self time (s)");
 	cairo_restore(cr);
+}
 
-	for (size_t k = 0; k < c->ncat; k++) {
-		double cx = x0 + slot * ((double)k + 0.5);
-		int p = c->cat[k];
-		for (size_t g = 0; g < nbar; g++) {
-			const struct phase_group_row *r = ng ? row(c, k, g) : NULL;
-			double bx = cx - bw * (double)nbar / 2 + bw * (double)g;
-			double e = bar_value(c, k, g);
-			double yb = y0 + ph - e / c->ymax * ph;
-			if (ng)
-				plot_set_group_colour(cr, g);
-			else
-				cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
-			cairo_rectangle(cr, bx + 1, yb, bw - 2, y0 + ph - yb);
-			cairo_fill(cr);
-			/* Error bar: the row's own 95 % interval. */
-			if (r && isfinite(r->lo_j) && isfinite(r->hi_j) && r->hi_j > r->lo_j) {
-				int clipped = r->hi_j > c->ymax;
-				double ylo = y0 + ph - r->lo_j / c->ymax * ph;
-				double yhi = clipped ? y0 : y0 + ph - r->hi_j / c->ymax * ph;
-				double xm = bx + bw / 2;
-				cairo_set_source_rgb(cr, 0, 0, 0);
-				cairo_set_line_width(cr, 1.2);
-				cairo_move_to(cr, xm, ylo);
-				cairo_line_to(cr, xm, yhi);
-				cairo_move_to(cr, xm - bw / 4, ylo);
-				cairo_line_to(cr, xm + bw / 4, ylo);
-				if (clipped) {
-					cairo_move_to(cr, xm - 4, yhi + 7);
-					cairo_line_to(cr, xm, yhi);
-					cairo_line_to(cr, xm + 4, yhi + 7);
-				} else {
-					cairo_move_to(cr, xm - bw / 4, yhi);
-					cairo_line_to(cr, xm + bw / 4, yhi);
-				}
-				cairo_stroke(cr);
-				if (clipped) {
-					snprintf(buf, sizeof buf, "to %.3g", r->hi_j);
-					plot_text(cr, xm + 5, yhi + 2, 9, 0, 0, 0, buf);
-				} else {
-					yb = fmin(yb, yhi);
-				}
-			}
-			cairo_set_source_rgb(cr, 0, 0, 0);
-			snprintf(buf, sizeof buf, ng ? (e >= 100 ? "%.0f" : "%.3g") : "%.3g s", e);
-			if (plot_text_width(cr, 10, 0, buf) <= bw) {
-				plot_text(cr, bx + bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
-			} else {
-				/* Narrow bars (many phases): the value reads upwards. */
-				cairo_save(cr);
-				cairo_translate(cr, bx + bw / 2, yb - 3);
-				cairo_rotate(cr, -M_PI / 2);
-				plot_text(cr, 0, 0, 10, 0, 0.65, 0, buf);
-				cairo_restore(cr);
-			}
-		}
+/* The row's own 95 % interval as an error bar over the bar at bx; a top
+ * beyond the axis is clipped with an arrow.  Returns the bar's top for its
+ * value label (above the interval when that is drawn whole). */
+static double draw_error_bar(cairo_t *cr, const struct bars_ctx *c, const struct bars_geom *gm,
+			     const struct phase_group_row *r, double bx, double yb)
+{
+	char buf[64];
+	int clipped = r->hi_j > c->ymax;
+	double ylo = gm->y0 + gm->ph - r->lo_j / c->ymax * gm->ph;
+	double yhi = clipped ? gm->y0 : gm->y0 + gm->ph - r->hi_j / c->ymax * gm->ph;
+	double xm = bx + gm->bw / 2;
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	cairo_set_line_width(cr, 1.2);
+	cairo_move_to(cr, xm, ylo);
+	cairo_line_to(cr, xm, yhi);
+	cairo_move_to(cr, xm - gm->bw / 4, ylo);
+	cairo_line_to(cr, xm + gm->bw / 4, ylo);
+	if (clipped) {
+		cairo_move_to(cr, xm - 4, yhi + 7);
+		cairo_line_to(cr, xm, yhi);
+		cairo_line_to(cr, xm + 4, yhi + 7);
+	} else {
+		cairo_move_to(cr, xm - gm->bw / 4, yhi);
+		cairo_line_to(cr, xm + gm->bw / 4, yhi);
+	}
+	cairo_stroke(cr);
+	if (!clipped)
+		return fmin(yb, yhi);
+	snprintf(buf, sizeof buf, "to %.3g", r->hi_j);
+	plot_text(cr, xm + 5, yhi + 2, 9, 0, 0, 0, buf);
+	return yb;
+}
+
+/* Bar g of category k (centre cx), its interval and its value. */
+static void draw_bar(cairo_t *cr, const struct bars_ctx *c, const struct bars_geom *gm, size_t k, size_t g, double cx)
+{
+	size_t ng = c->m->ngroups;
+	const struct phase_group_row *r = ng ? row(c, k, g) : NULL;
+	double bx = cx - gm->bw * (double)gm->nbar / 2 + gm->bw * (double)g;
+	double e = bar_value(c, k, g);
+	double yb = gm->y0 + gm->ph - e / c->ymax * gm->ph;
+	char buf[64];
+	if (ng)
+		plot_set_group_colour(cr, g);
+	else
+		cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
+	cairo_rectangle(cr, bx + 1, yb, gm->bw - 2, gm->y0 + gm->ph - yb);
+	cairo_fill(cr);
+	if (r && isfinite(r->lo_j) && isfinite(r->hi_j) && r->hi_j > r->lo_j)
+		yb = draw_error_bar(cr, c, gm, r, bx, yb);
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	snprintf(buf, sizeof buf, ng ? (e >= 100 ? "%.0f" : "%.3g") : "%.3g s", e);
+	if (plot_text_width(cr, 10, 0, buf) <= gm->bw) {
+		plot_text(cr, bx + gm->bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
+	} else {
+		/* Narrow bars (many phases): the value reads upwards. */
+		cairo_save(cr);
+		cairo_translate(cr, bx + gm->bw / 2, yb - 3);
+		cairo_rotate(cr, -M_PI / 2);
+		plot_text(cr, 0, 0, 10, 0, 0.65, 0, buf);
+		cairo_restore(cr);
+	}
+}
+
+/* Category k's name and detail (time, method) under its bars. */
+static void draw_label(cairo_t *cr, const struct bars_ctx *c, const struct bars_geom *gm, size_t k, double cx)
+{
+	const struct energy_model *m = c->m;
+	char buf[512];
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	if (m->ngroups) {
+		const struct phase_group_row *r = row(c, k, 0);
+		const char *meth = r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
+				   : r->method == ATTRIB_SPLIT ? "split" : "";
+		snprintf(buf, sizeof buf, "%.2f s, %s", r->time_s, r->mixed ? "mixed" : meth);
+	} else {
+		/* The time is on the bar already. */
+		snprintf(buf, sizeof buf, "no energy");
+	}
+	if (c->slanted) {
+		/* Name and detail on one slanted line ending under the bar. */
+		char line[640];
+		snprintf(line, sizeof line, "%s (%s)", c->label[k], buf);
+		cairo_save(cr);
+		cairo_translate(cr, cx + 4, gm->y0 + gm->ph + 8);
+		cairo_rotate(cr, -SLANT_DEG * M_PI / 180);
+		plot_text(cr, 0, 0, 11, 1, 0.65, c->cat[k] != (int)m->ph.nnames, line);
+		cairo_restore(cr);
+	} else {
+		plot_text(cr, cx, gm->y0 + gm->ph + 8, 12, 0.5, 0, 1, c->label[k]);
+		plot_text(cr, cx, gm->y0 + gm->ph + 26, 10, 0.5, 0, 0, buf);
+	}
+}
+
+static void draw_legend(cairo_t *cr, const struct bars_ctx *c, double w, double y0)
+{
+	size_t ng = c->m->ngroups;
+	double lx = w - RIGHT_PX + 20, ly = y0;
+	plot_text(cr, lx, ly, 12, 0, 0, 1, "device group");
+	ly += 20;
+	for (size_t g = 0; g < ng; g++, ly += 18) {
+		plot_set_group_colour(cr, g);
+		cairo_rectangle(cr, lx, ly + 1, 22, 12);
+		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		if (ng) {
-			const struct phase_group_row *r = row(c, k, 0);
-			const char *meth = r->method == ATTRIB_INTEGRATE ? "integrate" : r->method == ATTRIB_REGRESS ? "regress"
-					   : r->method == ATTRIB_SPLIT ? "split" : "";
-			snprintf(buf, sizeof buf, "%.2f s, %s", r->time_s, r->mixed ? "mixed" : meth);
-		} else {
-			/* The time is on the bar already. */
-			snprintf(buf, sizeof buf, "no energy");
-		}
-		if (c->slanted) {
-			/* Name and detail on one slanted line ending under the bar. */
-			char line[640];
-			snprintf(line, sizeof line, "%s (%s)", c->label[k], buf);
-			cairo_save(cr);
-			cairo_translate(cr, cx + 4, y0 + ph + 8);
-			cairo_rotate(cr, -SLANT_DEG * M_PI / 180);
-			plot_text(cr, 0, 0, 11, 1, 0.65, p != (int)m->ph.nnames, line);
-			cairo_restore(cr);
-		} else {
-			plot_text(cr, cx, y0 + ph + 8, 12, 0.5, 0, 1, c->label[k]);
-			plot_text(cr, cx, y0 + ph + 26, 10, 0.5, 0, 0, buf);
-		}
+		plot_text(cr, lx + 28, ly + 7, 11, 0, 0.65, 0, c->m->groups[g]);
+	}
+	if (!ng) {
+		plot_text(cr, lx, ly, 11, 0, 0, 0, "no power sensor:");
+		plot_text(cr, lx, ly + 15, 11, 0, 0, 0, "no energy, times only");
+	}
+}
+
+static void draw(cairo_t *cr, double w, double h, void *ctx)
+{
+	const struct bars_ctx *c = ctx;
+	struct bars_geom gm;
+	gm.nbar = c->m->ngroups ? c->m->ngroups : 1;
+	gm.x0 = c->left_px;
+	gm.pw = w - c->left_px - RIGHT_PX;
+	gm.y0 = TOP_PX;
+	gm.ph = h - TOP_PX - c->bottom_px;
+	gm.slot = c->ncat ? gm.pw / (double)c->ncat : gm.pw;
+	gm.bw = gm.slot * 0.8 / (double)gm.nbar;
+
+	draw_header(cr, c, w);
+	draw_y_axis(cr, c, &gm);
+	for (size_t k = 0; k < c->ncat; k++) {
+		double cx = gm.x0 + gm.slot * ((double)k + 0.5);
+		for (size_t g = 0; g < gm.nbar; g++)
+			draw_bar(cr, c, &gm, k, g, cx);
+		draw_label(cr, c, &gm, k, cx);
 	}
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	cairo_set_line_width(cr, 1);
-	cairo_move_to(cr, x0 + 0.5, y0);
-	cairo_line_to(cr, x0 + 0.5, y0 + ph + 0.5);
-	cairo_line_to(cr, x0 + pw, y0 + ph + 0.5);
+	cairo_move_to(cr, gm.x0 + 0.5, gm.y0);
+	cairo_line_to(cr, gm.x0 + 0.5, gm.y0 + gm.ph + 0.5);
+	cairo_line_to(cr, gm.x0 + gm.pw, gm.y0 + gm.ph + 0.5);
 	cairo_stroke(cr);
-
-	/* Legend. */
-	{
-		double lx = w - RIGHT_PX + 20, ly = y0;
-		plot_text(cr, lx, ly, 12, 0, 0, 1, "device group");
-		ly += 20;
-		for (size_t g = 0; g < ng; g++, ly += 18) {
-			plot_set_group_colour(cr, g);
-			cairo_rectangle(cr, lx, ly + 1, 22, 12);
-			cairo_fill(cr);
-			cairo_set_source_rgb(cr, 0, 0, 0);
-			plot_text(cr, lx + 28, ly + 7, 11, 0, 0.65, 0, m->groups[g]);
-		}
-		if (!ng) {
-			plot_text(cr, lx, ly, 11, 0, 0, 0, "no power sensor:");
-			plot_text(cr, lx, ly + 15, 11, 0, 0, 0, "no energy, times only");
-		}
-	}
+	draw_legend(cr, c, w, gm.y0);
 }
 
 /* Horizontal names when every one fits its slot, else slanted ones with
@@ -252,16 +299,20 @@ static void layout_labels(struct bars_ctx *c)
 	cairo_surface_destroy(sf);
 }
 
-void plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title,
-		 const char *path, enum plot_kind kind)
+int plot_phases(const struct energy_model *m, const struct phase_scope *sr, const char *title, const char *path,
+		enum plot_kind kind, struct em_error *e)
 {
 	struct bars_ctx c = {.m = m, .sr = sr, .title = title};
 	size_t ng = m->ngroups;
 	char doc_title[512];
+	int rc;
 	c.cat = malloc((m->ph.nnames + 1) * sizeof *c.cat);
 	c.label = malloc((m->ph.nnames + 1) * sizeof *c.label);
-	if (!c.cat || !c.label)
-		diag_fatal(NULL, "out of memory");
+	if (!c.cat || !c.label) {
+		free(c.cat);
+		free(c.label);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
 	/* Phases with time on the primary thread, then unattributed (with a
 	 * power sensor); the tools' own activity (sync pulses, perun's MPI calls:
 	 * phase_set_is_tool) stays in phases.csv only, the
@@ -298,7 +349,8 @@ void plot_phases(const struct energy_model *m, const struct phase_scope *sr, con
 	snprintf(doc_title, sizeof doc_title, "%s per phase: %s%s%s%s", ng ? "energy" : "time", title,
 		 m->emulated ? " (" : "", m->emulated ? "emulated sensor, not a measurement)" : "",
 		 ng ? "" : " (no power sensor: no energy)");
-	plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c);
+	rc = plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c, e);
 	free(c.cat);
 	free(c.label);
+	return rc;
 }

@@ -11,6 +11,7 @@
  * the legend, 20 distinct ones.  The legend is as wide as its longest
  * name (cut at LEGEND_MAX characters).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,14 +68,14 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void build_lanes(struct tl_ctx *c)
+static int build_lanes(struct tl_ctx *c)
 {
 	const struct energy_model *m = c->m;
 	c->lane = calloc(m->ph.nthr ? m->ph.nthr : 1, sizeof *c->lane);
 	c->shown = calloc(m->ph.nnames ? m->ph.nnames : 1, 1);
 	c->colour = calloc(m->ph.nnames ? m->ph.nnames : 1, sizeof *c->colour);
 	if (!c->lane || !c->shown || !c->colour)
-		diag_fatal(NULL, "out of memory");
+		return -ENOMEM;
 	for (size_t i = 0; i < m->ph.nthr; i++) {
 		uint32_t pid = m->ph.thr[i].pid;
 		const struct ring_proc *p = ring_procs_find(&m->rl.procs, pid);
@@ -105,6 +106,7 @@ static void build_lanes(struct tl_ctx *c)
 	for (size_t k = 0, n = 0; k < m->ph.nnames; k++)
 		if (c->shown[k])
 			c->colour[k] = n++;
+	return 0;
 }
 
 static double xof(double t, double t0, double t1, double x0, double w)
@@ -133,16 +135,13 @@ static void draw_time_axis(cairo_t *cr, double t0, double t1, double x0, double 
 }
 
 /* One view: power panel, lanes, time axis, from y; returns its height. */
-static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double y, const char *label)
+/* The power panel of a view over [t0, t1] at y: grid, the zoom's shade,
+ * one step line per device group. */
+static void draw_power(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double x0, double w, double y)
 {
 	const struct energy_model *m = c->m;
-	double x0 = LEFT_PX, w = c->w_px - LEFT_PX - c->right_px, ph = POWER_PX;
-	double ystep = plot_tick_step(c->wmax, 5);
+	double ph = POWER_PX, ystep = plot_tick_step(c->wmax, 5);
 	char buf[64];
-
-	plot_text(cr, x0, y, 13, 0, 0, 1, label);
-	y += 20;
-	/* Power panel. */
 	cairo_set_line_width(cr, 1);
 	for (double v = 0; v <= c->wmax + ystep * 1e-9; v += ystep) {
 		double yy = floor(y + ph - v / c->wmax * ph) + 0.5;
@@ -195,42 +194,57 @@ static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t
 	cairo_set_line_width(cr, 1);
 	cairo_rectangle(cr, x0 + 0.5, y + 0.5, w, ph);
 	cairo_stroke(cr);
-	y += ph + 8;
+}
 
-	/* One lane per process: its primary thread's exclusive timeline. */
-	for (size_t l = 0; l < c->nlane; l++) {
-		const struct phase_thread *th = &m->ph.thr[c->lane[l].thr];
-		double ly = y + (double)l * LANE_PX;
-		cairo_set_source_rgb(cr, 0.96, 0.96, 0.96);
-		cairo_rectangle(cr, x0, ly + 2, w, LANE_PX - 4);
+/* Lane l at ly: its thread's exclusive timeline and its marks. */
+static void draw_lane(cairo_t *cr, const struct tl_ctx *c, size_t l, double t0, double t1, double x0, double w,
+		      double ly)
+{
+	const struct energy_model *m = c->m;
+	const struct phase_thread *th = &m->ph.thr[c->lane[l].thr];
+	cairo_set_source_rgb(cr, 0.96, 0.96, 0.96);
+	cairo_rectangle(cr, x0, ly + 2, w, LANE_PX - 4);
+	cairo_fill(cr);
+	cairo_save(cr);
+	cairo_rectangle(cr, x0, ly, w, LANE_PX);
+	cairo_clip(cr);
+	for (size_t s = 0; s < th->nseg; s++) {
+		double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
+		if (b < t0 || a > t1 || !c->shown[th->seg[s].phase])
+			continue;
+		plot_set_phase_colour(cr, c->colour[th->seg[s].phase], 1);
+		cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);
 		cairo_fill(cr);
-		cairo_save(cr);
-		cairo_rectangle(cr, x0, ly, w, LANE_PX);
-		cairo_clip(cr);
-		for (size_t s = 0; s < th->nseg; s++) {
-			double a = energy_model_tl(m, th->seg[s].t0_ns), b = energy_model_tl(m, th->seg[s].t1_ns);
-			if (b < t0 || a > t1 || !c->shown[th->seg[s].phase])
-				continue;
-			plot_set_phase_colour(cr, c->colour[th->seg[s].phase], 1);
-			cairo_rectangle(cr, xof(a, t0, t1, x0, w), ly + 2, (b - a) / (t1 - t0) * w, LANE_PX - 4);
-			cairo_fill(cr);
-		}
-		/* Marks of that thread: thin ticks over the band. */
-		cairo_set_source_rgb(cr, 0, 0, 0);
-		cairo_set_line_width(cr, 1);
-		for (size_t i = 0; i < m->rl.rf.nev; i++) {
-			const struct ring_event *e = &m->rl.rf.ev[i];
-			double t = energy_model_tl(m, e->ts_ns);
-			if (e->kind != ANCHOR_KIND_MARK || e->pid != th->pid || e->tid != th->tid || t < t0 || t > t1)
-				continue;
-			cairo_move_to(cr, xof(t, t0, t1, x0, w), ly + 2);
-			cairo_line_to(cr, xof(t, t0, t1, x0, w), ly + 8);
-		}
-		cairo_stroke(cr);
-		cairo_restore(cr);
-		cairo_set_source_rgb(cr, 0, 0, 0);
-		plot_text(cr, x0 - 6, ly + LANE_PX / 2, 11, 1, 0.65, 0, c->lane[l].label);
 	}
+	/* Marks of that thread: thin ticks over the band. */
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	cairo_set_line_width(cr, 1);
+	for (size_t i = 0; i < m->rl.rf.nev; i++) {
+		const struct ring_event *e = &m->rl.rf.ev[i];
+		double t = energy_model_tl(m, e->ts_ns);
+		if (e->kind != ANCHOR_KIND_MARK || e->pid != th->pid || e->tid != th->tid || t < t0 || t > t1)
+			continue;
+		cairo_move_to(cr, xof(t, t0, t1, x0, w), ly + 2);
+		cairo_line_to(cr, xof(t, t0, t1, x0, w), ly + 8);
+	}
+	cairo_stroke(cr);
+	cairo_restore(cr);
+	cairo_set_source_rgb(cr, 0, 0, 0);
+	plot_text(cr, x0 - 6, ly + LANE_PX / 2, 11, 1, 0.65, 0, c->lane[l].label);
+}
+
+/* One view over [t0, t1] at y: label, power panel, one lane per process
+ * (its primary thread's exclusive timeline), time axis.  Returns its
+ * height. */
+static double draw_view(cairo_t *cr, const struct tl_ctx *c, double t0, double t1, double y, const char *label)
+{
+	double x0 = LEFT_PX, w = c->w_px - LEFT_PX - c->right_px, ph = POWER_PX;
+	plot_text(cr, x0, y, 13, 0, 0, 1, label);
+	y += 20;
+	draw_power(cr, c, t0, t1, x0, w, y);
+	y += ph + 8;
+	for (size_t l = 0; l < c->nlane; l++)
+		draw_lane(cr, c, l, t0, t1, x0, w, y + (double)l * LANE_PX);
 	y += (double)c->nlane * LANE_PX + 4;
 	draw_time_axis(cr, t0, t1, x0, w, y);
 	return 20 + ph + 8 + (double)c->nlane * LANE_PX + 4 + AXIS_PX;
@@ -316,14 +330,14 @@ static void draw(cairo_t *cr, double w, double h, void *ctx)
  * repeated phase (the loop's step), at least 20 sensor periods and 2 s,
  * starting where one such iteration starts near the middle of the run;
  * none when that would not be well inside the run. */
-static void pick_zoom(const struct energy_model *m, struct tl_ctx *c)
+static int pick_zoom(const struct energy_model *m, struct tl_ctx *c)
 {
 	const struct phase_thread *th;
 	size_t *count, best = 0, n = 0;
 	double *gap, a, b, zw, cycle = 0, start;
 	int ph = -1;
 	if (!m->ph.nthr || !m->ph.thr[m->ph.primary].nseg)
-		return;
+		return 0;
 	th = &m->ph.thr[m->ph.primary];
 	/* The user's phases only: the tool's (sync pulses, perun's MPI calls)
 	 * sit at the ends and would pull the zoom off the work. */
@@ -334,11 +348,14 @@ static void pick_zoom(const struct energy_model *m, struct tl_ctx *c)
 			b = fmax(b, energy_model_tl(m, th->seg[i].t1_ns));
 		}
 	if (!(b > a))
-		return;
+		return 0;
 	count = calloc(m->ph.nnames, sizeof *count);
 	gap = malloc((m->ph.nocc ? m->ph.nocc : 1) * sizeof *gap);
-	if (!count || !gap)
-		diag_fatal(NULL, "out of memory");
+	if (!count || !gap) {
+		free(count);
+		free(gap);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < m->ph.nocc; i++)
 		if (m->ph.occ[i].pid == th->pid && m->ph.occ[i].tid == th->tid &&
 		    !phase_set_is_tool(&m->ph, m->ph.occ[i].phase))
@@ -372,6 +389,7 @@ static void pick_zoom(const struct energy_model *m, struct tl_ctx *c)
 	}
 	free(count);
 	free(gap);
+	return 0;
 }
 
 static double view_height(const struct tl_ctx *c)
@@ -379,72 +397,99 @@ static double view_height(const struct tl_ctx *c)
 	return 20 + POWER_PX + 8 + (double)c->nlane * LANE_PX + 4 + AXIS_PX;
 }
 
-void plot_timeline(const struct energy_model *m, const char *title, const char *path, enum plot_kind kind)
+/* The legend column: as wide as its longest phase name needs. */
+static void legend_width(struct tl_ctx *c)
+{
+	const struct energy_model *m = c->m;
+	cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+	cairo_t *cr = cairo_create(sf);
+	char buf[LEGEND_MAX * 4 + 8];
+	double widest = 0;
+	for (size_t k = 0; k < m->ph.nnames; k++)
+		if (c->shown[k]) {
+			legend_label(m->ph.names[k], buf, sizeof buf);
+			widest = fmax(widest, plot_text_width(cr, 11, 0, buf));
+		}
+	cairo_destroy(cr);
+	cairo_surface_destroy(sf);
+	c->right_px = fmax(RIGHT_PX, widest + 28 + 30);
+	c->w_px = W_PX - RIGHT_PX + c->right_px;
+}
+
+/* Each group's power and the axis's top (c->gp, c->wmax). */
+static int build_power(struct tl_ctx *c)
+{
+	const struct energy_model *m = c->m;
+	c->gp = calloc(m->ngroups ? m->ngroups : 1, sizeof *c->gp);
+	if (!c->gp)
+		return -ENOMEM;
+	c->wmax = 0;
+	for (size_t g = 0; g < m->ngroups; g++) {
+		if (group_power_build(m, g, &c->gp[g]))
+			return -ENOMEM;
+		for (size_t i = 1; i < c->gp[g].n; i++)
+			if (c->gp[g].power_w[i] > c->wmax)
+				c->wmax = c->gp[g].power_w[i];
+	}
+	c->wmax = c->wmax > 0 ? ceil(c->wmax * 1.08 / plot_tick_step(c->wmax * 1.08, 5)) * plot_tick_step(c->wmax * 1.08, 5) : 1;
+	return 0;
+}
+
+/* Zoom (pick_zoom) needs the sensor period: the median gap of the first
+ * power sensor, 0.1 s without one. */
+static int sensor_period(const struct energy_model *m, double *period_s)
+{
+	size_t n;
+	double *d;
+	*period_s = 0.1;
+	if (!m->nsen || m->sen[0].ser.n <= 2)
+		return 0;
+	n = m->sen[0].ser.n - 1;
+	d = malloc(n * sizeof *d);
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		d[i] = m->sen[0].t_tl[i + 1] - m->sen[0].t_tl[i];
+	qsort(d, n, sizeof *d, cmp_double);
+	*period_s = d[n / 2];
+	free(d);
+	return 0;
+}
+
+static void free_ctx(struct tl_ctx *c)
+{
+	for (size_t g = 0; c->gp && g < c->m->ngroups; g++)
+		group_power_free(&c->gp[g]);
+	free(c->gp);
+	free(c->lane);
+	free(c->shown);
+	free(c->colour);
+}
+
+int plot_timeline(const struct energy_model *m, const char *title, const char *path, enum plot_kind kind,
+		  struct em_error *e)
 {
 	struct tl_ctx c = {.m = m, .title = title};
 	double h, legend_h;
 	char doc_title[512];
+	int rc;
 
-	c.gp = calloc(m->ngroups ? m->ngroups : 1, sizeof *c.gp);
-	if (!c.gp)
-		diag_fatal(NULL, "out of memory");
-	c.wmax = 0;
-	for (size_t g = 0; g < m->ngroups; g++) {
-		group_power_build(m, g, &c.gp[g]);
-		for (size_t i = 1; i < c.gp[g].n; i++)
-			if (c.gp[g].power_w[i] > c.wmax)
-				c.wmax = c.gp[g].power_w[i];
+	if (build_power(&c) || build_lanes(&c) || sensor_period(m, &c.period_s) || pick_zoom(m, &c)) {
+		free_ctx(&c);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	}
-	c.wmax = c.wmax > 0 ? ceil(c.wmax * 1.08 / plot_tick_step(c.wmax * 1.08, 5)) * plot_tick_step(c.wmax * 1.08, 5) : 1;
-	build_lanes(&c);
-	/* The legend column: as wide as its longest phase name needs. */
-	{
-		cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
-		cairo_t *cr = cairo_create(sf);
-		char buf[LEGEND_MAX * 4 + 8];
-		double widest = 0;
-		for (size_t k = 0; k < m->ph.nnames; k++)
-			if (c.shown[k]) {
-				legend_label(m->ph.names[k], buf, sizeof buf);
-				widest = fmax(widest, plot_text_width(cr, 11, 0, buf));
-			}
-		cairo_destroy(cr);
-		cairo_surface_destroy(sf);
-		c.right_px = fmax(RIGHT_PX, widest + 28 + 30);
-		c.w_px = W_PX - RIGHT_PX + c.right_px;
-	}
-
+	legend_width(&c);
 	/* The whole view: the ring's records and perun's span together. */
 	c.t0 = fmin(0, m->span_t0_s);
 	c.t1 = fmax(energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns), m->span_t1_s);
 	if (!(c.t1 > c.t0))
 		c.t1 = c.t0 + 1;
 
-	/* Zoom (pick_zoom) needs the sensor period. */
-	c.period_s = 0.1;
-	if (m->nsen && m->sen[0].ser.n > 2) {
-		size_t n = m->sen[0].ser.n - 1;
-		double *d = malloc(n * sizeof *d);
-		if (!d)
-			diag_fatal(NULL, "out of memory");
-		for (size_t i = 0; i < n; i++)
-			d[i] = m->sen[0].t_tl[i + 1] - m->sen[0].t_tl[i];
-		qsort(d, n, sizeof *d, cmp_double);
-		c.period_s = d[n / 2];
-		free(d);
-	}
-	pick_zoom(m, &c);
-
 	h = 66 + view_height(&c) * (c.z1 > c.z0 ? 2 : 1) + (c.z1 > c.z0 ? 6 : 0) + 10;
 	legend_h = 66 + 20 + 40 + 18.0 * (double)m->ngroups + 32 + 18.0 * (double)m->ph.nnames + 40;
 	snprintf(doc_title, sizeof doc_title, "anchor timeline: %s%s%s", title, m->emulated ? " (" : "",
 		 m->emulated ? "emulated sensor, not a measurement)" : "");
-	plot_write(path, kind, c.w_px, fmax(h, legend_h), doc_title, draw, &c);
-	for (size_t g = 0; g < m->ngroups; g++) {
-		group_power_free(&c.gp[g]);
-	}
-	free(c.gp);
-	free(c.lane);
-	free(c.shown);
-	free(c.colour);
+	rc = plot_write(path, kind, c.w_px, fmax(h, legend_h), doc_title, draw, &c, e);
+	free_ctx(&c);
+	return rc;
 }

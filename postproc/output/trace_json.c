@@ -322,7 +322,11 @@ static void write_power(struct w *w, const struct energy_model *m)
 			w->oom = 1;
 			return;
 		}
-		group_power_build(m, g, &gp);
+		if (group_power_build(m, g, &gp)) {
+			cJSON_free(name);
+			w->oom = 1;
+			return;
+		}
 		/* A counter holds its value until the next event: each window's
 		 * mean at the window's start, and 0 after the last window. */
 		for (size_t i = 1; i <= gp.n && gp.n > 1; i++) {
@@ -655,6 +659,8 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 		     const char *path, struct trace_stats *st, char *err, size_t errlen)
 {
 	struct outfile of;
+	struct em_error e;
+	int rc;
 	struct w w = {.path = path, .first = 1, .st = st};
 	uint32_t default_pid = m->rl.procs.n ? m->rl.procs.p[0].pid : 0;
 
@@ -671,7 +677,11 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 			w.origin_s = fmin(w.origin_s, a);
 		}
 	collect_shown(&w, m, ps, default_pid);
-	outfile_open(&of, path);
+	if ((rc = outfile_create(&of, path, &e)) != 0) {
+		free(w.shown);
+		snprintf(err, errlen, "%s", e.msg);
+		return rc;
+	}
 	w.fp = of.fp;
 	fputs("{\"traceEvents\":[", w.fp);
 	/* Power first: viewers that keep file order list it on top. */
@@ -687,6 +697,7 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 		snprintf(err, errlen, "%s", w.oom ? "out of memory" : "write error");
 		return w.oom ? -ENOMEM : -EIO;
 	}
-	outfile_commit(&of);
-	return 0;
+	if ((rc = outfile_finish(&of, path, &e)) != 0)
+		snprintf(err, errlen, "%s", e.msg);
+	return rc;
 }

@@ -3,16 +3,40 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "outfile.h"
 
 const char *diag_prog = "anchorpost";
 
+static const char *alias_from, *alias_to;
+
+void diag_alias_path(const char *from, const char *to)
+{
+	alias_from = from;
+	alias_to = to;
+}
+
+int diag_error(struct em_error *e, int code, const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	if (!e)
+		return code;
+	e->file = file;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 static void vprint(const char *tag, const char *file, const char *fmt, va_list ap)
 {
+	size_t n = alias_from ? strlen(alias_from) : 0;
 	fflush(stdout);
 	fprintf(stderr, "%s: %s", diag_prog, tag);
-	if (file)
+	if (file && n && strncmp(file, alias_from, n) == 0 && (!file[n] || file[n] == '/'))
+		fprintf(stderr, "%s%s: ", alias_to, file + n);
+	else if (file)
 		fprintf(stderr, "%s: ", file);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
