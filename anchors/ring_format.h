@@ -32,7 +32,10 @@
  * and its continuations (check field itself taken as 0).  It rejects the one
  * race the commit word cannot: a writer stalled for a whole lap of the ring
  * writing into a slot that a newer writer reuses (SQLite's WAL rejects torn
- * frames the same way).
+ * frames the same way).  Such a writer looks at the slot's commit word
+ * first and, finding a newer ticket there, gives its record up (counted in
+ * hdr->lapped); the hash covers the few instructions between that look
+ * and its first store.
  *
  * Records (kind in the head):
  *   PROC_START  value = ppid; name = executable basename; continuations carry
@@ -146,6 +149,40 @@ enum anchor_flag {
 
 /* Feature bits in hdr->feat_mask. */
 #define ANCHOR_FEAT_CHECK (1ull << 0) /* every head carries `check` */
+#define ANCHOR_FEAT_LEDGER (1ull << 1) /* lanes, lapped, dropped_user kept */
+
+/*
+ * The ledger (feature LEDGER): how many records were written, so that a
+ * reader can say what it cannot see.  Every thread that writes owns one
+ * lane (claimed by a CAS on `owner`, taken over once its owner is gone)
+ * and counts each record in it right after the record's first store to
+ * its slot (the BUSY mark): a plain increment of a line nobody else
+ * writes, so the mark path pays no atomic.  A writer that a signal handler interrupts mid-record
+ * counts the handler's records with atomic adds into nested_*; threads
+ * that find no free lane share lane 0 the same way.  Records that got no
+ * ticket (discard mode, ring full) are in hdr->dropped instead.  Then
+ *   written     = sum over lanes + dropped
+ *   overwritten = written - read - torn - bad_check - dropped
+ * exactly, whatever the interleaving of writers, wraps and kill -9.  A
+ * kill -9 lands where the writer enters the kernel: the page fault of a
+ * record's first store comes before both the store and the count.  The
+ * one window left is the instruction between the BUSY store and the
+ * count (an interrupt there and a kill): a torn record that was not
+ * counted; the reader then counts it as written (ledger_short) while it
+ * is visible.  A record given up because its slot was lapped (lapped) is
+ * counted and overwritten.
+ */
+#define ANCHOR_LEDGER_LANES 44u
+#define ANCHOR_LANE_SHARED (~0ull) /* owner word of the shared lane 0 */
+
+struct anchor_ledger_lane {
+	uint64_t owner;        /* (pid << 32) | tid; 0 free */
+	uint64_t user;         /* MARK/BEGIN/END counted by the owner */
+	uint64_t other;        /* every other kind, counted by the owner */
+	uint64_t nested_user;  /* atomic adds: handlers mid-record, lane 0 */
+	uint64_t nested_other;
+	uint64_t reserved[3];
+};
 
 struct anchor_ring_hdr {
 	char magic[8];             /*   0: ANCHOR_RING_MAGIC */
@@ -173,8 +210,14 @@ struct anchor_ring_hdr {
 	uint64_t head;             /* 1024: next ticket (fetch_add) */
 	uint8_t pad_head[56];
 	uint64_t dropped;          /* 1088: records refused (discard mode full) */
-	uint8_t pad_dropped[56];
-	uint8_t reserved2[4096 - 1152];
+	uint64_t dropped_user;     /* 1096: of those, MARK/BEGIN/END (LEDGER) */
+	uint8_t pad_dropped[48];
+	uint64_t lapped;           /* 1152: records given up because a newer lap
+				    * had taken their slot while their writer
+				    * was stalled (LEDGER; part of overwritten) */
+	uint8_t pad_lapped[56];
+	struct anchor_ledger_lane lanes[ANCHOR_LEDGER_LANES]; /* 1216 (LEDGER) */
+	uint8_t reserved2[4096 - 1216 - 64 * ANCHOR_LEDGER_LANES];
 };
 
 struct anchor_slot {
@@ -223,6 +266,9 @@ _Static_assert(offsetof(struct anchor_ring_hdr, hostname) == 96, "hostname offse
 _Static_assert(offsetof(struct anchor_ring_hdr, writer_version) == 160, "writer_version offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, head) == 1024, "head offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, dropped) == 1088, "dropped offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, lapped) == 1152, "lapped offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, lanes) == 1216, "lanes offset");
+_Static_assert(sizeof(struct anchor_ledger_lane) == 64, "a lane is one cache line");
 _Static_assert(sizeof(struct anchor_slot) == ANCHOR_SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct anchor_slot, kind) == 24, "kind offset");
 _Static_assert(offsetof(struct anchor_slot, nstack) == 27, "nstack offset");

@@ -47,7 +47,10 @@ struct writer_thread {
 	uint32_t tid;      /* cached gettid() */
 	uint32_t gen;      /* fork generation the cache belongs to */
 	uint8_t in_write;  /* reentrancy guard: a signal handler mid-write */
+	uint8_t owned;     /* lane is this thread's own (plain increments) */
 	uint64_t valid_ns; /* when the chunk was last known to be in the current lap */
+	struct anchor_ledger_lane *lane; /* where this thread counts its records */
+	struct anchor_ledger_lane spare;  /* counted into when the ring has no ledger */
 };
 
 static struct anchor_ring_hdr *g_hdr;
@@ -72,6 +75,13 @@ static uint32_t g_gen_shadow = 1;
  * beyond one shared fetch_add per 64 tickets) still cannot lap it unseen.
  * UINT64_MAX in discard mode (no laps). */
 static uint64_t g_stale_ns = UINT64_MAX;
+/* The ledger lanes (ring_format.h), NULL when the ring has none. */
+static struct anchor_ledger_lane *g_lanes;
+#ifdef ANCHOR_TEST_HOOKS
+/* Tests only (tests/victims/lapped.c): called between taking a ticket
+ * and writing it, to stall a writer there for a whole lap. */
+void (*ring_writer_test_hook)(uint64_t ticket);
+#endif
 static int g_created; /* this process created the ring it attached */
 /* The whole mapping, for the SIGBUS guard (kept after a detach). */
 static char *g_map;
@@ -130,6 +140,121 @@ void ring_writer_set_stack_hook(ring_writer_stack_fn fn)
 static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
 		   size_t len, const uint64_t *stack, unsigned nstack);
 
+/* A lane's owner is gone: its thread (or whole process) no longer exists.
+ * Its counts stay; the next owner adds to them. */
+static int lane_owner_gone(uint64_t owner)
+{
+	pid_t pid = (pid_t)(owner >> 32), tid = (pid_t)(owner & 0xffffffffu);
+
+	if (owner == 0 || owner == ANCHOR_LANE_SHARED || pid <= 0 || tid <= 0)
+		return 0;
+	return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+/*
+ * Give this thread a lane of its own: a free one, else one whose owner is
+ * gone, else the shared lane 0 (atomic adds).  First record of each
+ * thread in each process only; async-signal-safe (CAS and tgkill).
+ */
+static void lane_acquire(struct writer_thread *t)
+{
+	uint64_t me = ((uint64_t)g_pid << 32) | t->tid, cur;
+	int saved = errno;
+
+	t->lane = &t->spare;
+	t->owned = 1;
+	if (!g_lanes)
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 1; i < ANCHOR_LEDGER_LANES; i++) {
+			cur = __atomic_load_n(&g_lanes[i].owner, __ATOMIC_RELAXED);
+			if (cur && (pass == 0 || !lane_owner_gone(cur)))
+				continue;
+			/* Acquire: the previous owner's last counts (it is gone)
+			 * are in before ours add to them. */
+			if (__atomic_compare_exchange_n(&g_lanes[i].owner, &cur, me, 0, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED)) {
+				t->lane = &g_lanes[i];
+				errno = saved;
+				return;
+			}
+		}
+	}
+	__atomic_store_n(&g_lanes[0].owner, ANCHOR_LANE_SHARED, __ATOMIC_RELAXED);
+	t->lane = &g_lanes[0];
+	t->owned = 0;
+	errno = saved;
+}
+
+static inline int kind_is_user(uint8_t kind)
+{
+	return kind == ANCHOR_KIND_MARK || kind == ANCHOR_KIND_BEGIN || kind == ANCHOR_KIND_END;
+}
+
+/*
+ * Count one record that holds a ticket (ring_format.h, "the ledger"), in
+ * two steps around the record's first store to its slot:
+ * count_touch stores the counter's own value back, so that a page fault
+ * on the lane's page (write-protected again after writeback) is taken
+ * before the slot is touched; count_record then adds one right after the
+ * BUSY store.  A kill -9, delivered at a fault, thus finds the record
+ * neither stored nor counted, or both.  Plain stores on the thread's own
+ * lane at the outer level: only this thread writes that word, and a
+ * signal handler that writes meanwhile sees in_write and takes the atomic
+ * branch.
+ */
+static inline uint64_t *count_word(struct writer_thread *t, uint8_t kind, int nested)
+{
+	struct anchor_ledger_lane *l = t->lane;
+	int user = kind_is_user(kind);
+
+	if (!nested && t->owned)
+		return user ? &l->user : &l->other;
+	return user ? &l->nested_user : &l->nested_other;
+}
+
+static inline void count_touch(struct writer_thread *t, uint8_t kind, int nested)
+{
+	uint64_t *c = count_word(t, kind, nested);
+
+	if (!nested && t->owned)
+		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(c, 0, __ATOMIC_RELAXED);
+}
+
+static inline void count_record(struct writer_thread *t, uint8_t kind, int nested)
+{
+	uint64_t *c = count_word(t, kind, nested);
+
+	if (!nested && t->owned)
+		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A writer stalled between taking its ticket and writing it (preempted,
+ * stopped) for a whole lap would write over a newer record that owns the
+ * slot now.  The slot's commit word says so: a ticket newer than ours.
+ * Then the record is given up (it is older than anything the ring keeps:
+ * overwritten, counted in `lapped`) and the chunk is abandoned.
+ */
+static inline int slot_lapped(const struct anchor_slot *s, uint64_t ticket)
+{
+	return (__atomic_load_n(&s->commit, __ATOMIC_RELAXED) & ANCHOR_SLOT_TICKET_MASK) > ticket + 1;
+}
+
+static void give_up_lapped(struct writer_thread *t, int nested)
+{
+	struct anchor_ring_hdr *hdr = __atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE);
+
+	if (hdr && g_lanes)
+		__atomic_fetch_add(&hdr->lapped, 1, __ATOMIC_RELAXED);
+	if (!nested)
+		t->next = t->end;
+}
+
 /* 1 when this is the thread's first record in this process. */
 static int thread_init(struct writer_thread *t)
 {
@@ -141,6 +266,7 @@ static int thread_init(struct writer_thread *t)
 	t->gen = gen;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->next = t->end = 0;
+	lane_acquire(t);
 	return 1;
 }
 
@@ -182,7 +308,7 @@ static int chunk_current(struct writer_thread *t, uint64_t now_ns)
  * refused record counts once in `dropped`.  A CAS, not a fetch_add: the
  * one claim per chunk pays it, the mark path does not.
  */
-static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took)
+static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took, int user)
 {
 	uint64_t cur = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED), room;
 	unsigned take;
@@ -191,6 +317,8 @@ static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *to
 		room = cur < g_mask + 1 ? g_mask + 1 - cur : 0;
 		if (room < n) {
 			__atomic_fetch_add(&g_hdr->dropped, 1, __ATOMIC_RELAXED);
+			if (user && g_lanes)
+				__atomic_fetch_add(&g_hdr->dropped_user, 1, __ATOMIC_RELAXED);
 			return -ENOSPC;
 		}
 		take = room < want ? (unsigned)room : want;
@@ -208,7 +336,8 @@ static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *to
  * exactly n straight from head, so the interrupted writer's cursor is
  * untouched.  Returns 0, or -ENOSPC in discard mode when the ring is full.
  */
-static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_ns, uint64_t *ticket)
+static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_ns, uint64_t *ticket,
+		 uint8_t kind)
 {
 	uint64_t base;
 	unsigned take = nested ? n : ANCHOR_RING_CHUNK;
@@ -222,7 +351,7 @@ static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_n
 		t->next = t->end; /* lapped: abandon the rest */
 	}
 	if (g_mode == ANCHOR_RING_MODE_DISCARD) {
-		if (claim_discard(n, take, &base, &take))
+		if (claim_discard(n, take, &base, &take, kind_is_user(kind)))
 			return -ENOSPC;
 	} else {
 		/* Relaxed: tickets only need to be unique; ordering of the
@@ -310,9 +439,20 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (nstk)
 		memcpy(cont[ntext].data, stack, nstack * sizeof(uint64_t));
 
-	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket);
+	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket, kind);
 	if (rc)
 		goto out;
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook && !nested)
+		ring_writer_test_hook(ticket);
+#endif
+	count_touch(t, kind, nested);
+	for (i = 0; i <= ncont; i++)
+		if (slot_lapped(slot_at(ticket + i), ticket + i)) {
+			count_record(t, kind, nested);
+			give_up_lapped(t, nested);
+			goto out;
+		}
 
 	h = anchor_check_init(ticket);
 	{
@@ -330,6 +470,7 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	{
 		struct anchor_slot *dst = slot_at(ticket);
 		__atomic_store_n(&dst->commit, (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
+		count_record(t, kind, nested); /* after the first store: see event_one_slot */
 		/* Release fence: the BUSY mark is ordered before every payload
 		 * store below; pairs with the acquire fence a live reader takes
 		 * after loading commit (ring_reader.c, slot_load). */
@@ -416,8 +557,8 @@ __attribute__((no_sanitize_address)) static inline void name_words(const char *s
 static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value)
 {
 	struct writer_thread *t = &t_self;
-	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns;
-	uint64_t *dst;
+	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns, cval;
+	uint64_t *dst, *cnt;
 
 	/* errno: nothing below sets it (the vDSO clock read cannot fail, the
 	 * fallbacks and ring_writer_sync preserve it themselves). */
@@ -433,13 +574,17 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	/* A chunk older than g_stale_ns is checked against head here (one
 	 * load; only small rings do it often) and left to the slow path only
 	 * when lapped. */
-	if (t->gen != *g_genp || t->end - t->next < 1 ||
+	if (t->gen != *g_genp || t->end - t->next < 1 || !t->owned ||
 	    (ts_ns - t->valid_ns > g_stale_ns && !chunk_current(t, ts_ns))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
 		return emit_at(ts_ns, kind, flags, value, name, len, NULL, 0);
 	}
 	ticket = t->next++;
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook)
+		ring_writer_test_hook(ticket);
+#endif
 	w1 = ts_ns;
 	w2 = (uint64_t)g_pid | ((uint64_t)t->tid << 32);
 	/* kind, flags, nslots = 1, nstack = 0, check = 0 (filled below). */
@@ -457,7 +602,19 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	w3 |= (uint64_t)anchor_check_fold(h) << 32;
 
 	dst = (uint64_t *)(void *)slot_at(ticket);
+	cnt = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
+	cval = __atomic_load_n(cnt, __ATOMIC_RELAXED);
+	__atomic_store_n(cnt, cval, __ATOMIC_RELAXED); /* count_touch */
+	if (__builtin_expect(slot_lapped((const struct anchor_slot *)(void *)dst, ticket), 0)) {
+		__atomic_store_n(cnt, cval + 1, __ATOMIC_RELAXED);
+		give_up_lapped(t, 0);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return 0;
+	}
 	__atomic_store_n(&dst[0], (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
+	/* Counted right after the first store (see count_touch). */
+	__atomic_store_n(cnt, cval + 1, __ATOMIC_RELAXED);
 	/* Release fence: BUSY before the payload; pairs with the acquire in
 	 * ring_reader.c (see emit_at). */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -787,7 +944,7 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	hdr->mode = o->mode;
 	hdr->nslots = nslots;
 	hdr->data_offset = ANCHOR_RING_HDR_SIZE;
-	hdr->feat_mask = ANCHOR_FEAT_CHECK;
+	hdr->feat_mask = ANCHOR_FEAT_CHECK | ANCHOR_FEAT_LEDGER;
 	fill_random(hdr->session_id, sizeof hdr->session_id);
 	hdr->clock_id = CLOCK_MONOTONIC;
 	hdr->create_realtime_ns = clock_ns(CLOCK_REALTIME);
@@ -998,6 +1155,7 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 	g_mask = hdr->nslots - 1;
 	g_mode = hdr->mode;
 	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
+	g_lanes = (hdr->feat_mask & ANCHOR_FEAT_LEDGER) ? hdr->lanes : NULL;
 	g_pid = (uint32_t)getpid();
 	g_map_len = len;
 	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);

@@ -4,9 +4,11 @@
  *   marker threads N COUNT        N threads x COUNT marks "t<i>" value=seq
  *   marker forks N COUNT EXE      parent + N forked children marking at
  *                                 once; child 0 execs EXE (marker) instead
- *   marker loop PROGRESS_FILE     mark forever; after each mark returns,
- *                                 store its seq in PROGRESS_FILE (mmap), so
- *                                 a test that kill -9s us knows what was
+ *   marker loop PROGRESS_FILE [NAME [COUNT]]
+ *                                 mark NAME ("loop") forever (or COUNT
+ *                                 times); after each mark returns, store
+ *                                 its seq in PROGRESS_FILE (mmap), so a
+ *                                 test that kill -9s us knows what was
  *                                 committed
  *   marker signals COUNT          marks in a loop while a 50 us timer's
  *                                 signal handler marks too (same thread)
@@ -95,7 +97,7 @@ static int run_forks(int n, const char *exe)
 	return bad ? 1 : 0;
 }
 
-static int run_loop(const char *progress)
+static int run_loop(const char *progress, const char *name, int64_t count)
 {
 	/* The test pre-fills the file with -1 (nothing committed yet), so a
 	 * kill before our first store still reads as "none". */
@@ -106,12 +108,13 @@ static int run_loop(const char *progress)
 	last = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (last == MAP_FAILED)
 		return 2;
-	for (int64_t i = 0;; i++) {
-		anchor_mark_value("loop", i);
+	for (int64_t i = 0; count < 0 || i < count; i++) {
+		anchor_mark_value(name, i);
 		/* Published only after anchor_mark returned: every seq <= *last
 		 * is committed. */
 		__atomic_store_n(last, i, __ATOMIC_RELEASE);
 	}
+	return 0;
 }
 
 static volatile long g_sig_count;
@@ -275,7 +278,7 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "rawfork"))
 		return run_rawfork(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
-		return run_loop(argv[2]);
+		return run_loop(argv[2], argc >= 4 ? argv[3] : "loop", argc >= 5 ? atoll(argv[4]) : -1);
 	if (argc >= 3 && !strcmp(argv[1], "signals"))
 		return run_signals(atol(argv[2]));
 	if (argc >= 2 && !strcmp(argv[1], "stacks")) {
