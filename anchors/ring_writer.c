@@ -139,6 +139,9 @@ void ring_writer_set_stack_hook(ring_writer_stack_fn fn)
 
 static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
 		   size_t len, const uint64_t *stack, unsigned nstack);
+static void bus_guard_recheck(uint64_t now_ns);
+static uint64_t g_bus_checked_ns;
+#define BUS_RECHECK_NS 1000000ull /* chunk claims look at most once a ms */
 
 /* A lane's owner is gone: its thread (or whole process) no longer exists.
  * Its counts stay; the next owner adds to them. */
@@ -363,6 +366,8 @@ static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_n
 		t->next = base + n;
 		t->end = base + take;
 		t->valid_ns = now_ns;
+		if (now_ns - __atomic_load_n(&g_bus_checked_ns, __ATOMIC_RELAXED) > BUS_RECHECK_NS)
+			bus_guard_recheck(now_ns);
 	}
 	return 0;
 }
@@ -658,6 +663,7 @@ int ring_writer_sync(void)
 		return -ENODEV;
 	/* Claim the period first so concurrent threads do not all sync. */
 	__atomic_store_n(&g_last_sync_ns, ring_writer_now_ns(), __ATOMIC_RELAXED);
+	bus_guard_recheck(ring_writer_now_ns());
 	for (int i = 0; i < SYNC_TRIES; i++) {
 		uint64_t a = clock_ns(CLOCK_MONOTONIC);
 		uint64_t rt = clock_ns(CLOCK_REALTIME);
@@ -845,6 +851,18 @@ static void bus_guard(int sig, siginfo_t *si, void *uc)
 
 static int g_guard_on;
 
+/* The kernel's view of a signal action (rt_sigaction(2) without libc):
+ * x86-64 and arm64 share this layout. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+/* The guard as the kernel holds it (with libc's restorer), to put back. */
+static struct kernel_sigaction g_guard_kact;
+static int g_rewrapping;
+
 static void install_bus_guard(void)
 {
 	static int done;
@@ -857,8 +875,47 @@ static void install_bus_guard(void)
 	sa.sa_sigaction = bus_guard;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0)
+	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0 &&
+	    syscall(SYS_rt_sigaction, SIGBUS, NULL, &g_guard_kact, sizeof g_guard_kact.mask) == 0 &&
+	    g_guard_kact.handler == (void *)bus_guard)
 		__atomic_store_n(&g_guard_on, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Keep the guard first when the program replaced it behind libanchor's
+ * sigaction: with a raw rt_sigaction system call, or through libc itself
+ * when no LD_PRELOAD interposes it (the Python module's own writer,
+ * after faulthandler.enable() or signal.signal(SIGBUS, ...)).  The
+ * program's action becomes the one the guard chains to, and the guard
+ * goes back in.  Called from ring_writer_sync (about once a second) and
+ * from chunk claims at most once a millisecond: one system call, off the
+ * mark path.  A handler installed less than that before the ring's file
+ * loses its pages still sees the ring's SIGBUS (README).
+ */
+static void bus_guard_recheck(uint64_t now_ns)
+{
+	struct kernel_sigaction cur;
+	sigset_t bus, saved;
+
+	if (!__atomic_load_n(&g_guard_on, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&g_bus_checked_ns, now_ns, __ATOMIC_RELAXED);
+	if (syscall(SYS_rt_sigaction, SIGBUS, NULL, &cur, sizeof cur.mask) != 0 ||
+	    cur.handler == (void *)bus_guard)
+		return;
+	if (__atomic_exchange_n(&g_rewrapping, 1, __ATOMIC_ACQUIRE))
+		return; /* another thread is at it */
+	/* No SIGBUS on this thread while the chained action is half copied. */
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &bus, &saved);
+	memset(&g_prev_bus, 0, sizeof g_prev_bus);
+	g_prev_bus.sa_handler = (void (*)(int))cur.handler; /* one union with sa_sigaction */
+	g_prev_bus.sa_flags = (int)cur.flags;
+	memcpy(&g_prev_bus.sa_mask, &cur.mask, sizeof cur.mask);
+	syscall(SYS_rt_sigaction, SIGBUS, &g_guard_kact, NULL, sizeof g_guard_kact.mask);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	__atomic_store_n(&g_rewrapping, 0, __ATOMIC_RELEASE);
 }
 
 /* Uninstrumented: reached from a sanitizer runtime's own initialisation
