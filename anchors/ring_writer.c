@@ -265,11 +265,18 @@ static int thread_init(struct writer_thread *t)
 	if (t->gen == gen)
 		return 0;
 	/* First record of this thread (or first after fork): the chunk
-	 * cursor belongs to another process or to nobody. */
-	t->gen = gen;
+	 * cursor and the lane belong to another process or to nobody.  The
+	 * generation goes in last: a signal handler that writes meanwhile
+	 * initialises for itself (it may take a lane of its own, whose count
+	 * stays in the ledger) and never counts through a stale lane. */
+	t->lane = &t->spare;
+	t->owned = 0;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->next = t->end = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	lane_acquire(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->gen = gen;
 	return 1;
 }
 
