@@ -32,8 +32,8 @@
  * and its continuations (check field itself taken as 0).  It rejects the one
  * race the commit word cannot: a writer stalled for a whole lap of the ring
  * writing into a slot that a newer writer reuses (SQLite's WAL rejects torn
- * frames the same way).  Such a writer looks at the slot's commit word
- * first and, finding a newer ticket there, gives its record up (counted in
+ * frames the same way).  Such a writer looks at head first and, finding
+ * it more than a lap past its ticket, gives its record up (counted in
  * hdr->lapped); the hash covers the few instructions between that look
  * and its first store.
  *

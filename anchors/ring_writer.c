@@ -239,13 +239,20 @@ static inline void count_record(struct writer_thread *t, uint8_t kind, int neste
 /*
  * A writer stalled between taking its ticket and writing it (preempted,
  * stopped) for a whole lap would write over a newer record that owns the
- * slot now.  The slot's commit word says so: a ticket newer than ours.
- * Then the record is given up (it is older than anything the ring keeps:
- * overwritten, counted in `lapped`) and the chunk is abandoned.
+ * slot now.  head says so: once head is more than a lap past the ticket,
+ * the ticket is older than anything the ring keeps, and its record is
+ * given up (overwritten, counted in `lapped`) and the chunk abandoned.
+ * head, not the slot's commit word: its line is hot (this thread's own
+ * claims), where the slot's line is cold on a fresh ring and a load
+ * there would stall the mark path.  Relaxed: head only grows; a stale
+ * value errs towards writing, as a writer stalled after this check does
+ * anyway (the check hash covers that).
  */
-static inline int slot_lapped(const struct anchor_slot *s, uint64_t ticket)
+static uint64_t *g_headp; /* &hdr->head, kept valid after a detach */
+
+static inline int ticket_lapped(uint64_t ticket)
 {
-	return (__atomic_load_n(&s->commit, __ATOMIC_RELAXED) & ANCHOR_SLOT_TICKET_MASK) > ticket + 1;
+	return __atomic_load_n(g_headp, __ATOMIC_RELAXED) - ticket > g_mask + 1;
 }
 
 static void give_up_lapped(struct writer_thread *t, int nested)
@@ -459,12 +466,11 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 		ring_writer_test_hook(ticket);
 #endif
 	count_touch(t, kind, nested);
-	for (i = 0; i <= ncont; i++)
-		if (slot_lapped(slot_at(ticket + i), ticket + i)) {
-			count_record(t, kind, nested);
-			give_up_lapped(t, nested);
-			goto out;
-		}
+	if (ticket_lapped(ticket)) { /* the head slot is the record's oldest */
+		count_record(t, kind, nested);
+		give_up_lapped(t, nested);
+		goto out;
+	}
 
 	h = anchor_check_init(ticket);
 	{
@@ -617,7 +623,7 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	cnt = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
 	cval = __atomic_load_n(cnt, __ATOMIC_RELAXED);
 	__atomic_store_n(cnt, cval, __ATOMIC_RELAXED); /* count_touch */
-	if (__builtin_expect(slot_lapped((const struct anchor_slot *)(void *)dst, ticket), 0)) {
+	if (__builtin_expect(ticket_lapped(ticket), 0)) {
 		__atomic_store_n(cnt, cval + 1, __ATOMIC_RELAXED);
 		give_up_lapped(t, 0);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -1220,6 +1226,7 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 	g_mode = hdr->mode;
 	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
 	g_lanes = (hdr->feat_mask & ANCHOR_FEAT_LEDGER) ? hdr->lanes : NULL;
+	g_headp = &hdr->head;
 	g_pid = (uint32_t)getpid();
 	g_map_len = len;
 	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);
