@@ -155,33 +155,39 @@ enum anchor_flag {
  * The ledger (feature LEDGER): how many records were written, so that a
  * reader can say what it cannot see.  Every thread that writes owns one
  * lane (claimed by a CAS on `owner`, taken over once its owner is gone)
- * and counts each record in it right after the record's first store to
- * its slot (the BUSY mark): a plain increment of a line nobody else
- * writes, so the mark path pays no atomic.  A writer that a signal handler interrupts mid-record
+ * and counts each record in it just before the record's first store to
+ * its slot (the BUSY mark): one 16-byte store of the new count and the
+ * record's ticket (+ 1) into a line nobody else writes, so the mark path
+ * pays no atomic.  A writer that a signal handler interrupts mid-record
  * counts the handler's records with atomic adds into nested_*; threads
  * that find no free lane share lane 0 the same way.  Records that got no
  * ticket (discard mode, ring full) are in hdr->dropped instead.  Then
  *   written     = sum over lanes + dropped
  *   overwritten = written - read - torn - bad_check - dropped
  * exactly, whatever the interleaving of writers, wraps and kill -9.  A
- * kill -9 lands where the writer enters the kernel: the page fault of a
- * record's first store comes before both the store and the count.  The
- * one window left is the instruction between the BUSY store and the
- * count (an interrupt there and a kill): a torn record that was not
- * counted; the reader then counts it as written (ledger_short) while it
- * is visible.  A record given up because its slot was lapped (lapped) is
- * counted and overwritten.
+ * writer killed between counting a record and storing it leaves a count
+ * for a record that never reached its slot: the lane's *_last names it,
+ * and a reader that finds that ticket in the window without its BUSY or
+ * commit word takes the count back (once that ticket has been lapped,
+ * nobody can tell, and it counts as written and overwritten).  The count
+ * and its ticket go in one store instruction (x86-64 SSE2; two stores
+ * elsewhere), so a kill finds both or neither.  Not covered: the atomic
+ * adds (nested_*, lane 0) are not paired with a ticket.  A record given up
+ * because a stall left its ticket a lap behind (lapped) is counted and
+ * overwritten.
  */
 #define ANCHOR_LEDGER_LANES 44u
 #define ANCHOR_LANE_SHARED (~0ull) /* owner word of the shared lane 0 */
 
 struct anchor_ledger_lane {
-	uint64_t owner;        /* (pid << 32) | tid; 0 free */
-	uint64_t user;         /* MARK/BEGIN/END counted by the owner */
-	uint64_t other;        /* every other kind, counted by the owner */
-	uint64_t nested_user;  /* atomic adds: handlers mid-record, lane 0 */
-	uint64_t nested_other;
-	uint64_t reserved[3];
+	uint64_t owner;        /*  0: (pid << 32) | tid; 0 free */
+	uint64_t reserved;     /*  8 */
+	uint64_t user;         /* 16: MARK/BEGIN/END counted by the owner */
+	uint64_t user_last;    /* 24: ticket + 1 of the last one counted */
+	uint64_t other;        /* 32: every other kind, counted by the owner */
+	uint64_t other_last;   /* 40: ticket + 1 of the last one counted */
+	uint64_t nested_user;  /* 48: atomic adds: handlers mid-record, lane 0 */
+	uint64_t nested_other; /* 56 */
 };
 
 struct anchor_ring_hdr {
@@ -269,6 +275,9 @@ _Static_assert(offsetof(struct anchor_ring_hdr, dropped) == 1088, "dropped offse
 _Static_assert(offsetof(struct anchor_ring_hdr, lapped) == 1152, "lapped offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, lanes) == 1216, "lanes offset");
 _Static_assert(sizeof(struct anchor_ledger_lane) == 64, "a lane is one cache line");
+_Static_assert(offsetof(struct anchor_ledger_lane, user) % 16 == 0 &&
+		       offsetof(struct anchor_ledger_lane, other) % 16 == 0,
+	       "count and ticket pairs are 16-byte aligned (one store)");
 _Static_assert(sizeof(struct anchor_slot) == ANCHOR_SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct anchor_slot, kind) == 24, "kind offset");
 _Static_assert(offsetof(struct anchor_slot, nstack) == 27, "nstack offset");

@@ -49,6 +49,7 @@ struct ring_stats {
 	uint64_t lapped;            /* of those, given up by a stalled writer */
 	uint64_t dropped_user;      /* of dropped, MARK/BEGIN/END */
 	uint64_t ledger_short;      /* records seen beyond the ledger (damaged header) */
+	uint64_t unstored;          /* counted, never stored: writer killed in between */
 };
 
 struct ring_file {

@@ -31,6 +31,10 @@
 
 #include "anchor_version.h"
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #ifdef ANCHOR_TLS_INITIAL_EXEC
 #define ANCHOR_TLS __thread __attribute__((tls_model("initial-exec")))
 #else
@@ -195,45 +199,36 @@ static inline int kind_is_user(uint8_t kind)
 }
 
 /*
- * Count one record that holds a ticket (ring_format.h, "the ledger"), in
- * two steps around the record's first store to its slot:
- * count_touch stores the counter's own value back, so that a page fault
- * on the lane's page (write-protected again after writeback) is taken
- * before the slot is touched; count_record then adds one right after the
- * BUSY store.  A kill -9, delivered at a fault, thus finds the record
- * neither stored nor counted, or both.  Plain stores on the thread's own
- * lane at the outer level: only this thread writes that word, and a
- * signal handler that writes meanwhile sees in_write and takes the atomic
- * branch.
+ * Count one record that holds a ticket (ring_format.h, "the ledger"),
+ * just before the record's first store to its slot.  At the outer level,
+ * on the thread's own lane: the new count and the ticket (+ 1) in one
+ * store instruction, so that a kill -9 (delivered between any two
+ * instructions) finds both or neither, and a reader can tell a counted
+ * record that never reached its slot.  Only this thread writes that
+ * line; a signal handler that writes meanwhile sees in_write and takes
+ * the atomic branch.
  */
-static inline uint64_t *count_word(struct writer_thread *t, uint8_t kind, int nested)
+static inline void count_pair(uint64_t *pair, uint64_t count, uint64_t ticket)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+	_mm_store_si128((__m128i *)(void *)pair, _mm_set_epi64x((long long)(ticket + 1), (long long)count));
+#else
+	__atomic_store_n(&pair[0], count, __ATOMIC_RELAXED);
+	__atomic_store_n(&pair[1], ticket + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline void count_record(struct writer_thread *t, uint8_t kind, int nested, uint64_t ticket)
 {
 	struct anchor_ledger_lane *l = t->lane;
 	int user = kind_is_user(kind);
 
-	if (!nested && t->owned)
-		return user ? &l->user : &l->other;
-	return user ? &l->nested_user : &l->nested_other;
-}
-
-static inline void count_touch(struct writer_thread *t, uint8_t kind, int nested)
-{
-	uint64_t *c = count_word(t, kind, nested);
-
-	if (!nested && t->owned)
-		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_add(c, 0, __ATOMIC_RELAXED);
-}
-
-static inline void count_record(struct writer_thread *t, uint8_t kind, int nested)
-{
-	uint64_t *c = count_word(t, kind, nested);
-
-	if (!nested && t->owned)
-		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+	if (!nested && t->owned) {
+		uint64_t *pair = user ? &l->user : &l->other;
+		count_pair(pair, __atomic_load_n(pair, __ATOMIC_RELAXED) + 1, ticket);
+	} else {
+		__atomic_fetch_add(user ? &l->nested_user : &l->nested_other, 1, __ATOMIC_RELAXED);
+	}
 }
 
 /*
@@ -465,9 +460,8 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (ring_writer_test_hook && !nested)
 		ring_writer_test_hook(ticket);
 #endif
-	count_touch(t, kind, nested);
+	count_record(t, kind, nested, ticket);
 	if (ticket_lapped(ticket)) { /* the head slot is the record's oldest */
-		count_record(t, kind, nested);
 		give_up_lapped(t, nested);
 		goto out;
 	}
@@ -488,7 +482,6 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	{
 		struct anchor_slot *dst = slot_at(ticket);
 		__atomic_store_n(&dst->commit, (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
-		count_record(t, kind, nested); /* after the first store: see event_one_slot */
 		/* Release fence: the BUSY mark is ordered before every payload
 		 * store below; pairs with the acquire fence a live reader takes
 		 * after loading commit (ring_reader.c, slot_load). */
@@ -575,7 +568,7 @@ __attribute__((no_sanitize_address)) static inline void name_words(const char *s
 static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value)
 {
 	struct writer_thread *t = &t_self;
-	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns, cval;
+	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns;
 	uint64_t *dst, *cnt;
 
 	/* errno: nothing below sets it (the vDSO clock read cannot fail, the
@@ -621,18 +614,14 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 
 	dst = (uint64_t *)(void *)slot_at(ticket);
 	cnt = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
-	cval = __atomic_load_n(cnt, __ATOMIC_RELAXED);
-	__atomic_store_n(cnt, cval, __ATOMIC_RELAXED); /* count_touch */
+	count_pair(cnt, __atomic_load_n(cnt, __ATOMIC_RELAXED) + 1, ticket); /* count_record */
 	if (__builtin_expect(ticket_lapped(ticket), 0)) {
-		__atomic_store_n(cnt, cval + 1, __ATOMIC_RELAXED);
 		give_up_lapped(t, 0);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
 		return 0;
 	}
 	__atomic_store_n(&dst[0], (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
-	/* Counted right after the first store (see count_touch). */
-	__atomic_store_n(cnt, cval + 1, __ATOMIC_RELAXED);
 	/* Release fence: BUSY before the payload; pairs with the acquire in
 	 * ring_reader.c (see emit_at). */
 	__atomic_thread_fence(__ATOMIC_RELEASE);

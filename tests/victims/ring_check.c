@@ -150,9 +150,9 @@ static int check_identity(const struct ring_stats *st, int disc)
 
 	printf("written %" PRIu64 " = read %" PRIu64 " + overwritten %" PRIu64 " (lapped %" PRIu64 ") + dropped %" PRIu64
 	       " + torn %" PRIu64 " + bad_check %" PRIu64 "; user written %" PRIu64 " read %" PRIu64 " dropped %" PRIu64
-	       "; overwritten slots %" PRIu64 "\n",
+	       "; overwritten slots %" PRIu64 "; counted never stored %" PRIu64 "\n",
 	       st->written, st->records, st->overwritten, st->lapped, st->dropped, st->torn, st->bad_check,
-	       st->written_user, st->records_user, st->dropped_user, st->overwritten_slots);
+	       st->written_user, st->records_user, st->dropped_user, st->overwritten_slots, st->unstored);
 	if (!st->ledger) {
 		printf("FAIL ring has no ledger\n");
 		return 1;
@@ -273,6 +273,10 @@ static int check_account(struct ring_file *rf)
 	/* Discard mode loses only what it refuses, and counts each. */
 	if (disc && !nkilled && lost != rf->stats.dropped_user) {
 		printf("FAIL discard mode lost %" PRIu64 " marks, dropped %" PRIu64 "\n", lost, rf->stats.dropped_user);
+		bad = 1;
+	}
+	if (rf->stats.unstored > (uint64_t)nkilled) {
+		printf("FAIL %" PRIu64 " records counted and never stored, %d writers killed\n", rf->stats.unstored, nkilled);
 		bad = 1;
 	}
 	if (!nkilled && (rf->stats.torn || rf->stats.bad_check)) {
