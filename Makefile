@@ -193,13 +193,18 @@ clean:
 	rm -rf $(B)
 
 # ---- test victims and checkers (tests/victims/) ----
-VICTIMS := $(B)/victims/marker $(B)/victims/ring_check
+VICTIMS := $(B)/victims/marker $(B)/victims/ring_check $(B)/victims/lapped
 READER_SRC := anchors/ring_reader.c anchors/ring_clock.c anchors/ring_procs.c
 all: $(VICTIMS)
 
 $(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so preload/anchor.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -pthread -o $@ $< -L$(B) -lanchor -Wl,-rpath,'$$ORIGIN/..'
+
+# The ring writer with its test hook (a writer stalled between ticket and write).
+$(B)/victims/lapped: tests/victims/lapped.c anchors/ring_writer.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -DANCHOR_TEST_HOOKS -pthread -o $@ $< anchors/ring_writer.c
 
 $(B)/victims/ring_check: tests/victims/ring_check.c $(READER_SRC) $(HDRS)
 	@mkdir -p $(dir $@)

@@ -32,7 +32,10 @@
  * and its continuations (check field itself taken as 0).  It rejects the one
  * race the commit word cannot: a writer stalled for a whole lap of the ring
  * writing into a slot that a newer writer reuses (SQLite's WAL rejects torn
- * frames the same way).
+ * frames the same way).  Such a writer looks at head first and, finding
+ * it more than a lap past its ticket, gives its record up (counted in
+ * hdr->lapped); the hash covers the few instructions between that look
+ * and its first store.
  *
  * Records (kind in the head):
  *   PROC_START  value = ppid; name = executable basename; continuations carry
@@ -161,6 +164,46 @@ enum anchor_flag {
 
 /* Feature bits in hdr->feat_mask. */
 #define ANCHOR_FEAT_CHECK (1ull << 0) /* every head carries `check` */
+#define ANCHOR_FEAT_LEDGER (1ull << 1) /* lanes, lapped, dropped_user kept */
+
+/*
+ * The ledger (feature LEDGER): how many records were written, so that a
+ * reader can say what it cannot see.  Every thread that writes owns one
+ * lane (claimed by a CAS on `owner`, taken over once its owner is gone)
+ * and counts each record in it just before the record's first store to
+ * its slot (the BUSY mark): one 16-byte store of the new count and the
+ * record's ticket (+ 1) into a line nobody else writes, so the mark path
+ * pays no atomic.  A writer that a signal handler interrupts mid-record
+ * counts the handler's records with atomic adds into nested_*; threads
+ * that find no free lane share lane 0 the same way.  Records that got no
+ * ticket (discard mode, ring full) are in hdr->dropped instead.  Then
+ *   written     = sum over lanes + dropped
+ *   overwritten = written - read - torn - bad_check - dropped
+ * exactly, whatever the interleaving of writers, wraps and kill -9.  A
+ * writer killed between counting a record and storing it leaves a count
+ * for a record that never reached its slot: the lane's *_last names it,
+ * and a reader that finds that ticket in the window without its BUSY or
+ * commit word takes the count back (once that ticket has been lapped,
+ * nobody can tell, and it counts as written and overwritten).  The count
+ * and its ticket go in one store instruction (x86-64 SSE2; two stores
+ * elsewhere), so a kill finds both or neither.  Not covered: the atomic
+ * adds (nested_*, lane 0) are not paired with a ticket.  A record given up
+ * because a stall left its ticket a lap behind (lapped) is counted and
+ * overwritten.
+ */
+#define ANCHOR_LEDGER_LANES 44u
+#define ANCHOR_LANE_SHARED (~0ull) /* owner word of the shared lane 0 */
+
+struct anchor_ledger_lane {
+	uint64_t owner;        /*  0: (pid << 32) | tid; 0 free */
+	uint64_t reserved;     /*  8 */
+	uint64_t user;         /* 16: MARK/BEGIN/END counted by the owner */
+	uint64_t user_last;    /* 24: ticket + 1 of the last one counted */
+	uint64_t other;        /* 32: every other kind, counted by the owner */
+	uint64_t other_last;   /* 40: ticket + 1 of the last one counted */
+	uint64_t nested_user;  /* 48: atomic adds: handlers mid-record, lane 0 */
+	uint64_t nested_other; /* 56 */
+};
 
 struct anchor_ring_hdr {
 	char magic[8];             /*   0: ANCHOR_RING_MAGIC */
@@ -188,8 +231,14 @@ struct anchor_ring_hdr {
 	uint64_t head;             /* 1024: next ticket (fetch_add) */
 	uint8_t pad_head[56];
 	uint64_t dropped;          /* 1088: records refused (discard mode full) */
-	uint8_t pad_dropped[56];
-	uint8_t reserved2[4096 - 1152];
+	uint64_t dropped_user;     /* 1096: of those, MARK/BEGIN/END (LEDGER) */
+	uint8_t pad_dropped[48];
+	uint64_t lapped;           /* 1152: records given up because a newer lap
+				    * had taken their slot while their writer
+				    * was stalled (LEDGER; part of overwritten) */
+	uint8_t pad_lapped[56];
+	struct anchor_ledger_lane lanes[ANCHOR_LEDGER_LANES]; /* 1216 (LEDGER) */
+	uint8_t reserved2[4096 - 1216 - 64 * ANCHOR_LEDGER_LANES];
 };
 
 struct anchor_slot {
@@ -238,6 +287,12 @@ _Static_assert(offsetof(struct anchor_ring_hdr, hostname) == 96, "hostname offse
 _Static_assert(offsetof(struct anchor_ring_hdr, writer_version) == 160, "writer_version offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, head) == 1024, "head offset");
 _Static_assert(offsetof(struct anchor_ring_hdr, dropped) == 1088, "dropped offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, lapped) == 1152, "lapped offset");
+_Static_assert(offsetof(struct anchor_ring_hdr, lanes) == 1216, "lanes offset");
+_Static_assert(sizeof(struct anchor_ledger_lane) == 64, "a lane is one cache line");
+_Static_assert(offsetof(struct anchor_ledger_lane, user) % 16 == 0 &&
+		       offsetof(struct anchor_ledger_lane, other) % 16 == 0,
+	       "count and ticket pairs are 16-byte aligned (one store)");
 _Static_assert(sizeof(struct anchor_slot) == ANCHOR_SLOT_SIZE, "slot is 64 bytes");
 _Static_assert(offsetof(struct anchor_slot, kind) == 24, "kind offset");
 _Static_assert(offsetof(struct anchor_slot, nstack) == 27, "nstack offset");

@@ -202,6 +202,68 @@ static int decode(struct ring_file *rf, const struct anchor_slot *slots, uint64_
 	return 1;
 }
 
+/*
+ * What the writers counted (ring_format.h, "the ledger") against what the
+ * scan found: the records it cannot see are the overwritten ones.  The
+ * header copy is untrusted like the rest; sums saturate, a ledger smaller
+ * than what was seen is reported as such, not wrapped.
+ */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* A lane's last counted ticket (+ 1) that lies in the window but whose
+ * slot never got the record's BUSY or commit word: its writer was killed
+ * between counting and storing.  1 to take the count back. */
+static int counted_unstored(uint64_t last, const struct anchor_slot *slots, uint64_t mask, uint64_t avail,
+			    uint64_t lo, uint64_t hi)
+{
+	uint64_t t = last - 1, c;
+
+	if (last == 0 || t < lo || t >= hi || (t & mask) >= avail)
+		return 0;
+	c = __atomic_load_n(&slots[t & mask].commit, __ATOMIC_ACQUIRE);
+	return c != t + 1 && c != ((t + 1) | ANCHOR_SLOT_BUSY);
+}
+
+static void ledger_account(const struct anchor_ring_hdr *h, struct ring_file *rf, size_t len,
+			   const struct anchor_slot *slots, uint64_t mask, uint64_t avail, uint64_t lo, uint64_t hi)
+{
+	struct ring_stats *st = &rf->stats;
+	uint64_t counted = 0, user = 0, seen;
+
+	if (!(h->feat_mask & ANCHOR_FEAT_LEDGER) || len < ANCHOR_RING_HDR_SIZE)
+		return;
+	for (unsigned i = 0; i < ANCHOR_LEDGER_LANES; i++) {
+		const struct anchor_ledger_lane *l = &h->lanes[i];
+		uint64_t u = add_sat(l->user, l->nested_user), o = add_sat(l->other, l->nested_other);
+		int ku = counted_unstored(l->user_last, slots, mask, avail, lo, hi);
+		int ko = counted_unstored(l->other_last, slots, mask, avail, lo, hi);
+		u -= (uint64_t)ku <= u ? (uint64_t)ku : u;
+		o -= (uint64_t)ko <= o ? (uint64_t)ko : o;
+		st->unstored += (uint64_t)(ku + ko);
+		user = add_sat(user, u);
+		counted = add_sat(counted, add_sat(u, o));
+	}
+	for (size_t i = 0; i < rf->nev; i++)
+		if (rf->ev[i].kind == ANCHOR_KIND_MARK || rf->ev[i].kind == ANCHOR_KIND_BEGIN ||
+		    rf->ev[i].kind == ANCHOR_KIND_END)
+			st->records_user++;
+	st->ledger = 1;
+	st->dropped_user = h->dropped_user;
+	st->written = add_sat(counted, st->dropped);
+	st->written_user = add_sat(user, st->dropped_user);
+	st->lapped = h->lapped;
+	seen = add_sat(add_sat(st->records, st->torn), st->bad_check);
+	if (counted >= seen) {
+		st->overwritten = counted - seen;
+	} else {
+		st->ledger_short = seen - counted;
+		st->written = add_sat(st->written, st->ledger_short);
+	}
+}
+
 int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *err, size_t errlen)
 {
 	const struct anchor_ring_hdr *h = buf;
@@ -301,6 +363,7 @@ int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *e
 	free(text_offs);
 	free(stack_offs);
 	rf->stats.records = rf->nev;
+	ledger_account(&rf->hdr, rf, len, slots, mask, avail, lo, hi);
 	if (rf->nev && !sorted_already(rf->ev, rf->nev))
 		qsort(rf->ev, rf->nev, sizeof *rf->ev, cmp_event);
 	return 0;

@@ -39,6 +39,17 @@ struct ring_stats {
 	uint64_t orphan_slots;      /* continuations whose head was overwritten */
 	uint64_t dropped;           /* records refused in discard mode */
 	uint64_t truncated_slots;   /* slots missing from a short file */
+	/* With the writers' ledger (feature LEDGER; all 0 without):
+	 * written = records + overwritten + dropped + torn + bad_check. */
+	int ledger;                 /* 1: the counts below are known */
+	uint64_t written;           /* records writers counted, plus dropped */
+	uint64_t written_user;      /* of those, MARK/BEGIN/END */
+	uint64_t records_user;      /* of records, MARK/BEGIN/END */
+	uint64_t overwritten;       /* records lost to wrap-around */
+	uint64_t lapped;            /* of those, given up by a stalled writer */
+	uint64_t dropped_user;      /* of dropped, MARK/BEGIN/END */
+	uint64_t ledger_short;      /* records seen beyond the ledger (damaged header) */
+	uint64_t unstored;          /* counted, never stored: writer killed in between */
 };
 
 struct ring_file {

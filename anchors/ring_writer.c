@@ -31,6 +31,10 @@
 
 #include "anchor_version.h"
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #ifdef ANCHOR_TLS_INITIAL_EXEC
 #define ANCHOR_TLS __thread __attribute__((tls_model("initial-exec")))
 #else
@@ -47,7 +51,10 @@ struct writer_thread {
 	uint32_t tid;      /* cached gettid() */
 	uint32_t gen;      /* fork generation the cache belongs to */
 	uint8_t in_write;  /* reentrancy guard: a signal handler mid-write */
+	uint8_t owned;     /* lane is this thread's own (plain increments) */
 	uint64_t valid_ns; /* when the chunk was last known to be in the current lap */
+	struct anchor_ledger_lane *lane; /* where this thread counts its records */
+	struct anchor_ledger_lane spare;  /* counted into when the ring has no ledger */
 };
 
 static struct anchor_ring_hdr *g_hdr;
@@ -72,6 +79,13 @@ static uint32_t g_gen_shadow = 1;
  * beyond one shared fetch_add per 64 tickets) still cannot lap it unseen.
  * UINT64_MAX in discard mode (no laps). */
 static uint64_t g_stale_ns = UINT64_MAX;
+/* The ledger lanes (ring_format.h), NULL when the ring has none. */
+static struct anchor_ledger_lane *g_lanes;
+#ifdef ANCHOR_TEST_HOOKS
+/* Tests only (tests/victims/lapped.c): called between taking a ticket
+ * and writing it, to stall a writer there for a whole lap. */
+void (*ring_writer_test_hook)(uint64_t ticket);
+#endif
 static int g_created; /* this process created the ring it attached */
 /* The whole mapping, for the SIGBUS guard (kept after a detach). */
 static char *g_map;
@@ -129,6 +143,122 @@ void ring_writer_set_stack_hook(ring_writer_stack_fn fn)
 
 static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
 		   size_t len, const uint64_t *stack, unsigned nstack);
+static void bus_guard_recheck(uint64_t now_ns);
+static uint64_t g_bus_checked_ns;
+#define BUS_RECHECK_NS 1000000ull /* chunk claims look at most once a ms */
+
+/* A lane's owner is gone: its thread (or whole process) no longer exists.
+ * Its counts stay; the next owner adds to them. */
+static int lane_owner_gone(uint64_t owner)
+{
+	pid_t pid = (pid_t)(owner >> 32), tid = (pid_t)(owner & 0xffffffffu);
+
+	if (owner == 0 || owner == ANCHOR_LANE_SHARED || pid <= 0 || tid <= 0)
+		return 0;
+	return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+/*
+ * Give this thread a lane of its own: a free one, else one whose owner is
+ * gone, else the shared lane 0 (atomic adds).  First record of each
+ * thread in each process only; async-signal-safe (CAS and tgkill).
+ */
+static void lane_acquire(struct writer_thread *t)
+{
+	uint64_t me = ((uint64_t)g_pid << 32) | t->tid, cur;
+	int saved = errno;
+
+	t->lane = &t->spare;
+	t->owned = 1;
+	if (!g_lanes)
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 1; i < ANCHOR_LEDGER_LANES; i++) {
+			cur = __atomic_load_n(&g_lanes[i].owner, __ATOMIC_RELAXED);
+			if (cur && (pass == 0 || !lane_owner_gone(cur)))
+				continue;
+			/* Acquire: the previous owner's last counts (it is gone)
+			 * are in before ours add to them. */
+			if (__atomic_compare_exchange_n(&g_lanes[i].owner, &cur, me, 0, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED)) {
+				t->lane = &g_lanes[i];
+				errno = saved;
+				return;
+			}
+		}
+	}
+	__atomic_store_n(&g_lanes[0].owner, ANCHOR_LANE_SHARED, __ATOMIC_RELAXED);
+	t->lane = &g_lanes[0];
+	t->owned = 0;
+	errno = saved;
+}
+
+static inline int kind_is_user(uint8_t kind)
+{
+	return kind == ANCHOR_KIND_MARK || kind == ANCHOR_KIND_BEGIN || kind == ANCHOR_KIND_END;
+}
+
+/*
+ * Count one record that holds a ticket (ring_format.h, "the ledger"),
+ * just before the record's first store to its slot.  At the outer level,
+ * on the thread's own lane: the new count and the ticket (+ 1) in one
+ * store instruction, so that a kill -9 (delivered between any two
+ * instructions) finds both or neither, and a reader can tell a counted
+ * record that never reached its slot.  Only this thread writes that
+ * line; a signal handler that writes meanwhile sees in_write and takes
+ * the atomic branch.
+ */
+static inline void count_pair(uint64_t *pair, uint64_t count, uint64_t ticket)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+	_mm_store_si128((__m128i *)(void *)pair, _mm_set_epi64x((long long)(ticket + 1), (long long)count));
+#else
+	__atomic_store_n(&pair[0], count, __ATOMIC_RELAXED);
+	__atomic_store_n(&pair[1], ticket + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline void count_record(struct writer_thread *t, uint8_t kind, int nested, uint64_t ticket)
+{
+	struct anchor_ledger_lane *l = t->lane;
+	int user = kind_is_user(kind);
+
+	if (!nested && t->owned) {
+		uint64_t *pair = user ? &l->user : &l->other;
+		count_pair(pair, __atomic_load_n(pair, __ATOMIC_RELAXED) + 1, ticket);
+	} else {
+		__atomic_fetch_add(user ? &l->nested_user : &l->nested_other, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * A writer stalled between taking its ticket and writing it (preempted,
+ * stopped) for a whole lap would write over a newer record that owns the
+ * slot now.  head says so: once head is more than a lap past the ticket,
+ * the ticket is older than anything the ring keeps, and its record is
+ * given up (overwritten, counted in `lapped`) and the chunk abandoned.
+ * head, not the slot's commit word: its line is hot (this thread's own
+ * claims), where the slot's line is cold on a fresh ring and a load
+ * there would stall the mark path.  Relaxed: head only grows; a stale
+ * value errs towards writing, as a writer stalled after this check does
+ * anyway (the check hash covers that).
+ */
+static uint64_t *g_headp; /* &hdr->head, kept valid after a detach */
+
+static inline int ticket_lapped(uint64_t ticket)
+{
+	return __atomic_load_n(g_headp, __ATOMIC_RELAXED) - ticket > g_mask + 1;
+}
+
+static void give_up_lapped(struct writer_thread *t, int nested)
+{
+	struct anchor_ring_hdr *hdr = __atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE);
+
+	if (hdr && g_lanes)
+		__atomic_fetch_add(&hdr->lapped, 1, __ATOMIC_RELAXED);
+	if (!nested)
+		t->next = t->end;
+}
 
 /* 1 when this is the thread's first record in this process. */
 static int thread_init(struct writer_thread *t)
@@ -137,10 +267,18 @@ static int thread_init(struct writer_thread *t)
 	if (t->gen == gen)
 		return 0;
 	/* First record of this thread (or first after fork): the chunk
-	 * cursor belongs to another process or to nobody. */
-	t->gen = gen;
+	 * cursor and the lane belong to another process or to nobody.  The
+	 * generation goes in last: a signal handler that writes meanwhile
+	 * initialises for itself (it may take a lane of its own, whose count
+	 * stays in the ledger) and never counts through a stale lane. */
+	t->lane = &t->spare;
+	t->owned = 0;
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	t->next = t->end = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	lane_acquire(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->gen = gen;
 	return 1;
 }
 
@@ -182,7 +320,7 @@ static int chunk_current(struct writer_thread *t, uint64_t now_ns)
  * refused record counts once in `dropped`.  A CAS, not a fetch_add: the
  * one claim per chunk pays it, the mark path does not.
  */
-static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took)
+static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took, int user)
 {
 	uint64_t cur = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED), room;
 	unsigned take;
@@ -191,6 +329,8 @@ static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *to
 		room = cur < g_mask + 1 ? g_mask + 1 - cur : 0;
 		if (room < n) {
 			__atomic_fetch_add(&g_hdr->dropped, 1, __ATOMIC_RELAXED);
+			if (user && g_lanes)
+				__atomic_fetch_add(&g_hdr->dropped_user, 1, __ATOMIC_RELAXED);
 			return -ENOSPC;
 		}
 		take = room < want ? (unsigned)room : want;
@@ -208,7 +348,8 @@ static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *to
  * exactly n straight from head, so the interrupted writer's cursor is
  * untouched.  Returns 0, or -ENOSPC in discard mode when the ring is full.
  */
-static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_ns, uint64_t *ticket)
+static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_ns, uint64_t *ticket,
+		 uint8_t kind)
 {
 	uint64_t base;
 	unsigned take = nested ? n : ANCHOR_RING_CHUNK;
@@ -222,7 +363,7 @@ static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_n
 		t->next = t->end; /* lapped: abandon the rest */
 	}
 	if (g_mode == ANCHOR_RING_MODE_DISCARD) {
-		if (claim_discard(n, take, &base, &take))
+		if (claim_discard(n, take, &base, &take, kind_is_user(kind)))
 			return -ENOSPC;
 	} else {
 		/* Relaxed: tickets only need to be unique; ordering of the
@@ -234,6 +375,8 @@ static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_n
 		t->next = base + n;
 		t->end = base + take;
 		t->valid_ns = now_ns;
+		if (now_ns - __atomic_load_n(&g_bus_checked_ns, __ATOMIC_RELAXED) > BUS_RECHECK_NS)
+			bus_guard_recheck(now_ns);
 	}
 	return 0;
 }
@@ -310,9 +453,18 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	if (nstk)
 		memcpy(cont[ntext].data, stack, nstack * sizeof(uint64_t));
 
-	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket);
+	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket, kind);
 	if (rc)
 		goto out;
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook && !nested)
+		ring_writer_test_hook(ticket);
+#endif
+	count_record(t, kind, nested, ticket);
+	if (ticket_lapped(ticket)) { /* the head slot is the record's oldest */
+		give_up_lapped(t, nested);
+		goto out;
+	}
 
 	h = anchor_check_init(ticket);
 	{
@@ -417,7 +569,7 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 {
 	struct writer_thread *t = &t_self;
 	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns;
-	uint64_t *dst;
+	uint64_t *dst, *cnt;
 
 	/* errno: nothing below sets it (the vDSO clock read cannot fail, the
 	 * fallbacks and ring_writer_sync preserve it themselves). */
@@ -433,13 +585,17 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	/* A chunk older than g_stale_ns is checked against head here (one
 	 * load; only small rings do it often) and left to the slow path only
 	 * when lapped. */
-	if (t->gen != *g_genp || t->end - t->next < 1 ||
+	if (t->gen != *g_genp || t->end - t->next < 1 || !t->owned ||
 	    (ts_ns - t->valid_ns > g_stale_ns && !chunk_current(t, ts_ns))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
 		return emit_at(ts_ns, kind, flags, value, name, len, NULL, 0);
 	}
 	ticket = t->next++;
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook)
+		ring_writer_test_hook(ticket);
+#endif
 	w1 = ts_ns;
 	w2 = (uint64_t)g_pid | ((uint64_t)t->tid << 32);
 	/* kind, flags, nslots = 1, nstack = 0, check = 0 (filled below). */
@@ -457,6 +613,14 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	w3 |= (uint64_t)anchor_check_fold(h) << 32;
 
 	dst = (uint64_t *)(void *)slot_at(ticket);
+	cnt = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
+	count_pair(cnt, __atomic_load_n(cnt, __ATOMIC_RELAXED) + 1, ticket); /* count_record */
+	if (__builtin_expect(ticket_lapped(ticket), 0)) {
+		give_up_lapped(t, 0);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return 0;
+	}
 	__atomic_store_n(&dst[0], (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
 	/* Release fence: BUSY before the payload; pairs with the acquire in
 	 * ring_reader.c (see emit_at). */
@@ -501,6 +665,7 @@ int ring_writer_sync(void)
 		return -ENODEV;
 	/* Claim the period first so concurrent threads do not all sync. */
 	__atomic_store_n(&g_last_sync_ns, ring_writer_now_ns(), __ATOMIC_RELAXED);
+	bus_guard_recheck(ring_writer_now_ns());
 	for (int i = 0; i < SYNC_TRIES; i++) {
 		uint64_t a = clock_ns(CLOCK_MONOTONIC);
 		uint64_t rt = clock_ns(CLOCK_REALTIME);
@@ -688,6 +853,18 @@ static void bus_guard(int sig, siginfo_t *si, void *uc)
 
 static int g_guard_on;
 
+/* The kernel's view of a signal action (rt_sigaction(2) without libc):
+ * x86-64 and arm64 share this layout. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+/* The guard as the kernel holds it (with libc's restorer), to put back. */
+static struct kernel_sigaction g_guard_kact;
+static int g_rewrapping;
+
 static void install_bus_guard(void)
 {
 	static int done;
@@ -700,8 +877,47 @@ static void install_bus_guard(void)
 	sa.sa_sigaction = bus_guard;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0)
+	if (sigaction(SIGBUS, &sa, &g_prev_bus) == 0 &&
+	    syscall(SYS_rt_sigaction, SIGBUS, NULL, &g_guard_kact, sizeof g_guard_kact.mask) == 0 &&
+	    g_guard_kact.handler == (void *)bus_guard)
 		__atomic_store_n(&g_guard_on, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Keep the guard first when the program replaced it behind libanchor's
+ * sigaction: with a raw rt_sigaction system call, or through libc itself
+ * when no LD_PRELOAD interposes it (the Python module's own writer,
+ * after faulthandler.enable() or signal.signal(SIGBUS, ...)).  The
+ * program's action becomes the one the guard chains to, and the guard
+ * goes back in.  Called from ring_writer_sync (about once a second) and
+ * from chunk claims at most once a millisecond: one system call, off the
+ * mark path.  A handler installed less than that before the ring's file
+ * loses its pages still sees the ring's SIGBUS (README).
+ */
+static void bus_guard_recheck(uint64_t now_ns)
+{
+	struct kernel_sigaction cur;
+	sigset_t bus, saved;
+
+	if (!__atomic_load_n(&g_guard_on, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&g_bus_checked_ns, now_ns, __ATOMIC_RELAXED);
+	if (syscall(SYS_rt_sigaction, SIGBUS, NULL, &cur, sizeof cur.mask) != 0 ||
+	    cur.handler == (void *)bus_guard)
+		return;
+	if (__atomic_exchange_n(&g_rewrapping, 1, __ATOMIC_ACQUIRE))
+		return; /* another thread is at it */
+	/* No SIGBUS on this thread while the chained action is half copied. */
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	pthread_sigmask(SIG_BLOCK, &bus, &saved);
+	memset(&g_prev_bus, 0, sizeof g_prev_bus);
+	g_prev_bus.sa_handler = (void (*)(int))cur.handler; /* one union with sa_sigaction */
+	g_prev_bus.sa_flags = (int)cur.flags;
+	memcpy(&g_prev_bus.sa_mask, &cur.mask, sizeof cur.mask);
+	syscall(SYS_rt_sigaction, SIGBUS, &g_guard_kact, NULL, sizeof g_guard_kact.mask);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	__atomic_store_n(&g_rewrapping, 0, __ATOMIC_RELEASE);
 }
 
 /* Uninstrumented: reached from a sanitizer runtime's own initialisation
@@ -787,7 +1003,7 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	hdr->mode = o->mode;
 	hdr->nslots = nslots;
 	hdr->data_offset = ANCHOR_RING_HDR_SIZE;
-	hdr->feat_mask = ANCHOR_FEAT_CHECK;
+	hdr->feat_mask = ANCHOR_FEAT_CHECK | ANCHOR_FEAT_LEDGER;
 	fill_random(hdr->session_id, sizeof hdr->session_id);
 	hdr->clock_id = CLOCK_MONOTONIC;
 	hdr->create_realtime_ns = clock_ns(CLOCK_REALTIME);
@@ -998,6 +1214,8 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 	g_mask = hdr->nslots - 1;
 	g_mode = hdr->mode;
 	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
+	g_lanes = (hdr->feat_mask & ANCHOR_FEAT_LEDGER) ? hdr->lanes : NULL;
+	g_headp = &hdr->head;
 	g_pid = (uint32_t)getpid();
 	g_map_len = len;
 	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);

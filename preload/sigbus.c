@@ -9,8 +9,11 @@
  * program's handler still gets every SIGBUS that is not the ring's, and
  * sees its own action when it asks.  Every other signal, and SIGBUS
  * before a ring is attached, goes straight to libc.
- * Not covered: a raw rt_sigaction system call, and the kernel's handling
- * of the program's sa_flags/sa_mask for SIGBUS (the guard's apply).
+ * A raw rt_sigaction system call goes around these; the guard finds
+ * itself replaced at its next periodic look (ring_writer.c,
+ * bus_guard_recheck) and chains to that handler the same way.  Not
+ * covered: the kernel's handling of the program's sa_flags/sa_mask for
+ * SIGBUS (the guard's apply).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -128,6 +128,47 @@ else
 	bad "the program's own SIGBUS: exit $rc"; cat "$T/own.err"
 fi
 
+# Handlers installed behind libanchor's sigaction: a raw rt_sigaction
+# system call (marker rawbus), and the Python module's own writer with no
+# LD_PRELOAD to interpose libc (faulthandler.enable() after import).  The
+# guard finds itself replaced at its next check (chunk claims, at most
+# once a ms; SYNC, about once a second) and goes back in front.
+R=$T/rawbus.ring
+ANCHOR_FILE=$R ANCHOR_RING_SIZE=1M "$BUILD/victims/marker" rawbus >"$T/rawbus.out" 2>"$T/rawbus.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$T/rawbus.out")" = survived ] && one_line "anchoring stopped" "$T/rawbus.err"; then
+	ok "SIGBUS handler installed with a raw rt_sigaction, ring truncated: exit 0"
+else
+	bad "raw rt_sigaction handler + truncated ring: exit $rc (3: the ring's SIGBUS reached the host's handler)"
+	cat "$T/rawbus.err"
+fi
+ANCHOR_FILE=$R.2 ANCHOR_RING_SIZE=1M "$BUILD/victims/marker" rawbus "$T/rawbus-own.bin" >"$T/rawown.out" 2>"$T/rawown.err"
+rc=$?
+if [ $rc -eq 3 ] && grep -q "its own SIGBUS handler ran" "$T/rawown.err"; then
+	ok "the raw handler still gets the program's own SIGBUS: exit 3"
+else
+	bad "raw handler, the program's own SIGBUS: exit $rc"; cat "$T/rawown.err"
+fi
+R=$T/pyown.ring
+env -u LD_PRELOAD ANCHOR_FILE=$R ANCHOR_RING_SIZE=1M $PY -c '
+import anchor, faulthandler, os, sys, time
+anchor.mark("a")
+faulthandler.enable()
+time.sleep(0.005)
+for i in range(200):
+    anchor.mark("b")
+os.truncate(sys.argv[1], 0)
+for i in range(100000):
+    anchor.mark("after")
+print("survived")
+' "$R" >"$T/pyown.out" 2>"$T/pyown.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$T/pyown.out")" = survived ] && one_line "anchoring stopped" "$T/pyown.err"; then
+	ok "Python module's own writer, faulthandler enabled after import, ring truncated: exit 0"
+else
+	bad "Python module's own writer + faulthandler + truncated ring: exit $rc"; cat "$T/pyown.err"
+fi
+
 echo "== 3: ulimit -f below the ring size"
 R=$T/fsize.ring
 bash -c "ulimit -f 1024; LD_PRELOAD=$LIB ANCHOR_FILE=$R exec /bin/echo hello" >"$T/fsize.out" 2>"$T/fsize.err"

@@ -10,7 +10,7 @@ export TSAN_OPTIONS=halt_on_error=1
 
 echo "== ASan+UBSan build"
 make -s -j2 B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
-	build-asan/libanchor.so build-asan/anchorpost build-asan/victims/marker build-asan/victims/ring_check
+	build-asan/libanchor.so build-asan/anchorpost build-asan/victims/marker build-asan/victims/ring_check build-asan/victims/lapped
 for t in t_ring_storm.sh t_ring_kill9.py; do
 	echo "== $t (asan)"
 	case $t in

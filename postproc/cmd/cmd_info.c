@@ -94,6 +94,15 @@ int cmd_info(int argc, char **argv)
 		if (by_kind[k])
 			printf(" %s %" PRIu64, k == ANCHOR_KIND_MAX_ ? "other" : ring_kind_name(k), by_kind[k]);
 	printf("\n");
+	if (s->ledger)
+		printf("written    %" PRIu64 " = read %" PRIu64 " + overwritten %" PRIu64 " (%" PRIu64
+		       " lapped) + dropped %" PRIu64 " + torn %" PRIu64 " + bad check %" PRIu64
+		       "; user events %" PRIu64 ", read %" PRIu64 "\n",
+		       s->written, s->records, s->overwritten, s->lapped, s->dropped, s->torn, s->bad_check,
+		       s->written_user, s->records_user);
+	if (s->ledger_short)
+		printf("warning    %" PRIu64 " record(s) seen beyond the writers' ledger (header damaged, or "
+		       "written by an older anchor)\n", s->ledger_short);
 	printf("lost       overwritten %" PRIu64 " slots, dropped %" PRIu64 ", torn %" PRIu64
 	       ", bad check %" PRIu64 ", orphan continuations %" PRIu64 ", truncated %" PRIu64 " slots\n",
 	       s->overwritten_slots, s->dropped, s->torn, s->bad_check, s->orphan_slots, s->truncated_slots);

@@ -4,9 +4,11 @@
  *   marker threads N COUNT        N threads x COUNT marks "t<i>" value=seq
  *   marker forks N COUNT EXE      parent + N forked children marking at
  *                                 once; child 0 execs EXE (marker) instead
- *   marker loop PROGRESS_FILE     mark forever; after each mark returns,
- *                                 store its seq in PROGRESS_FILE (mmap), so
- *                                 a test that kill -9s us knows what was
+ *   marker loop PROGRESS_FILE [NAME [COUNT]]
+ *                                 mark NAME ("loop") forever (or COUNT
+ *                                 times); after each mark returns, store
+ *                                 its seq in PROGRESS_FILE (mmap), so a
+ *                                 test that kill -9s us knows what was
  *                                 committed
  *   marker signals COUNT          marks in a loop while a 50 us timer's
  *                                 signal handler marks too (same thread)
@@ -24,6 +26,9 @@
  *                                 ANCHOR_STACKS=1: no deadlock in the
  *                                 loader's lock); prints "errno kept"
  *                                 when a thread's first mark kept errno
+ *   marker rawbus [OWNFILE]       install a SIGBUS handler with a raw
+ *                                 rt_sigaction, mark, then truncate the
+ *                                 ring and mark on (or fault on OWNFILE)
  * Streams the tests check print "stream NAME COUNT" on stdout.
  */
 #include <pthread.h>
@@ -95,7 +100,7 @@ static int run_forks(int n, const char *exe)
 	return bad ? 1 : 0;
 }
 
-static int run_loop(const char *progress)
+static int run_loop(const char *progress, const char *name, int64_t count)
 {
 	/* The test pre-fills the file with -1 (nothing committed yet), so a
 	 * kill before our first store still reads as "none". */
@@ -106,12 +111,13 @@ static int run_loop(const char *progress)
 	last = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (last == MAP_FAILED)
 		return 2;
-	for (int64_t i = 0;; i++) {
-		anchor_mark_value("loop", i);
+	for (int64_t i = 0; count < 0 || i < count; i++) {
+		anchor_mark_value(name, i);
 		/* Published only after anchor_mark returned: every seq <= *last
 		 * is committed. */
 		__atomic_store_n(last, i, __ATOMIC_RELEASE);
 	}
+	return 0;
 }
 
 static volatile long g_sig_count;
@@ -210,6 +216,69 @@ static int run_rawfork(int n, long count)
 	return bad ? 1 : 0;
 }
 
+static void raw_bus_handler(int sig)
+{
+	static const char msg[] = "host: its own SIGBUS handler ran\n";
+	(void)sig;
+	ssize_t w = write(2, msg, sizeof msg - 1);
+	(void)w;
+	_exit(3);
+}
+
+/* The kernel's sigaction (x86-64/arm64 layout), for a raw rt_sigaction. */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/*
+ * A host that installs its SIGBUS handler with a raw rt_sigaction system
+ * call (not through libc's sigaction, which libanchor interposes), then
+ * marks, then either truncates the ring under itself and marks on
+ * (survives: exit 0, "survived"), or faults on a file of its own (its
+ * handler runs: exit 3).
+ */
+static int run_rawbus(const char *own)
+{
+	struct sigaction sa;
+	struct ksigaction k;
+
+	anchor_mark("a");
+	/* Borrow libc's signal-return trampoline from an action libc set. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = raw_bus_handler;
+	sigaction(SIGUSR2, &sa, NULL);
+	if (syscall(SYS_rt_sigaction, SIGUSR2, NULL, &k, sizeof k.mask) != 0)
+		return 2;
+	k.handler = (void *)raw_bus_handler;
+	k.mask = 0;
+	if (syscall(SYS_rt_sigaction, SIGBUS, &k, NULL, sizeof k.mask) != 0)
+		return 2;
+	/* Go on marking for a few ms, as a host does. */
+	usleep(5000);
+	for (int i = 0; i < 200; i++)
+		anchor_mark_value("b", i);
+	if (own) {
+		int fd = open(own, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		char *m;
+		if (fd < 0 || ftruncate(fd, 8192) != 0)
+			return 2;
+		m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED || ftruncate(fd, 0) != 0)
+			return 2;
+		m[4096] = 1;
+		return 4; /* not reached */
+	}
+	if (truncate(anchor_ring_path(), 0) != 0)
+		return 2;
+	for (int i = 0; i < 100000; i++)
+		anchor_mark_value("after", i);
+	printf("survived\n");
+	return 0;
+}
+
 static volatile long g_dl_sigs;
 
 static void on_dl_alarm(int sig)
@@ -275,7 +344,9 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "rawfork"))
 		return run_rawfork(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "loop"))
-		return run_loop(argv[2]);
+		return run_loop(argv[2], argc >= 4 ? argv[3] : "loop", argc >= 5 ? atoll(argv[4]) : -1);
+	if (argc >= 2 && !strcmp(argv[1], "rawbus"))
+		return run_rawbus(argc >= 3 ? argv[2] : NULL);
 	if (argc >= 3 && !strcmp(argv[1], "signals"))
 		return run_signals(atol(argv[2]));
 	if (argc >= 2 && !strcmp(argv[1], "stacks")) {

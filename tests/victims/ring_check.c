@@ -6,13 +6,16 @@
  *                               are exactly 0..n-1 in order; prints
  *                               "pid name count" lines and totals
  *   ring_check account RING     stdin: "stream NAME COUNT" lines (what the
- *                               marker wrote).  Each stream: one pid,
- *                               values contiguous; overwrite mode: they
- *                               end at COUNT-1 (only the oldest are
- *                               lost); discard mode: they start at 0.
- *                               Then written = read + lost, with lost
- *                               covered by what the reader counts:
- *                               overwritten slots, dropped, torn
+ *                               marker wrote) and "killed NAME LAST"
+ *                               (a writer killed after committing LAST).
+ *                               Each stream: one pid, values contiguous;
+ *                               overwrite mode: a suffix (only the oldest
+ *                               lost); discard mode: a prefix.  Then the
+ *                               ledger: written = read + overwritten +
+ *                               dropped + torn + bad_check, the writers
+ *                               counted exactly the marks the test wrote
+ *                               (+ in-flight marks of killed writers),
+ *                               and a ring that never wrapped lost none
  *   ring_check loop RING LAST   "loop" marks: a contiguous run of values
  *                               that ends at LAST or LAST+1 (and starts at
  *                               0 unless the ring wrapped); no gaps
@@ -139,21 +142,71 @@ static int check_stacks(struct ring_file *rf, uint64_t probe)
 	return n == 3 ? 0 : 1;
 }
 
+/* The ledger's identity (ring_format.h) as anchorpost info prints it, and
+ * what the writers' counts imply whatever the test wrote. */
+static int check_identity(const struct ring_stats *st, int disc)
+{
+	int bad = 0;
+
+	printf("written %" PRIu64 " = read %" PRIu64 " + overwritten %" PRIu64 " (lapped %" PRIu64 ") + dropped %" PRIu64
+	       " + torn %" PRIu64 " + bad_check %" PRIu64 "; user written %" PRIu64 " read %" PRIu64 " dropped %" PRIu64
+	       "; overwritten slots %" PRIu64 "; counted never stored %" PRIu64 "\n",
+	       st->written, st->records, st->overwritten, st->lapped, st->dropped, st->torn, st->bad_check,
+	       st->written_user, st->records_user, st->dropped_user, st->overwritten_slots, st->unstored);
+	if (!st->ledger) {
+		printf("FAIL ring has no ledger\n");
+		return 1;
+	}
+	if (st->ledger_short) {
+		printf("FAIL %" PRIu64 " records seen beyond the ledger\n", st->ledger_short);
+		bad = 1;
+	}
+	if (st->written != st->records + st->overwritten + st->dropped + st->torn + st->bad_check) {
+		printf("FAIL counts do not add up\n");
+		bad = 1;
+	}
+	/* Nothing can be lost to wrap-around in a ring that never wrapped
+	 * (discard mode never does): the ledger and the scan must agree. */
+	if ((disc || st->overwritten_slots == 0) && st->overwritten) {
+		printf("FAIL %" PRIu64 " records missing from a ring that never wrapped\n", st->overwritten);
+		bad = 1;
+	}
+	if (st->overwritten > st->overwritten_slots) {
+		printf("FAIL more records overwritten than slots\n");
+		bad = 1;
+	}
+	if (!disc && st->dropped) {
+		printf("FAIL overwrite mode ring reports drops\n");
+		bad = 1;
+	}
+	return bad;
+}
+
+/*
+ * stdin: "stream NAME COUNT" (a writer that wrote COUNT marks and ended)
+ * and "killed NAME LAST" (a writer killed by SIGKILL after committing
+ * marks 0..LAST; its mark LAST+1 was in flight: it may be in the ring,
+ * torn, or counted and never stored, or not counted at all).
+ */
 static int check_account(struct ring_file *rf)
 {
-	char line[256], names[64][32];
-	long counts[64], first[64], last[64], nread[64];
-	uint32_t pids[64];
-	int ns = 0, bad = 0;
-	uint64_t written = 0, read = 0, lost_allowed;
+	char line[256], names[256][32];
+	long counts[256], first[256], last[256], nread[256];
+	int killed[256];
+	uint32_t pids[256];
+	int ns = 0, nkilled = 0, bad = 0, disc = rf->hdr.mode == ANCHOR_RING_MODE_DISCARD;
+	uint64_t known = 0, read = 0, lost = 0;
 
-	while (ns < 64 && fgets(line, sizeof line, stdin)) {
+	while (ns < 256 && fgets(line, sizeof line, stdin)) {
 		long c;
-		if (sscanf(line, "stream %31s %ld", names[ns], &c) == 2) {
+		killed[ns] = 0;
+		if (sscanf(line, "stream %31s %ld", names[ns], &c) == 2 ||
+		    (sscanf(line, "killed %31s %ld", names[ns], &c) == 2 && (killed[ns] = 1, c++, 1))) {
 			counts[ns] = c;
 			first[ns] = last[ns] = -1;
 			nread[ns] = 0;
 			pids[ns] = 0;
+			nkilled += killed[ns];
 			ns++;
 		}
 	}
@@ -183,37 +236,54 @@ static int check_account(struct ring_file *rf)
 		nread[k]++;
 	}
 	for (int k = 0; k < ns; k++) {
-		int disc = rf->hdr.mode == ANCHOR_RING_MODE_DISCARD;
-		printf("%s pid %u read %ld of %ld (%ld..%ld)\n", names[k], pids[k], nread[k], counts[k], first[k],
-		       last[k]);
-		if (!disc && last[k] != counts[k] - 1) {
+		/* A killed writer's in-flight mark, found committed, was written. */
+		long wrote = counts[k] + (killed[k] && last[k] == counts[k]);
+		printf("%s pid %u read %ld of %ld%s (%ld..%ld)\n", names[k], pids[k], nread[k], wrote,
+		       killed[k] ? " (killed)" : "", first[k], last[k]);
+		/* Overwrite mode keeps a suffix of each stream, discard mode a
+		 * prefix; either may be empty. */
+		if (!disc && nread[k] && last[k] != wrote - 1) {
 			printf("FAIL %s: newest marks lost (ends at %ld, wrote up to %ld)\n", names[k], last[k],
-			       counts[k] - 1);
+			       wrote - 1);
 			bad = 1;
 		}
 		if (disc && nread[k] && first[k] != 0) {
 			printf("FAIL %s: discard mode lost its oldest marks (starts at %ld)\n", names[k], first[k]);
 			bad = 1;
 		}
-		written += (uint64_t)counts[k];
+		known += (uint64_t)wrote;
 		read += (uint64_t)nread[k];
+		lost += (uint64_t)(wrote - nread[k]);
 	}
-	/* Overwritten is counted in slots, dropped and torn in records: the
-	 * lost marks must fit within what the reader owns up to. */
-	lost_allowed = rf->stats.overwritten_slots + rf->stats.dropped + rf->stats.torn;
-	printf("written %" PRIu64 " read %" PRIu64 " lost %" PRIu64 " <= overwritten %" PRIu64 " + dropped %" PRIu64
-	       " + torn %" PRIu64 "; bad_check %" PRIu64 "\n",
-	       written, read, written - read, rf->stats.overwritten_slots, rf->stats.dropped, rf->stats.torn,
-	       rf->stats.bad_check);
-	if (written - read > lost_allowed) {
-		printf("FAIL %" PRIu64 " marks lost that the reader does not account for\n",
-		       written - read - lost_allowed);
+	bad |= check_identity(&rf->stats, disc);
+	printf("test wrote %" PRIu64 " marks (%d writers killed), read %" PRIu64 ", lost %" PRIu64 "\n", known, nkilled,
+	       read, lost);
+	/* The writers counted every mark the test knows of, plus at most the
+	 * in-flight mark of each killed writer that was counted but never
+	 * committed; the test's marks are the only user events. */
+	if (rf->stats.written_user < known || rf->stats.written_user > known + (uint64_t)nkilled) {
+		printf("FAIL ledger counts %" PRIu64 " user events, the test wrote %" PRIu64 " (+ up to %d in flight)\n",
+		       rf->stats.written_user, known, nkilled);
 		bad = 1;
 	}
-	if (rf->hdr.mode == ANCHOR_RING_MODE_DISCARD && rf->stats.overwritten_slots) {
-		printf("FAIL discard mode ring reports overwritten slots\n");
+	if (rf->stats.records_user != read) {
+		printf("FAIL %" PRIu64 " user events read, %" PRIu64 " of them the test's\n", rf->stats.records_user, read);
 		bad = 1;
 	}
+	/* Discard mode loses only what it refuses, and counts each. */
+	if (disc && !nkilled && lost != rf->stats.dropped_user) {
+		printf("FAIL discard mode lost %" PRIu64 " marks, dropped %" PRIu64 "\n", lost, rf->stats.dropped_user);
+		bad = 1;
+	}
+	if (rf->stats.unstored > (uint64_t)nkilled) {
+		printf("FAIL %" PRIu64 " records counted and never stored, %d writers killed\n", rf->stats.unstored, nkilled);
+		bad = 1;
+	}
+	if (!nkilled && (rf->stats.torn || rf->stats.bad_check)) {
+		printf("FAIL torn or failing records without a killed writer\n");
+		bad = 1;
+	}
+	printf(bad ? "FAIL account\n" : "ok account exact\n");
 	return bad;
 }
 
