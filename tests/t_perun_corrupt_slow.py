@@ -43,9 +43,10 @@ LIMIT_S = 8  # perun_guard.c time limit for libhdf5 (fixtures read in < 0.1 s)
 ROOT = os.environ.get("ANCHOR_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 B = os.path.join(BUILD, "asan")
 
-p = subprocess.run(["make", "-s", "-j2", f"B={B}",
-                    "SAN=-fsanitize=address,undefined -fno-omit-frame-pointer", f"{B}/anchorpost"],
-                   cwd=ROOT, capture_output=True, text=True, timeout=600)
+# The same build as t_sanitizers_slow.sh's (tests/asan_build.sh): when that
+# ran first, nothing is compiled here.
+p = subprocess.run(["bash", os.path.join(ROOT, "tests", "asan_build.sh"), f"{B}/anchorpost"],
+                   cwd=ROOT, env=dict(os.environ, BUILD=BUILD), capture_output=True, text=True, timeout=600)
 if p.returncode != 0:
     die(f"ASan+UBSan build failed: {p.stderr[-2000:]}")
 AP = os.path.join(B, "anchorpost")
