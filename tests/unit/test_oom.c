@@ -15,7 +15,10 @@
  * (everything to undo) are the distinct cases.  This fails ~500 of the
  * model's allocations in ~10 s, where the former rule (every N below
  * 1000, every 7th above) failed 2883 in ~80 s yet never reached 40
- * allocations' call sites (measured: tests/t_oom_inject_slow.sh).
+ * allocations' call sites (measured: tests/t_oom_inject_slow.sh).  Tried
+ * on a planted bug (attrib_offset.c going on with cut = INFINITY when its
+ * sort buffer's malloc fails, allocation 14134 of the model): this rule
+ * reports it, the former one did not.
  *
  *   test_oom RING PERUN PROFILE
  *
