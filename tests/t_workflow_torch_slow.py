@@ -9,6 +9,7 @@ with `import anchor` under LD_PRELOAD, recorded as users do,
 - frames of the script show its path, not perun's '<string>';
 - the stated uncertainty covers 90 % of fwd_only_work's misplacements
   (measured and printed: without --idle hardly any lands inside fwd)."""
+import importlib.util
 import bisect
 import csv
 import glob
@@ -25,9 +26,8 @@ def main():
     need()
     if not pyspy():
         skip("py-spy is not installed")
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    # find_spec, not import: only the training script uses torch.
+    if importlib.util.find_spec("torch") is None:
         skip("torch is not installed")
     d = os.path.join(TMP, "run")
     rc, perun, pid = record(d, TRAIN, ("120",), spy=["-f", "speedscope", "-o", os.path.join(d, "prof.json")],
