@@ -2,10 +2,13 @@
 # t_oom_inject_slow.sh - out-of-memory fault injection (SQLite's way) for
 # the readers (ring, perun through its guard, py-spy) and the run model
 # (run_model_open: ring + perun + profile, alignments, sample energies):
-# build/test_oom fails our allocation N for N = 0, 1, 2, ... (past 1000
-# every 7th; TEST_OOM_FULL=1 every one) and requires an error with a
-# message each time: no exit, no crash, no success computed without the
-# allocation.  Inputs: a synthetic ring (tools/ringgen), a perun file of its
+# build/test_oom fails our allocation N, one N at a time, and requires an
+# error with a message each time: no exit, no crash, no success computed
+# without the allocation.  Which N: every distinct call stack of an
+# allocation (from a dry run) fails at its first two occurrences and its
+# last (TEST_OOM_FULL=1: every N); repeats of a stack take the same path
+# (tests/unit/test_oom.c says why).  Before: every N below 1000, every 7th
+# above: 5.7x the forks, and 40 allocations' call sites never failed.  Inputs: a synthetic ring (tools/ringgen), a perun file of its
 # emulated RAPL counters (tools/ringgen/perun_synth.py) and a small
 # chrometrace profile of the same pid, which together open and align.
 set -eu

@@ -27,7 +27,9 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(__file__))
 from perun_testlib import BUILD, TMP, check, die, fixture_sets
@@ -43,9 +45,10 @@ LIMIT_S = 8  # perun_guard.c time limit for libhdf5 (fixtures read in < 0.1 s)
 ROOT = os.environ.get("ANCHOR_ROOT", os.path.join(os.path.dirname(__file__), ".."))
 B = os.path.join(BUILD, "asan")
 
-p = subprocess.run(["make", "-s", "-j2", f"B={B}",
-                    "SAN=-fsanitize=address,undefined -fno-omit-frame-pointer", f"{B}/anchorpost"],
-                   cwd=ROOT, capture_output=True, text=True, timeout=600)
+# The same build as t_sanitizers_slow.sh's (tests/asan_build.sh): when that
+# ran first, nothing is compiled here.
+p = subprocess.run(["bash", os.path.join(ROOT, "tests", "asan_build.sh"), f"{B}/anchorpost"],
+                   cwd=ROOT, env=dict(os.environ, BUILD=BUILD), capture_output=True, text=True, timeout=600)
 if p.returncode != 0:
     die(f"ASan+UBSan build failed: {p.stderr[-2000:]}")
 AP = os.path.join(B, "anchorpost")
@@ -129,6 +132,12 @@ def h5dump_crashes(path):
 GEN = os.path.join(BUILD, "tools", "ringgen")
 RING = os.path.join(TMP, "corrupt-ring.ring")
 PROFILE = os.path.join(TMP, "corrupt-profile.json")
+# Cases at a time: each is a chain of single-threaded processes, so one per
+# core (at most 4) halves the wall time on 2 cores; the time limits above
+# are 40-80x what a read takes (< 0.1 s), so sharing the cores changes no
+# verdict.
+JOBS = max(1, min(4, os.cpu_count() or 1))
+lock = threading.Lock()
 OTHER_LIMIT_S = 4  # the guard's limit for the other commands (fewer seconds per looping case)
 subprocess.run([GEN, RING, "--rank", "0", "--nranks", "1", "--steps", "20", "--pid", "4242"],
                check=True, capture_output=True)
@@ -146,12 +155,12 @@ def other_commands(path, i):
     """Every other command that reads perun, on one corrupted file (i: the case's tag)."""
     rep = os.path.join(work, f"case{i}-report")
     cmds = {
-        "phases": ["phases", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-phases.csv")],
+        "phases": ["phases", "--ring", RING, "--perun", path, "-o", os.path.join(work, f"{i}-o-phases.csv")],
         "functions": ["functions", "--ring", RING, "--perun", path, "--profile", PROFILE,
-                      "-o", os.path.join(work, "o-functions.csv")],
-        "timeline": ["timeline", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-timeline.csv")],
+                      "-o", os.path.join(work, f"{i}-o-functions.csv")],
+        "timeline": ["timeline", "--ring", RING, "--perun", path, "-o", os.path.join(work, f"{i}-o-timeline.csv")],
         "report": ["report", "--ring", RING, "--perun", path, "--profile", PROFILE, "-d", rep],
-        "stragglers": ["stragglers", "--ring", RING, "--perun", path, "-o", os.path.join(work, "o-strag.csv")],
+        "stragglers": ["stragglers", "--ring", RING, "--perun", path, "-o", os.path.join(work, f"{i}-o-strag.csv")],
     }
     bad = []
     for name, args in cmds.items():
@@ -160,8 +169,9 @@ def other_commands(path, i):
             r = subprocess.run([PLAIN] + args, capture_output=True, text=True, errors="replace",
                                env=other_env, timeout=OTHER_LIMIT_S + 60)
             dt = time.monotonic() - t0
-            if dt > other_slowest.get(name, (0, 0))[0]:
-                other_slowest[name] = (dt, i)
+            with lock:
+                if dt > other_slowest.get(name, (0, 0))[0]:
+                    other_slowest[name] = (dt, i)
         except subprocess.TimeoutExpired:
             bad.append(f"{name}: hung for {OTHER_LIMIT_S + 60} s")
             continue
@@ -176,7 +186,8 @@ def other_commands(path, i):
                 ok, errs = False, errs + ["a failed report left files behind"]
         else:
             ok = False
-        other_counts[(name, r.returncode if ok else "bad")] = other_counts.get((name, r.returncode if ok else "bad"), 0) + 1
+        with lock:
+            other_counts[(name, r.returncode if ok else "bad")] = other_counts.get((name, r.returncode if ok else "bad"), 0) + 1
         if not ok:
             bad.append(f"{name}: exit {r.returncode}: {lines[-3:]}")
         if os.path.isdir(rep):
@@ -194,9 +205,12 @@ ran = 0
 
 
 def run_cases(label, seeds, n, known):
-    """Cases 0..n-1 and `known` of the seeded mutation sequence over `seeds`."""
+    """Cases 0..n-1 and `known` of the seeded mutation sequence over `seeds`:
+    the mutations drawn in order (the seed fixes them), then JOBS cases at a
+    time (each case is its own files and processes)."""
     global ran, rng
     rng = random.Random(SEED)
+    cases = []
     for i in range(max([n] + [k + 1 for k in known])):
         name, data = seeds[i % len(seeds)]
         kind, bad = mutate(data)
@@ -204,67 +218,76 @@ def run_cases(label, seeds, n, known):
             continue
         ran += 1
         kinds[kind] = kinds.get(kind, 0) + 1
-        path = os.path.join(work, f"{label}_case{i:03d}_{name}")
-        out = os.path.join(work, f"{label}_case{i:03d}.csv")
-        with open(path, "wb") as f:
-            f.write(bad)
-        args = [AP, "perun", path, "-o", out] + (["--regions"] if i % 5 == 4 else [])
-        try:
-            r = subprocess.run(args, capture_output=True, text=True, errors="replace", env=env,
-                               timeout=LIMIT_S + 60)
-        except subprocess.TimeoutExpired:
-            problems.append(f"{label} case {i} ({kind} of {name}): hung for {LIMIT_S + 60} s")
-            continue
-        # allocator_may_return_null=1 makes ASan note libhdf5's huge mallocs
-        # from corrupt size fields; that note is ASan's, not anchorpost's output.
-        lines = [ln for ln in r.stderr.strip().splitlines()
-                 if not re.match(r"==\d+==WARNING: AddressSanitizer failed to allocate", ln)]
-        report = re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", r.stderr)
-        if report:
-            # The sanitizer report may come from the forked child that walks
-            # the file first (perun_guard.c); the parent then exits 1.
-            ok = False
-        elif r.returncode == 0:
-            ok = all(ln.startswith("anchorpost: warning: ") for ln in lines) and len(lines) <= 1 \
-                and os.path.exists(out)
+        cases.append((label, i, name, kind, bad))
+    with ThreadPoolExecutor(JOBS) as ex:
+        list(ex.map(lambda c: one_case(*c), cases))
+
+
+def one_case(label, i, name, kind, bad):
+    """One corrupted file: the ASan build's `perun`, then the other commands."""
+    path = os.path.join(work, f"{label}_case{i:03d}_{name}")
+    out = os.path.join(work, f"{label}_case{i:03d}.csv")
+    with open(path, "wb") as f:
+        f.write(bad)
+    args = [AP, "perun", path, "-o", out] + (["--regions"] if i % 5 == 4 else [])
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, errors="replace", env=env,
+                           timeout=LIMIT_S + 60)
+    except subprocess.TimeoutExpired:
+        problems.append(f"{label} case {i} ({kind} of {name}): hung for {LIMIT_S + 60} s")
+        return
+    # allocator_may_return_null=1 makes ASan note libhdf5's huge mallocs
+    # from corrupt size fields; that note is ASan's, not anchorpost's output.
+    lines = [ln for ln in r.stderr.strip().splitlines()
+             if not re.match(r"==\d+==WARNING: AddressSanitizer failed to allocate", ln)]
+    report = re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", r.stderr)
+    if report:
+        # The sanitizer report may come from the forked child that walks
+        # the file first (perun_guard.c); the parent then exits 1.
+        ok = False
+    elif r.returncode == 0:
+        ok = all(ln.startswith("anchorpost: warning: ") for ln in lines) and len(lines) <= 1 \
+            and os.path.exists(out)
+        with lock:
             counts["exit0"] += ok
-        elif r.returncode == 1:
-            if "did not finish reading this file" in r.stderr:
-                hdf5_bugs.append(f"{label} case {i} ({kind} of {name}): libhdf5 looped, stopped after "
-                                 f"{LIMIT_S} s: {lines[-1:]}")
-            ok = len(lines) == 1 and lines[0].startswith(f"anchorpost: {path}: ") \
-                and not os.path.exists(out)
+    elif r.returncode == 1:
+        if "did not finish reading this file" in r.stderr:
+            hdf5_bugs.append(f"{label} case {i} ({kind} of {name}): libhdf5 looped, stopped after "
+                             f"{LIMIT_S} s: {lines[-1:]}")
+        ok = len(lines) == 1 and lines[0].startswith(f"anchorpost: {path}: ") \
+            and not os.path.exists(out)
+        with lock:
             counts["exit1"] += ok
+    else:
+        ok = False
+    if not ok:
+        if not report:
+            problems.append(f"{label} case {i} ({kind} of {name}): exit {r.returncode} without a sanitizer "
+                            f"report broke the one-line rule: {lines[:3]}")
         else:
-            ok = False
-        if not ok:
-            if not report:
-                problems.append(f"{label} case {i} ({kind} of {name}): exit {r.returncode} without a sanitizer "
-                                f"report broke the one-line rule: {lines[:3]}")
-            else:
-                where, what = classify(r.stderr)
-                line = f"{label} case {i} ({kind} of {name}): exit {r.returncode}: {what}"
-                if where == "libhdf5":
-                    # The normal build must still end with one line and exit 1
-                    # (or convert): the guard turns libhdf5's crash into an error.
-                    q = subprocess.run([PLAIN, "perun", path, "-o", out], capture_output=True,
-                                       text=True, errors="replace", timeout=LIMIT_S + 60,
-                                       env=dict(os.environ, ANCHORPOST_PERUN_TIMEOUT_S=str(LIMIT_S)))
-                    ql = q.stderr.strip().splitlines()
-                    plain_ok = (q.returncode == 1 and len(ql) == 1) or \
-                        (q.returncode == 0 and len(ql) <= 1)
-                    line += f"; {h5dump_crashes(path)}; normal build: exit {q.returncode} {ql[-1:]}"
-                    if plain_ok:
-                        hdf5_bugs.append(line)
-                    else:
-                        problems.append(line + " (normal build broke the one-line rule)")
+            where, what = classify(r.stderr)
+            line = f"{label} case {i} ({kind} of {name}): exit {r.returncode}: {what}"
+            if where == "libhdf5":
+                # The normal build must still end with one line and exit 1
+                # (or convert): the guard turns libhdf5's crash into an error.
+                q = subprocess.run([PLAIN, "perun", path, "-o", out], capture_output=True,
+                                   text=True, errors="replace", timeout=LIMIT_S + 60,
+                                   env=dict(os.environ, ANCHORPOST_PERUN_TIMEOUT_S=str(LIMIT_S)))
+                ql = q.stderr.strip().splitlines()
+                plain_ok = (q.returncode == 1 and len(ql) == 1) or \
+                    (q.returncode == 0 and len(ql) <= 1)
+                line += f"; {h5dump_crashes(path)}; normal build: exit {q.returncode} {ql[-1:]}"
+                if plain_ok:
+                    hdf5_bugs.append(line)
                 else:
-                    problems.append(line)
-        for b in other_commands(path, f"{label}{i:03d}"):
-            problems.append(f"{label} case {i} ({kind} of {name}): {b}")
-        for p_ in (path, out, out + ".energy.csv"):
-            if os.path.exists(p_) and ok:
-                os.unlink(p_)
+                    problems.append(line + " (normal build broke the one-line rule)")
+            else:
+                problems.append(line)
+    for b in other_commands(path, f"{label}{i:03d}"):
+        problems.append(f"{label} case {i} ({kind} of {name}): {b}")
+    for p_ in (path, out, out + ".energy.csv"):
+        if os.path.exists(p_) and ok:
+            os.unlink(p_)
 
 
 KNOWN = []
@@ -281,14 +304,14 @@ print("slowest of each other command (s, case): " +
       ", ".join(f"{k} {v[0]:.1f} ({v[1]})" for k, v in sorted(other_slowest.items())))
 print("other commands on the same files (command, exit): " +
       ", ".join(f"{k[0]} {k[1]}: {v}" for k, v in sorted(other_counts.items(), key=str)))
-for b in hdf5_bugs:
+for b in sorted(hdf5_bugs):
     print("LIBHDF5: " + b)
 if hdf5_bugs:
     print(f"{len(hdf5_bugs)} of {ran} corrupted files hit bugs inside libhdf5 "
           f"{subprocess.run(['pkg-config', '--modversion', 'hdf5'], capture_output=True, text=True).stdout.strip()} "
           "(first frame in libhdf5, not in anchorpost); see docs/perun-format.md")
 if problems:
-    for pr in problems:
+    for pr in sorted(problems):
         print("PROBLEM: " + pr)
     die(f"{len(problems)} of {ran} corrupted files crashed, hung or broke the one-line rule "
         f"(inputs kept in {work})")

@@ -23,6 +23,7 @@ ranges carry the same value per task and different values across tasks;
 concurrent tasks; `async with anchor.measure` tags its range the same way;
 a plain `with` writes no value.
 """
+import importlib.util
 import csv
 import json
 import os
@@ -32,9 +33,8 @@ import subprocess
 from pyanchor_util import ANCHORPOST, LIB, PYTHON, TMP, check, dump, events, need_build, run_py, skip
 
 need_build()
-try:
-    import perun  # noqa: F401
-except ImportError:
+# find_spec, not import: only the child processes use perun.
+if importlib.util.find_spec("perun") is None:
     skip("perun not installed (scripts/install-deps.sh)")
 
 WORKLOAD = r'''

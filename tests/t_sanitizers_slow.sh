@@ -3,19 +3,21 @@
 # anchorpost, and the thread storm under TSan.  Any report fails the test.
 set -euo pipefail
 cd "$ANCHOR_ROOT"
+: "${BUILD:=$ANCHOR_ROOT/build}"
 T=$ANCHOR_TEST_TMP
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export TSAN_OPTIONS=halt_on_error=1
 
 echo "== ASan+UBSan build"
-make -s -j2 B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
-	build-asan/libanchor.so build-asan/anchorpost build-asan/victims/marker build-asan/victims/ring_check build-asan/victims/lapped
+# In $BUILD/asan, shared with t_perun_corrupt_slow.py (tests/asan_build.sh).
+A=$BUILD/asan
+bash tests/asan_build.sh "$A/libanchor.so" "$A/anchorpost" "$A/victims/marker" "$A/victims/ring_check" "$A/victims/lapped"
 for t in t_ring_storm.sh t_ring_kill9.py; do
 	echo "== $t (asan)"
 	case $t in
-	*.sh) ANCHOR_TEST_SANITIZED=1 BUILD=$ANCHOR_ROOT/build-asan STORM_COUNT=200000 FORK_COUNT=5000 ANCHOR_TEST_TMP=$T bash tests/$t >"$T/$t.log" 2>&1 ;;
-	*.py) BUILD=$ANCHOR_ROOT/build-asan ANCHOR_TEST_TMP=$T "$PYTHON" tests/$t >"$T/$t.log" 2>&1 ;;
+	*.sh) ANCHOR_TEST_SANITIZED=1 BUILD=$A STORM_COUNT=200000 FORK_COUNT=5000 ANCHOR_TEST_TMP=$T bash tests/$t >"$T/$t.log" 2>&1 ;;
+	*.py) BUILD=$A ANCHOR_TEST_TMP=$T "$PYTHON" tests/$t >"$T/$t.log" 2>&1 ;;
 	esac || { tail -n 30 "$T/$t.log"; exit 1; }
 	if grep -qE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' "$T/$t.log"; then
 		grep -E -A20 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' "$T/$t.log" | head -40
@@ -26,9 +28,10 @@ for t in t_ring_storm.sh t_ring_kill9.py; do
 done
 
 echo "== TSan thread storm"
-make -s -j2 CC=clang ZDEFS= B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" build-tsan/libanchor.so build-tsan/victims/marker build-tsan/victims/ring_check
-ANCHOR_FILE=$T/tsan.ring ANCHOR_RING_SIZE=64M build-tsan/victims/marker threads 8 50000 2>"$T/tsan.err" || { cat "$T/tsan.err"; exit 1; }
+TS=$BUILD/tsan
+make -s -j"$(nproc)" CC=clang ZDEFS= B="$TS" OPT="-O1 -g" SAN="-fsanitize=thread" "$TS/libanchor.so" "$TS/victims/marker" "$TS/victims/ring_check"
+ANCHOR_FILE=$T/tsan.ring ANCHOR_RING_SIZE=64M "$TS/victims/marker" threads 8 50000 2>"$T/tsan.err" || { cat "$T/tsan.err"; exit 1; }
 if grep -q "WARNING: ThreadSanitizer" "$T/tsan.err"; then head -60 "$T/tsan.err"; exit 1; fi
-build-tsan/victims/ring_check seqs "$T/tsan.ring" | tail -n 1
-build-tsan/victims/ring_check seqs "$T/tsan.ring" | grep -q "^total 400000 streams 8 torn 0 bad_check 0"
+"$TS/victims/ring_check" seqs "$T/tsan.ring" | tail -n 1
+"$TS/victims/ring_check" seqs "$T/tsan.ring" | grep -q "^total 400000 streams 8 torn 0 bad_check 0"
 echo "ok: sanitizers clean"

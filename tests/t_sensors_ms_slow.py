@@ -21,6 +21,7 @@ moment of each read, with no updater lag.  Checks:
     same counter rows into its phases.csv.
 Emulated sensor, not a measurement.
 """
+import importlib.util
 import csv
 import os
 import subprocess
@@ -44,9 +45,8 @@ def check(cond, msg):
 
 
 def main():
-	try:
-		import perun  # noqa: F401
-	except ImportError:
+	# find_spec, not import: only the child processes use perun.
+	if importlib.util.find_spec("perun") is None:
 		print("skip: perun is not installed (scripts/install-deps.sh)")
 		return 77
 	out = os.path.join(TMP, "run")

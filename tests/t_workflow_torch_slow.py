@@ -13,6 +13,7 @@ with `import anchor` under LD_PRELOAD, recorded as users do,
   (0 % before), the stacks can: the module's SITE records name the lines of
   each `with anchor.phase` body, so the placement is by structure and does
   not depend on the machine's load."""
+import importlib.util
 import bisect
 import csv
 import glob
@@ -29,9 +30,8 @@ def main():
     need()
     if not pyspy():
         skip("py-spy is not installed")
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    # find_spec, not import: only the training script uses torch.
+    if importlib.util.find_spec("torch") is None:
         skip("torch is not installed")
     d = os.path.join(TMP, "run")
     rc, perun, pid = record(d, TRAIN, ("120",), spy=["-f", "speedscope", "-o", os.path.join(d, "prof.json")],

@@ -22,10 +22,9 @@ targets=(tests/fuzz/fuzz_*.c)
 per=$(( secs / ${#targets[@]} )); [ $per -ge 1 ] || per=1
 field() { sed -n "s/^ \* $1: //p" "$2" | head -n 1; }
 fail=0
-for t in "${targets[@]}"; do
-	name=$(basename "$t" .c); name=${name#fuzz_}
-	srcs=$(field fuzz-sources "$t"); libs=$(field fuzz-libs "$t"); seeds=$(field fuzz-seeds "$t")
-	ldflags=""; cflags=""
+build() {
+	local t=$1 name=$2 srcs libs l ldflags="" cflags=""
+	srcs=$(field fuzz-sources "$t"); libs=$(field fuzz-libs "$t")
 	for l in $libs; do
 		if pkg-config --exists "$l" 2>/dev/null; then
 			cflags+=" $(pkg-config --cflags "$l")"; ldflags+=" $(pkg-config --libs "$l")"
@@ -33,10 +32,22 @@ for t in "${targets[@]}"; do
 			ldflags+=" -l$l"
 		fi
 	done
-	bin=$out/fuzz_$name
 	# shellcheck disable=SC2086
-	if ! $CC -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Ianchors -Ipreload -Ipostproc/cmd -Ipostproc/input -Ipostproc/model -Ipostproc/align -Ipostproc/attrib -Ipostproc/output -Ipostproc/util -Itests/fuzz $cflags -o "$bin" "$t" $srcs $ldflags -lm; then
+	$CC -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Ianchors -Ipreload -Ipostproc/cmd -Ipostproc/input -Ipostproc/model -Ipostproc/align -Ipostproc/attrib -Ipostproc/output -Ipostproc/util -Itests/fuzz $cflags -o "$out/fuzz_$name" "$t" $srcs $ldflags -lm
+}
+# Every target is compiled first, all at once (each is one clang process,
+# seconds of CPU), then fuzzed one after another for its share of SECONDS.
+declare -A built
+for t in "${targets[@]}"; do
+	name=$(basename "$t" .c); name=${name#fuzz_}
+	build "$t" "$name" & built[$name]=$!
+done
+for t in "${targets[@]}"; do
+	name=$(basename "$t" .c); name=${name#fuzz_}
+	seeds=$(field fuzz-seeds "$t")
+	bin=$out/fuzz_$name
+	if ! wait "${built[$name]}"; then
 		echo "fuzz: $name: build failed"; fail=1; continue
 	fi
 	corpus=tests/fuzz/corpus-$name
