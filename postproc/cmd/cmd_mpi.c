@@ -166,6 +166,24 @@ static void print_ranks(FILE *tty, const struct mring *m)
 			abnormal);
 }
 
+/* Hosts aligned without perun's stamps: the offset, its 95 % interval and
+ * the ring's hard bounds, as single-ring `phases` states them (hosts with
+ * stamps print nothing here: exact). */
+static void print_fallback(FILE *tty, const struct mring *m)
+{
+	for (size_t h = 0; h < m->nhosts; h++) {
+		const struct mr_host *mh = &m->hosts[h];
+		if (!mh->bound_ring)
+			continue;
+		fprintf(tty, "perun host %s: offset %.6f s, alignment %s (+-%.3g ms), 95%% interval +-%.3g ms", mh->ph->name,
+			mh->offset_s, mh->method, mh->uncert_ms, mh->ci95_ms);
+		if (isfinite(mh->bound_lo_s) || isfinite(mh->bound_hi_s))
+			fprintf(tty, "; bounded to [%.3f, %.3f] s by %s (%s)", mh->bound_lo_s, mh->bound_hi_s,
+				mh->bound_ring, mh->bound_why);
+		fprintf(tty, "\n");
+	}
+}
+
 /* ---- phases ------------------------------------------------------------------ */
 
 struct agg {
@@ -659,6 +677,7 @@ static int run(int argc, char **argv, int stragglers)
 		diag_fatal(e.file, "%s", e.msg); /* e.file may be m's: printed before any close */
 	tty = a.out ? stdout : stderr;
 	print_ranks(tty, &m);
+	print_fallback(tty, &m);
 	if (!m.nunits)
 		diag_fatal(NULL, "no ring holds a process with phases");
 	if (m.have_perun) {
