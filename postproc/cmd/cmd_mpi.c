@@ -123,6 +123,7 @@ static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 		OPT_LONG(0, "round", &a->o.round, "N", 0, 1e6, 0, "perun round"),
 		OPT_STRING(0, "tz", &a->o.tz, "+HH:MM", "zone of perun's execution_dt (default: this machine's)"),
 		OPTS_ALIGN(&a->o),
+		OPT_NO_HOOK(&a->o),
 		OPT_LONG(0, "threads", &a->threads, "N", 1, 1024, 2, "rings loaded in parallel"),
 		OPT_END(),
 	};

@@ -351,8 +351,8 @@ static int ring_offsets(struct mring *m, const struct mring_opts *o, struct mr_r
 	 * another perun run's). */
 	long h = host_of(m, r->host);
 	const struct perun_sensor *ref = h >= 0 ? energy_model_ref_sensor(m->hosts[h].ph) : NULL;
-	int hook = align_perun_hook(l->rf.ev, l->rf.nev, &l->clock, m->run, (size_t)o->round,
-				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
+	int hook = o->no_hook ? 0 : align_perun_hook(l->rf.ev, l->rf.nev, &l->clock, m->run, (size_t)o->round,
+						     ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
 	if (hook > 0) {
 		r->hook_offset_s = a.offset_s + r->first_s;
 		r->hook_samples = a.hook_samples;

@@ -115,6 +115,7 @@ struct mring_opts {
 	struct attrib_opts ao;
 	int threads;               /* 0: 2 */
 	int no_fit;                /* keep the execution_dt prior */
+	int no_hook;               /* ignore perun's stamps (shows the fallback) */
 	double fit_range_s;        /* 0: 3 s */
 };
 
