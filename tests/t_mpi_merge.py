@@ -14,10 +14,17 @@ Checked:
   * rank 2 is reported as ended without an exit record;
   * per host, the joules per phase match the counters' truth within 3 %,
     wait joules of rank 0 match its allreduce truth within 3 %;
-  * errors: a glob that matches nothing, a ring without SYNC records.
+  * errors: a glob that matches nothing, a ring without SYNC records;
+  * without perun's stamps (ringgen writes none), each host's offset follows
+    single-ring `phases`' rule (align_perun_fallback): ranks running as
+    `perun monitor` (ringgen --perun-monitor) bound it by the sampler's fork
+    and exit; the stated 95 % interval (fitted, and --no-fit: the bounds')
+    holds the true offset, and a perun file whose span cannot fit those
+    lifetimes is refused by phases and stragglers with one line.
 """
 import csv
 import os
+import re
 import subprocess
 import sys
 
@@ -177,3 +184,48 @@ p = run(POST, "phases", "--rings", bad, "--by-rank", "--threads", "4", rc=1)
 check(p.stderr.count("\n") == 1 and "the ring holds no records" in p.stderr,
       "six bad rings on four threads: want one line, got %r" % p.stderr)
 print("ok: one-line errors for a glob matching nothing, an empty ring, and six on four threads")
+
+# 5. No stamps: bounded by the ring, the same rule as one ring.
+pm = os.path.join(TMP, "pm")
+pm_rings = os.path.join(pm, "rings")
+os.makedirs(pm_rings, exist_ok=True)
+for r, (host, mono) in hosts.items():
+    run(GEN, os.path.join(pm_rings, "run-%s-%d.ring" % (host, r)), "--rank", str(r), "--nranks", "3",
+        "--steps", "150", "--host", host, "--mono-base-ns", str(mono), "--seed", "11", "--perun-monitor",
+        "--power-out", os.path.join(pm, "power-%d.csv" % r))
+pm_h5 = os.path.join(pm, "train.hdf5")
+run(sys.executable, os.path.join(ROOT, "tools", "ringgen", "perun_synth.py"), pm_h5,
+    "hostA=" + os.path.join(pm, "power-0.csv"), "hostB=" + os.path.join(pm, "power-2.csv"))
+with open(os.path.join(pm, "power-0.csv")) as f:
+    first_ns = int(f.readline().split("=", 1)[1])
+# timeline origin: the earliest ring's creation (ringgen's default t0, no
+# realtime error); perun's first timestep is 0
+truth_off = (first_ns - 1790000000000000000) / 1e9
+line_re = re.compile(r"perun host (\S+): offset (-?[0-9.]+) s, alignment (.+?) \(\+-\S+ ms\), "
+                     r"95% interval \+-(\S+) ms; bounded to \[(-?[0-9.]+), (-?[0-9.]+)\] s")
+for extra, want in (((), "+fit"), (("--no-fit",), "+bounds")):
+    p = run(POST, "phases", "--rings", pm_rings, "--perun", pm_h5, "-o", os.path.join(pm, "p.csv"), *extra)
+    got = {m.group(1): m for m in line_re.finditer(p.stdout)}
+    check(sorted(got) == ["hostA", "hostB"], "%s: no stated offset interval per host:\n%s" % (extra, p.stdout[:1500]))
+    for host, m in sorted(got.items()):
+        off, method, ci, lo, hi = float(m.group(2)), m.group(3), float(m.group(4)), float(m.group(5)), float(m.group(6))
+        check(method.endswith(want), "%s %s: alignment %s, want ...%s" % (extra, host, method, want))
+        check(lo <= truth_off <= hi, "%s %s: bounds [%.3f, %.3f] miss the true offset %.3f" %
+              (extra, host, lo, hi, truth_off))
+        check(0 < ci < 1000 and abs(off - truth_off) <= ci / 1e3 + 1e-6,
+              "%s %s: offset %.6f +- %g ms misses the true offset %.6f" % (extra, host, off, ci, truth_off))
+        print("ok: %s%s offset %.6f s +- %g ms (95 %%), bounds [%.3f, %.3f], truth %.6f (%s)" %
+              (host, " --no-fit" if extra else "", off, ci, lo, hi, truth_off, method))
+# Another run's perun file: longer than the samplers lived.
+run(GEN, os.path.join(pm, "long.ring"), "--rank", "0", "--nranks", "1", "--steps", "400", "--host", "hostA",
+    "--seed", "11", "--perun-monitor", "--power-out", os.path.join(pm, "long.csv"))
+long_h5 = os.path.join(pm, "long.hdf5")
+run(sys.executable, os.path.join(ROOT, "tools", "ringgen", "perun_synth.py"), long_h5,
+    "hostA=" + os.path.join(pm, "long.csv"), "hostB=" + os.path.join(pm, "long.csv"))
+for cmd in ("phases", "stragglers"):
+    out = os.path.join(pm, "x-%s.csv" % cmd)
+    p = run(POST, cmd, "--rings", pm_rings, "--perun", long_h5, "-o", out, rc=1)
+    check(p.stderr.count("\n") == 1 and "cannot be the perun run recorded in" in p.stderr,
+          "%s with another run's perun file: want one refusal line, got %r" % (cmd, p.stderr))
+    check(not os.path.exists(out), "%s wrote %s for another run's perun file" % (cmd, out))
+    print("ok: %s refuses another run's perun file: %s" % (cmd, p.stderr.strip()[:160]))

@@ -88,4 +88,27 @@ int align_perun_bounds(const struct ring_procs *procs, const struct phase_set *p
 void align_perun_settle(struct align_perun *out, double lo, double hi, int fitted, double fit_offset_s,
 			double fit_sigma_ms, double fit_ci95_ms);
 
+/* The fallback without perun's stamps, for one ring or each of many: out
+ * holds the prior (align_perun_prior); the ring's hard bounds
+ * (align_perun_bounds over procs, ph's primary thread, base_ns and the
+ * reference sensor's timesteps ts_s) narrow it, the fit of ser against iv
+ * (the primary thread's intervals on the timeline; ser NULL: no fit)
+ * searches within them (+-range_s of the prior when nothing bounds it
+ * both ways), align_perun_settle decides.  span_s > 0 fits only span_s
+ * of intervals around their middle (cost).  0, -EDOM when the bounds
+ * contradict each other (out->bound_lo_s > out->bound_hi_s, bound_why
+ * says why: not one run), -ENOMEM. */
+struct align_fallback_in {
+	const struct ring_procs *procs;
+	const struct phase_set *ph;
+	uint64_t base_ns;
+	const double *ts_s;
+	size_t nts;
+	const struct attrib_series *ser;
+	const struct attrib_interval *iv;
+	size_t niv, n_phase;
+	double range_s, span_s;
+};
+int align_perun_fallback(const struct align_fallback_in *in, struct align_perun *out);
+
 #endif

@@ -123,6 +123,7 @@ static void parse(int argc, char **argv, struct mpi_args *a, int stragglers)
 		OPT_LONG(0, "round", &a->o.round, "N", 0, 1e6, 0, "perun round"),
 		OPT_STRING(0, "tz", &a->o.tz, "+HH:MM", "zone of perun's execution_dt (default: this machine's)"),
 		OPTS_ALIGN(&a->o),
+		OPT_NO_HOOK(&a->o),
 		OPT_LONG(0, "threads", &a->threads, "N", 1, 1024, 2, "rings loaded in parallel"),
 		OPT_END(),
 	};
@@ -164,6 +165,24 @@ static void print_ranks(FILE *tty, const struct mring *m)
 	if (abnormal)
 		fprintf(tty, "%zu rank(s) ended abnormally: their rings are read up to their last committed record\n",
 			abnormal);
+}
+
+/* Hosts aligned without perun's stamps: the offset, its 95 % interval and
+ * the ring's hard bounds, as single-ring `phases` states them (hosts with
+ * stamps print nothing here: exact). */
+static void print_fallback(FILE *tty, const struct mring *m)
+{
+	for (size_t h = 0; h < m->nhosts; h++) {
+		const struct mr_host *mh = &m->hosts[h];
+		if (!mh->bound_ring)
+			continue;
+		fprintf(tty, "perun host %s: offset %.6f s, alignment %s (+-%.3g ms), 95%% interval +-%.3g ms", mh->ph->name,
+			mh->offset_s, mh->method, mh->uncert_ms, mh->ci95_ms);
+		if (isfinite(mh->bound_lo_s) || isfinite(mh->bound_hi_s))
+			fprintf(tty, "; bounded to [%.3f, %.3f] s by %s (%s)", mh->bound_lo_s, mh->bound_hi_s,
+				mh->bound_ring, mh->bound_why);
+		fprintf(tty, "\n");
+	}
 }
 
 /* ---- phases ------------------------------------------------------------------ */
@@ -659,6 +678,7 @@ static int run(int argc, char **argv, int stragglers)
 		diag_fatal(e.file, "%s", e.msg); /* e.file may be m's: printed before any close */
 	tty = a.out ? stdout : stderr;
 	print_ranks(tty, &m);
+	print_fallback(tty, &m);
 	if (!m.nunits)
 		diag_fatal(NULL, "no ring holds a process with phases");
 	if (m.have_perun) {

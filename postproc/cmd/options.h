@@ -98,7 +98,7 @@ extern const struct opt_choice opt_method_choices[];
 	OPT_DOUBLE(0, "fit-range", &(eo)->fit_range_s, "S", 0, ANCHOR_FIT_RANGE_MAX_S, ANCHOR_FIT_RANGE_S,     \
 		   "offset search around the execution_dt estimate, s"),                                       \
 	OPT_BOOL(0, "no-fit", &(eo)->no_fit, "keep the execution_dt estimate")
-/* One ring only (eo: a struct em_opts *): align as if perun's stamps were
+/* eo: a struct em_opts * or struct mring_opts *: align as if perun's stamps were
  * absent, to see what the fallback alignment would have said. */
 #define OPT_NO_HOOK(eo) OPT_BOOL(0, "no-hook", &(eo)->no_hook, "ignore perun's sample stamps in the ring (shows the fallback)")
 /* method: an enum attrib_choice *; ao: a struct attrib_opts *. */

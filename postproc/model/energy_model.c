@@ -324,46 +324,38 @@ static int align_by_hook(struct energy_model *m, const struct em_opts *o, const 
 	return hook;
 }
 
-/* Without stamps: execution_dt, bounded by the ring, refined by the fit. */
+/* Without stamps: execution_dt, bounded by the ring, refined by the fit
+ * (align_perun_fallback, the rule `mpi` follows too). */
 static int align_by_prior(struct energy_model *m, const struct em_opts *o, const struct perun_sensor *ref,
 			  struct em_error *e)
 {
 	int rc;
+	size_t niv = 0;
+	struct attrib_interval *iv = NULL;
 	if (!align_perun_prior(m->run, &m->rl.clock, o->tz, m->base_ns, &m->align))
 		EM_FAIL(o->perun, "cannot align: no perun.sample anchors in %s and execution_dt '%s' "
 				     "is unusable (or the ring has no SYNC record)",
 			   o->ring, m->run->execution_dt ? m->run->execution_dt : "");
-	double range_s = o->fit_range_s, lo, hi;
-	/* Hard bounds from the ring (align_perun_bounds); the fit
-	 * searches them and is kept only where the data decide it. */
-	align_perun_bounds(&m->rl.procs, &m->ph, m->base_ns, ref ? ref->timesteps_s : NULL, ref ? ref->n : 0,
-			   &lo, &hi, m->align.bound_why, sizeof m->align.bound_why);
-	if (isfinite(lo) && isfinite(hi) && lo <= hi) {
-		m->align.offset_s = (lo + hi) / 2;
-		range_s = (hi - lo) / 2 + 0.05;
-	} else if (!(lo <= hi)) {
-		/* contradictory: the ring and this file are not one run */
+	if (m->nsen && !o->no_fit && m->ph.nthr && !(iv = primary_intervals(m, &niv)))
+		EM_FAIL_OOM();
+	struct align_fallback_in in = {
+		.procs = &m->rl.procs, .ph = &m->ph, .base_ns = m->base_ns,
+		.ts_s = ref ? ref->timesteps_s : NULL, .nts = ref ? ref->n : 0,
+		.ser = iv && niv ? &m->sen[0].ser : NULL, .iv = iv, .niv = niv, .n_phase = m->ph.nnames,
+		.range_s = o->fit_range_s,
+	};
+	rc = align_perun_fallback(&in, &m->align);
+	free(iv);
+	if (rc == -EDOM)
 		EM_FAIL(o->perun, "cannot be the perun run recorded in %s: %s contradict each other (offset "
-				     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, lo, hi);
-	}
-	if ((rc = execution_dt_check(m, o, ref, hi, e)) < 0) {
+				     ">= %.3f s and <= %.3f s)", o->ring, m->align.bound_why, m->align.bound_lo_s,
+			   m->align.bound_hi_s);
+	if (rc < 0)
+		EM_FAIL_OOM();
+	if ((rc = execution_dt_check(m, o, ref, m->align.bound_hi_s, e)) < 0) {
 		energy_model_close(m);
 		return rc;
 	}
-	struct align_perun fit = m->align;
-	int fitted = 0;
-	if (m->nsen && !o->no_fit) {
-		size_t niv;
-		struct attrib_interval *iv = primary_intervals(m, &niv);
-		if (!iv && m->ph.nthr)
-			EM_FAIL_OOM();
-		if (iv && niv)
-			fitted = align_perun_fit(&m->sen[0].ser, iv, niv, m->ph.nnames, range_s, &fit);
-		free(iv);
-		if (fitted < 0)
-			EM_FAIL_OOM();
-	}
-	align_perun_settle(&m->align, lo, hi, fitted, fit.offset_s, fit.uncert_ms, fit.ci95_ms);
 	return 0;
 }
 

@@ -254,51 +254,48 @@ static long fit_thread(const struct ringload *l, const struct phase_set *ps, int
 	return thr >= 0 && ps->thr[thr].nseg ? thr : -1;
 }
 
-/*
- * The fit costs a least-squares solve per candidate offset over every
- * window it is given; an hour-long rank would cost seconds, times the
- * number of hosts.  FIT_SPAN_S of windows around the middle of the rank's
- * phases holds thousands of jittered phase occurrences, plenty to pin one
- * constant offset.  Returns the number of intervals put into iv.
- */
-static size_t fit_window(const struct mring *m, const struct ringload *l, const struct phase_thread *th,
-			 double prior_s, double range, struct attrib_series *ser, struct attrib_interval *iv)
+/* The primary thread's segments on the ring's own timeline (seconds of
+ * its clock since base_ns), the tools' own activity left out as for one
+ * ring (energy_model.c).  NULL on OOM. */
+static struct attrib_interval *ring_intervals(const struct phase_set *ps, const struct phase_thread *th,
+					      uint64_t base_ns, size_t *n)
 {
-	double mid = (tl_s(m, &l->clock, th->seg[0].t0_ns) + tl_s(m, &l->clock, th->seg[th->nseg - 1].t1_ns)) / 2;
-	double lo_tl = mid - FIT_SPAN_S / 2, hi_tl = mid + FIT_SPAN_S / 2;
-	size_t i0 = 0, i1 = ser->n, niv = 0;
-	while (i0 < ser->n && ser->t_s[i0] + prior_s < lo_tl - range)
-		i0++;
-	while (i1 > i0 && ser->t_s[i1 - 1] + prior_s > hi_tl + range)
-		i1--;
-	if (i0 > 0)
-		i0--; /* the window ending at i0 starts at i0 - 1 */
-	ser->t_s += i0;
-	ser->value += i0;
-	ser->n = i1 - i0;
+	struct attrib_interval *iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
+	*n = 0;
+	if (!iv)
+		return NULL;
 	for (size_t i = 0; i < th->nseg; i++) {
-		double a0 = tl_s(m, &l->clock, th->seg[i].t0_ns), a1 = tl_s(m, &l->clock, th->seg[i].t1_ns);
-		if (a1 < lo_tl || a0 > hi_tl)
+		if (phase_set_is_tool(ps, th->seg[i].phase))
 			continue;
-		iv[niv].t0_s = a0;
-		iv[niv].t1_s = a1;
-		iv[niv].phase = th->seg[i].phase;
-		niv++;
+		iv[*n].t0_s = ((double)th->seg[i].t0_ns - (double)base_ns) / 1e9;
+		iv[*n].t1_s = ((double)th->seg[i].t1_ns - (double)base_ns) / 1e9;
+		iv[*n].phase = th->seg[i].phase;
+		(*n)++;
 	}
-	return niv;
+	return iv;
 }
 
-/* The prior refined on this ring: its lowest rank's primary thread
- * against its host's first power sensor (align_perun_fit, as for one
- * ring).  Every ring does it; align_hosts keeps the lowest rank's. */
+/*
+ * Without stamps, this ring's offset by the rule single-ring `phases`
+ * follows (align_perun_fallback): the prior a (execution_dt, on the
+ * ring's own timeline), bounded by its lowest rank's process lifetimes and
+ * perun's sampler, refined by fitting that rank's primary thread against
+ * its host's first power sensor.  The fit costs a least-squares solve per
+ * candidate offset over every window it is given; an hour-long rank would
+ * cost seconds, times the number of hosts: FIT_SPAN_S of intervals around
+ * the middle holds thousands of phase occurrences, plenty to pin one
+ * constant offset.  Every ring does it; align_hosts keeps the lowest
+ * rank's.  Bounds that contradict each other fail: not one run.
+ */
 static int fit_ring(const struct mring *m, const struct mring_opts *o, struct mr_ring *r, const struct ringload *l,
-		    struct em_error *e)
+		    struct align_perun *a, struct em_error *e)
 {
 	long h = host_of(m, r->host), thr;
+	uint64_t base = l->rf.ev[0].ts_ns;
 	struct phase_set ps;
-	struct align_perun a;
-	struct attrib_interval *iv;
-	size_t niv;
+	struct attrib_interval *iv = NULL;
+	size_t niv = 0;
+	int rc;
 
 	if (h < 0 || !m->hosts[h].nsen)
 		return 0;
@@ -308,22 +305,37 @@ static int fit_ring(const struct mring *m, const struct mring_opts *o, struct mr
 		phase_set_free(&ps);
 		return 0;
 	}
-	double range = o->fit_range_s > 0 ? o->fit_range_s : ANCHOR_FIT_RANGE_S;
-	struct attrib_series ser = m->hosts[h].sen[0].ser;
-	if (!(iv = calloc(ps.thr[thr].nseg, sizeof *iv))) {
+	ps.primary = (size_t)thr;
+	if (!o->no_fit && !(iv = ring_intervals(&ps, &ps.thr[thr], base, &niv))) {
 		phase_set_free(&ps);
 		return OOM(e);
 	}
-	niv = fit_window(m, l, &ps.thr[thr], r->prior_offset_s, range, &ser, iv);
-	memset(&a, 0, sizeof a);
-	a.offset_s = r->prior_offset_s;
-	snprintf(a.method, sizeof a.method, "execution_dt");
-	if (niv && ser.n >= 3 && align_perun_fit(&ser, iv, niv, ps.nnames, range, &a) > 0) {
-		r->fit_offset_s = a.offset_s;
-		r->fit_uncert_ms = a.uncert_ms;
-	}
+	const struct perun_sensor *ref = energy_model_ref_sensor(m->hosts[h].ph);
+	struct align_fallback_in in = {
+		.procs = &l->procs, .ph = &ps, .base_ns = base,
+		.ts_s = ref ? ref->timesteps_s : NULL, .nts = ref ? ref->n : 0,
+		.ser = niv ? &m->hosts[h].sen[0].ser : NULL, .iv = iv, .niv = niv, .n_phase = ps.nnames,
+		.range_s = o->fit_range_s > 0 ? o->fit_range_s : ANCHOR_FIT_RANGE_S, .span_s = FIT_SPAN_S,
+	};
+	a->bound_lo_s = -INFINITY;
+	a->bound_hi_s = INFINITY;
+	rc = align_perun_fallback(&in, a);
 	free(iv);
 	phase_set_free(&ps);
+	if (rc == -EDOM)
+		return diag_error(e, -EINVAL, o->perun,
+				  "cannot be the perun run recorded in %s: %s contradict each other (offset >= %.3f s "
+				  "and <= %.3f s)",
+				  r->path, a->bound_why, a->bound_lo_s, a->bound_hi_s);
+	if (rc < 0)
+		return OOM(e);
+	r->fit_offset_s = a->offset_s + r->first_s;
+	r->fit_uncert_ms = a->uncert_ms;
+	r->fit_ci95_ms = a->ci95_ms;
+	r->bound_lo_s = a->bound_lo_s + r->first_s;
+	r->bound_hi_s = a->bound_hi_s + r->first_s;
+	snprintf(r->bound_why, sizeof r->bound_why, "%s", a->bound_why);
+	snprintf(r->fit_method, sizeof r->fit_method, "%s", a->method);
 	return 0;
 }
 
@@ -339,8 +351,8 @@ static int ring_offsets(struct mring *m, const struct mring_opts *o, struct mr_r
 	 * another perun run's). */
 	long h = host_of(m, r->host);
 	const struct perun_sensor *ref = h >= 0 ? energy_model_ref_sensor(m->hosts[h].ph) : NULL;
-	int hook = align_perun_hook(l->rf.ev, l->rf.nev, &l->clock, m->run, (size_t)o->round,
-				    ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
+	int hook = o->no_hook ? 0 : align_perun_hook(l->rf.ev, l->rf.nev, &l->clock, m->run, (size_t)o->round,
+						     ref ? ref->timesteps_s : NULL, ref ? ref->n : 0, base, &a);
 	if (hook > 0) {
 		r->hook_offset_s = a.offset_s + r->first_s;
 		r->hook_samples = a.hook_samples;
@@ -352,8 +364,8 @@ static int ring_offsets(struct mring *m, const struct mring_opts *o, struct mr_r
 	memset(&a, 0, sizeof a);
 	if (align_perun_prior(m->run, &l->clock, o->tz, base, &a))
 		r->prior_offset_s = a.offset_s + r->first_s;
-	if (isnan(r->hook_offset_s) && !isnan(r->prior_offset_s) && !o->no_fit)
-		return fit_ring(m, o, r, l, e);
+	if (isnan(r->hook_offset_s) && !isnan(r->prior_offset_s))
+		return fit_ring(m, o, r, l, &a, e);
 	return 0;
 }
 
@@ -827,9 +839,10 @@ static int load_hosts(struct mring *m, const struct mring_opts *o, struct em_err
  * the fit on its lowest-rank ring.  0 when neither is there. */
 static int host_offset_from_rings(const struct mring *m, size_t h, struct mr_host *mh)
 {
+	const struct mr_ring *r;
 	long best = -1;
 	for (size_t i = 0; i < m->nrings; i++) {
-		const struct mr_ring *r = &m->rings[i];
+		r = &m->rings[i];
 		if (!isnan(r->hook_offset_s) && host_of(m, r->host) == (long)h) {
 			mh->offset_s = r->hook_offset_s;
 			mh->uncert_ms = 0.001;
@@ -838,7 +851,7 @@ static int host_offset_from_rings(const struct mring *m, size_t h, struct mr_hos
 		}
 	}
 	for (size_t i = 0; i < m->nrings; i++) {
-		const struct mr_ring *r = &m->rings[i];
+		r = &m->rings[i];
 		if (isnan(r->fit_offset_s) || host_of(m, r->host) != (long)h)
 			continue;
 		if (best < 0 || (unsigned)r->min_rank < (unsigned)m->rings[best].min_rank)
@@ -846,9 +859,15 @@ static int host_offset_from_rings(const struct mring *m, size_t h, struct mr_hos
 	}
 	if (best < 0)
 		return 0;
-	mh->offset_s = m->rings[best].fit_offset_s;
-	mh->uncert_ms = m->rings[best].fit_uncert_ms;
-	snprintf(mh->method, sizeof mh->method, "execution_dt+fit");
+	r = &m->rings[best];
+	mh->offset_s = r->fit_offset_s;
+	mh->uncert_ms = r->fit_uncert_ms;
+	mh->ci95_ms = r->fit_ci95_ms;
+	mh->bound_lo_s = r->bound_lo_s;
+	mh->bound_hi_s = r->bound_hi_s;
+	mh->bound_ring = r->path;
+	snprintf(mh->bound_why, sizeof mh->bound_why, "%s", r->bound_why);
+	snprintf(mh->method, sizeof mh->method, "%s", r->fit_method);
 	return 1;
 }
 

@@ -78,9 +78,13 @@ struct mr_ring {
 	double hook_offset_s;      /* perun t=0 on the timeline from its marks, NAN */
 	size_t hook_samples;
 	double prior_offset_s;     /* the same from execution_dt, NAN */
-	double fit_offset_s;       /* the prior refined by fitting this ring's lowest
-				    * rank's phases to its host's power, NAN */
-	double fit_uncert_ms;
+	double fit_offset_s;       /* without stamps: the prior bounded by this ring and
+				    * refined by fitting its lowest rank's phases to
+				    * its host's power (align_perun_fallback), NAN */
+	double fit_uncert_ms, fit_ci95_ms;
+	double bound_lo_s, bound_hi_s; /* its hard bounds on the timeline (+-INFINITY) */
+	char bound_why[192];
+	char fit_method[64];
 	int min_rank;              /* lowest rank in the ring, -1 none */
 	struct mr_unit *units;
 	size_t nunits;
@@ -92,6 +96,10 @@ struct mr_host {
 	size_t nsen;
 	double offset_s;           /* timeline = perun t + offset_s */
 	double uncert_ms;
+	double ci95_ms;            /* without stamps: 95 % half width of offset_s, else 0 */
+	double bound_lo_s, bound_hi_s; /* without stamps: hard bounds (+-INFINITY), else 0 */
+	const char *bound_ring;    /* the ring they came from, NULL with stamps */
+	char bound_why[192];
 	char method[64];
 };
 
@@ -107,6 +115,7 @@ struct mring_opts {
 	struct attrib_opts ao;
 	int threads;               /* 0: 2 */
 	int no_fit;                /* keep the execution_dt prior */
+	int no_hook;               /* ignore perun's stamps (shows the fallback) */
 	double fit_range_s;        /* 0: 3 s */
 };
 

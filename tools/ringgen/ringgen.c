@@ -7,7 +7,7 @@
  *           [--t0-unix-ns T] [--mono-base-ns M] [--rt-error-ns E]
  *           [--slow-rank R --slow-ms MS] [--seed K] [--pid P]
  *           [--no-exit] [--truth FILE.csv]
- *           [--power-out FILE.csv --period-s P]
+ *           [--power-out FILE.csv --period-s P] [--perun-monitor]
  *
  * The simulated job: N ranks in lock step.  Step k starts on every rank at
  * the same true time S_k; each rank runs data, forward, backward (jittered
@@ -31,6 +31,10 @@
  *   t_rel_s,pkg_j,dram_j          cumulative joules since the first sample
  * and, appended to --truth's directory as FILE.energy.csv, the exact joules
  * per phase put into those counters.
+ * --perun-monitor: the rank runs as `perun monitor train.py` whose sampler
+ * (a forked child, pid P + 100000) lives from 98 ms before the first
+ * power sample to 20 ms after the last; the steps start 600 ms after the
+ * process (what the ring's hard bounds on perun's offset are made of).
  */
 #include <errno.h>
 #include <math.h>
@@ -53,7 +57,7 @@ struct gen {
 struct opts {
 	const char *out, *host, *truth, *power_out;
 	double period_s;
-	int rank, nranks, steps, slow_rank, no_exit;
+	int rank, nranks, steps, slow_rank, no_exit, perun_monitor;
 	double slow_ms;
 	uint64_t seed;
 	uint32_t pid;
@@ -229,6 +233,10 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->no_exit = 1;
 			continue;
 		}
+		if (!strcmp(a, "--perun-monitor")) {
+			o->perun_monitor = 1;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "ringgen: %s needs a value\n", a);
 			exit(2);
@@ -337,7 +345,8 @@ static void write_start(struct gen *g, const struct opts *o, int64_t now)
 	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_RANK=%d", o->rank) + 1;
 	tl += (size_t)snprintf(text + tl, sizeof text - tl, "OMPI_COMM_WORLD_SIZE=%d", o->nranks) + 1;
 	tl += (size_t)snprintf(text + tl, sizeof text - tl, "exe=/usr/bin/python3") + 1;
-	tl += (size_t)snprintf(text + tl, sizeof text - tl, "argv=python3 train.py --synthetic") + 1;
+	tl += (size_t)snprintf(text + tl, sizeof text - tl, "argv=%s",
+			       o->perun_monitor ? "perun monitor train.py --synthetic" : "python3 train.py --synthetic") + 1;
 	emit(g, now, ANCHOR_KIND_PROC_START, 0, 1, text, tl);
 	emit(g, now, ANCHOR_KIND_THREAD, ANCHOR_FLAG_VALUE, 1, "python3", 7);
 	sync_rec(g, now);
@@ -472,7 +481,15 @@ int main(int argc, char **argv)
 	}
 	now = o.t0_unix_ns;
 	write_start(&g, &o, now);
-	now += 1000000; /* 1 ms of start-up */
+	if (o.perun_monitor) {
+		/* perun forks its sampler, which samples from 500 ms before the first step */
+		g.pid = o.pid + 100000;
+		emit(&g, now + 2000000, ANCHOR_KIND_FORK, 0, o.pid, "", 0);
+		g.pid = o.pid;
+		now += 600000000;
+	} else {
+		now += 1000000; /* 1 ms of start-up */
+	}
 	if (o.power_out && (rc = power_plan(&o, now, &pw)))
 		return rc;
 	if (o.truth && !(truth = fopen(o.truth, "w"))) {
@@ -483,11 +500,19 @@ int main(int argc, char **argv)
 		fprintf(truth, "step,rank,t0_unix_ns,t1_unix_ns,wait_ns,slowest\n");
 	for (int k = 0; k < o.steps; k++)
 		now = write_step(&g, &o, k, now, truth, &pw);
+	int64_t last_sample = pw.first_ns + (int64_t)llround((double)(pw.n ? pw.n - 1 : 0) * pw.period_s * 1e9);
 	if (pw.n && (rc = power_write(&o, now, &pw)))
 		return rc;
 	if (truth && fclose(truth)) {
 		fprintf(stderr, "ringgen: %s: %s\n", o.truth, strerror(errno));
 		return 1;
+	}
+	if (o.perun_monitor) {
+		int64_t sx = (pw.first_ns ? last_sample : now) + 20000000;
+		g.pid = o.pid + 100000;
+		emit(&g, sx, ANCHOR_KIND_PROC_EXIT, ANCHOR_FLAG_VALUE, 0, "status=0", 8);
+		g.pid = o.pid;
+		now = sx;
 	}
 	if (!o.no_exit)
 		emit(&g, now + 1000000, ANCHOR_KIND_PROC_EXIT, ANCHOR_FLAG_VALUE, 0, "status=0", 8);
