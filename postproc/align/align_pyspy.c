@@ -620,68 +620,78 @@ static int function_ids(const struct pyspy_profile *p, uint32_t **fn_out, size_t
 	return 0;
 }
 
-/* Per row: bit q set when the stack holds phase q's typical function,
- * the one whose presence is most over-represented inside q (rows timed
- * y).  Functions, not frames: a frame is one line, and the line of main
- * that calls sync_pulse also covers the gaps between its bursts. */
-static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
-		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
+/* sig_masks' inputs and working tables, shared by its stages. */
+struct sm_work {
+	const struct pyspy_profile *p;
+	const struct thr_rows *r;
+	size_t nf, np;		  /* nf: functions (function_ids) */
+	uint32_t *fn;		  /* frame -> function */
+	uint32_t *fr, cap;	  /* one stack's frames */
+	double *in, *out;	  /* [q * nf + g]: stacks holding g inside / outside phase q */
+	size_t cnt[64];		  /* rows inside each phase */
+	int sig[64];		  /* per phase: its typical function, -1 for none */
+};
+
+/* Room in w->fr for a stack d frames deep.  -ENOMEM. */
+static int sm_room(struct sm_work *w, uint32_t d)
 {
-	size_t nf = 0, n = r->n, np = nphase < 64 ? nphase : 64, tot = n;
-	uint32_t *fn = NULL;
-	double *in = NULL, *out = NULL;
-	size_t cnt[64] = {0};
-	int sig[64];
-	uint32_t *fr = NULL, cap = 0;
-	uint8_t *mark = NULL;
-	int rc = -ENOMEM;
-	if (function_ids(p, &fn, &nf))
-		goto done;
-	in = calloc(nf * np + 1, sizeof *in);
-	out = calloc(nf * np + 1, sizeof *out);
-	mark = calloc(nf + 1, 1);
-	if (!in || !out || !mark)
-		goto done;
-	if (use) {
-		tot = 0;
-		for (size_t j = 0; j < n; j++)
-			tot += use[j];
+	if (d > w->cap) {
+		uint32_t *nfr = realloc(w->fr, d * sizeof *nfr);
+		if (!nfr)
+			return -ENOMEM;
+		w->fr = nfr;
+		w->cap = d;
 	}
-	for (size_t j = 0; j < n; j++) {
-		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+	return 0;
+}
+
+/* Tallies, rows timed y (those in use), how many stacks inside and
+ * outside each phase hold each function, once per stack.  -ENOMEM. */
+static int sm_count(struct sm_work *w, const struct phase_thread *th, uint64_t base_ns, const double *y,
+		    const uint8_t *use, uint8_t *mark)
+{
+	const struct pyspy_profile *p = w->p;
+	size_t nf = w->nf, np = w->np;
+
+	for (size_t j = 0; j < w->r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		int ph = phase_at(th, base_ns, y[j]);
 		uint32_t d = p->stacks.v[s->stack].depth;
 		if (use && !use[j])
 			continue;
-		if (d > cap) {
-			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
-			if (!nfr)
-				goto done;
-			fr = nfr;
-			cap = d;
-		}
-		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		if (sm_room(w, d))
+			return -ENOMEM;
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		if (ph >= 0 && (size_t)ph < np)
-			cnt[ph]++;
+			w->cnt[ph]++;
 		for (uint32_t k = 0; k < d; k++) {
-			uint32_t g = fn[fr[k]];
+			uint32_t g = w->fn[w->fr[k]];
 			if (mark[g])
 				continue; /* once per stack */
 			mark[g] = 1;
 			for (size_t q = 0; q < np; q++) {
 				if (ph == (int)q)
-					in[q * nf + g] += 1;
+					w->in[q * nf + g] += 1;
 				else
-					out[q * nf + g] += 1;
+					w->out[q * nf + g] += 1;
 			}
 		}
 		for (uint32_t k = 0; k < d; k++)
-			mark[fn[fr[k]]] = 0;
+			mark[w->fn[w->fr[k]]] = 0;
 	}
-	for (size_t q = 0; q < np; q++) {
+	return 0;
+}
+
+/* Per phase, the function with the best recall x precision^2 above 0.05;
+ * none for a phase with no rows or all of them (tot: rows in use). */
+static void sm_signatures(struct sm_work *w, size_t tot)
+{
+	size_t nf = w->nf;
+
+	for (size_t q = 0; q < w->np; q++) {
 		double best = 0.05; /* weaker evidence is no signature */
-		sig[q] = -1;
-		if (!cnt[q] || cnt[q] == tot)
+		w->sig[q] = -1;
+		if (!w->cnt[q] || w->cnt[q] == tot)
 			continue;
 		for (size_t f = 0; f < nf; f++) {
 			/* recall x precision^2: a frame on every stack (main,
@@ -689,38 +699,72 @@ static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, co
 			 * the alignment is still rough the function that runs
 			 * the phase has neither at 1 (measured: with recall x
 			 * precision, main beat hot_spin for "hot") */
-			double both = in[q * nf + f] + out[q * nf + f];
-			double prec = both > 0 ? in[q * nf + f] / both : 0;
-			double v = in[q * nf + f] / (double)cnt[q] * prec * prec;
+			double both = w->in[q * nf + f] + w->out[q * nf + f];
+			double prec = both > 0 ? w->in[q * nf + f] / both : 0;
+			double v = w->in[q * nf + f] / (double)w->cnt[q] * prec * prec;
 			if (v > best) {
 				best = v;
-				sig[q] = (int)f;
+				w->sig[q] = (int)f;
 			}
 		}
 	}
-	for (size_t j = 0; j < n; j++) {
-		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+}
+
+/* mask[j]: bit q when row j's stack holds phase q's function (every row,
+ * in use or not).  -ENOMEM. */
+static int sm_masks(struct sm_work *w, uint64_t *mask)
+{
+	const struct pyspy_profile *p = w->p;
+
+	for (size_t j = 0; j < w->r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		uint32_t d = p->stacks.v[s->stack].depth;
-		if (d > cap) {
-			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
-			if (!nfr)
-				goto done;
-			fr = nfr;
-			cap = d;
-		}
-		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		if (sm_room(w, d))
+			return -ENOMEM;
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		mask[j] = 0;
-		for (size_t q = 0; q < np; q++)
-			for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
-				if (fn[fr[k]] == (uint32_t)sig[q])
+		for (size_t q = 0; q < w->np; q++)
+			for (uint32_t k = 0; k < d && w->sig[q] >= 0; k++)
+				if (w->fn[w->fr[k]] == (uint32_t)w->sig[q])
 					mask[j] |= 1ULL << q;
 	}
+	return 0;
+}
+
+/* Per row: bit q set when the stack holds phase q's typical function,
+ * the one whose presence is most over-represented inside q (rows timed
+ * y).  Functions, not frames: a frame is one line, and the line of main
+ * that calls sync_pulse also covers the gaps between its bursts. */
+static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
+		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
+{
+	struct sm_work w = { .p = p, .r = r, .np = nphase < 64 ? nphase : 64 };
+	size_t n = r->n, tot = n;
+	uint8_t *mark = NULL;
+	int rc = -ENOMEM;
+	if (function_ids(p, &w.fn, &w.nf))
+		goto done;
+	w.in = calloc(w.nf * w.np + 1, sizeof *w.in);
+	w.out = calloc(w.nf * w.np + 1, sizeof *w.out);
+	mark = calloc(w.nf + 1, 1);
+	if (!w.in || !w.out || !mark)
+		goto done;
+	if (use) {
+		tot = 0;
+		for (size_t j = 0; j < n; j++)
+			tot += use[j];
+	}
+	if (sm_count(&w, th, base_ns, y, use, mark))
+		goto done;
+	sm_signatures(&w, tot);
+	if (sm_masks(&w, mask))
+		goto done;
 	rc = 0;
 done:
-	free(fn);
-	free(in);
-	free(out);
-	free(fr);
+	free(w.fn);
+	free(w.in);
+	free(w.out);
+	free(w.fr);
 	free(mark);
 	return rc;
 }
