@@ -944,12 +944,91 @@ static int is_ws(unsigned char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+/* What fast_byte says of one byte: go on, stop at an error (s->failed
+ * set), or the closing ']' of "samples" was consumed. */
+enum { FS_GO, FS_ERR, FS_END };
+
+/* One byte outside a number (not white space) in state *st: brackets and
+ * commas move the state, a digit opens a number; the same checks and
+ * messages as the yajl callbacks.  static inline: it runs once per
+ * structural byte of the samples, the loop fast_scan exists for. */
+static inline int fast_byte(struct ss *s, unsigned char c, int *st)
+{
+	switch (*st) {
+	case F_FIRST:
+	case F_NEXT:
+		if (c == '[') {
+			s->depth = 0;
+			s->cur_hash = 0xcbf29ce484222325ULL;
+			*st = F_IN_FIRST;
+		} else if (c == ']' && *st == F_FIRST) {
+			s->fast = 0;
+			s->st = S_PROFILE;
+			return FS_END;
+		} else {
+			fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+						 c == 'f' || c == 'n'
+					 ? "a sample is not an array of frame indices"
+					 : "invalid JSON in \"samples\"");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_AFTER:
+		if (c == ',') {
+			*st = F_NEXT;
+		} else if (c == ']') {
+			s->fast = 0;
+			s->st = S_PROFILE;
+			return FS_END;
+		} else {
+			fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_IN_FIRST:
+	case F_IN_NEXT:
+		if (c >= '0' && c <= '9') {
+			s->fval = (uint64_t)(c - '0');
+			s->fdigits = 1;
+			*st = F_INT;
+		} else if (c == '-') {
+			fail(s, -EINVAL, "frame index out of range");
+			return FS_ERR;
+		} else if (c == ']' && *st == F_IN_FIRST) {
+			if (!sample_end(s))
+				return FS_ERR;
+			*st = F_AFTER;
+		} else {
+			fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
+					 ? "a sample holds something other than a frame index"
+					 : "invalid JSON in a sample");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_IN_AFTER:
+		if (c == ',') {
+			*st = F_IN_NEXT;
+		} else if (c == ']') {
+			if (!sample_end(s))
+				return FS_ERR;
+			*st = F_AFTER;
+		} else {
+			fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
+			return FS_ERR;
+		}
+		return FS_GO;
+	default:
+		return FS_GO;
+	}
+}
+
 /* Scan buf[0, n) at file offset base.  Returns bytes used; sets s->fast = 0
- * at the closing ']'; on error s->failed is set. */
+ * at the closing ']'; on error s->failed is set.  The digits of a frame
+ * index stay in this loop (the bulk of the bytes); the rest is fast_byte. */
 static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64_t base)
 {
 	size_t i = 0;
-	int st = s->fstate;
+	int st = s->fstate, r;
 	for (; i < n; i++) {
 		unsigned char c = buf[i];
 		if (st == F_INT) {
@@ -976,72 +1055,11 @@ static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64
 		if (is_ws(c))
 			continue;
 		s->fast_off = base + i;
-		switch (st) {
-		case F_FIRST:
-		case F_NEXT:
-			if (c == '[') {
-				s->depth = 0;
-				s->cur_hash = 0xcbf29ce484222325ULL;
-				st = F_IN_FIRST;
-			} else if (c == ']' && st == F_FIRST) {
-				s->fast = 0;
-				s->st = S_PROFILE;
-				return i + 1;
-			} else {
-				fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
-							 c == 'f' || c == 'n'
-						 ? "a sample is not an array of frame indices"
-						 : "invalid JSON in \"samples\"");
-				return i;
-			}
-			break;
-		case F_AFTER:
-			if (c == ',') {
-				st = F_NEXT;
-			} else if (c == ']') {
-				s->fast = 0;
-				s->st = S_PROFILE;
-				return i + 1;
-			} else {
-				fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
-				return i;
-			}
-			break;
-		case F_IN_FIRST:
-		case F_IN_NEXT:
-			if (c >= '0' && c <= '9') {
-				s->fval = (uint64_t)(c - '0');
-				s->fdigits = 1;
-				st = F_INT;
-			} else if (c == '-') {
-				fail(s, -EINVAL, "frame index out of range");
-				return i;
-			} else if (c == ']' && st == F_IN_FIRST) {
-				if (!sample_end(s))
-					return i;
-				st = F_AFTER;
-			} else {
-				fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
-						 ? "a sample holds something other than a frame index"
-						 : "invalid JSON in a sample");
-				return i;
-			}
-			break;
-		case F_IN_AFTER:
-			if (c == ',') {
-				st = F_IN_NEXT;
-			} else if (c == ']') {
-				if (!sample_end(s))
-					return i;
-				st = F_AFTER;
-			} else {
-				fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
-				return i;
-			}
-			break;
-		default:
-			break;
-		}
+		r = fast_byte(s, c, &st);
+		if (r == FS_END)
+			return i + 1;
+		if (r == FS_ERR)
+			return i;
 	}
 	s->fstate = st;
 	return i;
