@@ -264,67 +264,97 @@ static void ledger_account(const struct anchor_ring_hdr *h, struct ring_file *rf
 	}
 }
 
-int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *err, size_t errlen)
-{
-	const struct anchor_ring_hdr *h = buf;
+/* The slots window a parse walks, and the arena offsets of each event's
+ * text and stack (the arena moves while it grows: pointers come last). */
+struct scan {
 	const struct anchor_slot *slots;
-	uint64_t nslots, avail, lo, hi, mask, t;
-	size_t cap = 0, *text_offs = NULL, *stack_offs = NULL;
-	int rc;
+	uint64_t mask, avail, lo, hi;
+	size_t cap, *text_offs, *stack_offs;
+};
 
-	if (len < ANCHOR_RING_HDR_SIZE)
-		return set_err(err, errlen, -EINVAL,
-			       len == 0 ? "empty file, not an anchor ring"
-					: "file too short for a ring header (%zu of 4096 bytes): truncated or not a ring",
-			       len);
-	memcpy(&rf->hdr, h, sizeof rf->hdr);
-	rc = check_header(&rf->hdr, len, err, errlen);
-	if (rc)
-		return rc;
-	nslots = rf->hdr.nslots;
-	mask = nslots - 1;
-	slots = (const void *)((const char *)buf + ANCHOR_RING_HDR_SIZE);
-	avail = (len - ANCHOR_RING_HDR_SIZE) / ANCHOR_SLOT_SIZE;
+/* The window of tickets the header's head leaves in the ring, and what a
+ * short file or earlier laps took out of it. */
+static void scan_window(const void *buf, size_t len, struct ring_file *rf, struct scan *sc)
+{
+	uint64_t nslots = rf->hdr.nslots;
+
+	sc->mask = nslots - 1;
+	sc->slots = (const void *)((const char *)buf + ANCHOR_RING_HDR_SIZE);
+	sc->avail = (len - ANCHOR_RING_HDR_SIZE) / ANCHOR_SLOT_SIZE;
 	rf->stats.nslots = nslots;
 	rf->stats.head = rf->hdr.head;
 	rf->stats.dropped = rf->hdr.dropped;
-	if (avail < nslots) {
+	if (sc->avail < nslots) {
 		/* A short file: read the slots that are there, say how many are not. */
-		rf->stats.truncated_slots = nslots - avail;
+		rf->stats.truncated_slots = nslots - sc->avail;
 	}
-	hi = rf->hdr.head & ANCHOR_SLOT_TICKET_MASK;
-	lo = hi > nslots ? hi - nslots : 0;
-	rf->stats.overwritten_slots = lo;
+	sc->hi = rf->hdr.head & ANCHOR_SLOT_TICKET_MASK;
+	sc->lo = sc->hi > nslots ? sc->hi - nslots : 0;
+	rf->stats.overwritten_slots = sc->lo;
+}
 
-	for (t = lo; t < hi; t++) {
-		uint64_t idx = t & mask, c;
+/* Room for one more event and its offsets; -ENOMEM (rf->ev kept). */
+static int grow_events(struct ring_file *rf, struct scan *sc)
+{
+	size_t ncap = sc->cap ? sc->cap * 2 : 4096;
+	struct ring_event *e = realloc(rf->ev, ncap * sizeof *e);
+	size_t *to = realloc(sc->text_offs, ncap * sizeof *to);
+	if (to)
+		sc->text_offs = to;
+	size_t *so = realloc(sc->stack_offs, ncap * sizeof *so);
+	if (so)
+		sc->stack_offs = so;
+	if (!e || !to || !so) {
+		free(e == rf->ev ? NULL : e);
+		return -ENOMEM;
+	}
+	rf->ev = e;
+	sc->cap = ncap;
+	return 0;
+}
+
+/* Whether ticket t's slot holds a record head to decode (1), or counts it
+ * as torn or orphaned, or skips it (0). */
+static int slot_head(struct ring_file *rf, const struct anchor_slot *s, uint64_t t, uint64_t hi)
+{
+	uint64_t c = __atomic_load_n(&s->commit, __ATOMIC_ACQUIRE);
+
+	if (c == ((t + 1) | ANCHOR_SLOT_BUSY)) {
+		rf->stats.torn++;
+		return 0;
+	}
+	if (c == ((t + 1) | ANCHOR_SLOT_CONT)) {
+		rf->stats.orphan_slots++; /* head overwritten or torn */
+		return 0;
+	}
+	if (c != t + 1)
+		return 0; /* empty, abandoned chunk space, or older lap */
+	if (t + s->nslots > hi || s->nslots == 0) {
+		rf->stats.torn++;
+		return 0;
+	}
+	return 1;
+}
+
+/* Every committed record in the window, oldest ticket first, into rf->ev
+ * (text and stacks as arena offsets); torn and failing ones counted. */
+static int scan_slots(struct ring_file *rf, struct scan *sc, char *err, size_t errlen)
+{
+	for (uint64_t t = sc->lo; t < sc->hi; t++) {
+		uint64_t idx = t & sc->mask;
 		const struct anchor_slot *s;
 		struct ring_event ev;
 		size_t toff = 0, soff = 0;
+		int rc;
 
-		if (idx >= avail)
+		if (idx >= sc->avail)
 			continue;
-		s = &slots[idx];
-		c = __atomic_load_n(&s->commit, __ATOMIC_ACQUIRE);
-		if (c == ((t + 1) | ANCHOR_SLOT_BUSY)) {
-			rf->stats.torn++;
+		s = &sc->slots[idx];
+		if (!slot_head(rf, s, t, sc->hi))
 			continue;
-		}
-		if (c == ((t + 1) | ANCHOR_SLOT_CONT)) {
-			rf->stats.orphan_slots++; /* head overwritten or torn */
-			continue;
-		}
-		if (c != t + 1)
-			continue; /* empty, abandoned chunk space, or older lap */
-		if (t + s->nslots > hi || s->nslots == 0) {
-			rf->stats.torn++;
-			continue;
-		}
-		rc = decode(rf, slots, mask, avail, t, s, &ev, &toff, &soff);
-		if (rc == -2) {
-			rc = set_err(err, errlen, -ENOMEM, "out of memory reading ring");
-			goto fail;
-		}
+		rc = decode(rf, sc->slots, sc->mask, sc->avail, t, s, &ev, &toff, &soff);
+		if (rc == -2)
+			return set_err(err, errlen, -ENOMEM, "out of memory reading ring");
 		if (rc == 0) {
 			rf->stats.torn++; /* a continuation never committed */
 			continue;
@@ -333,44 +363,50 @@ int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *e
 			rf->stats.bad_check++;
 			continue;
 		}
-		if (rf->nev == cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			struct ring_event *e = realloc(rf->ev, ncap * sizeof *e);
-			size_t *to = realloc(text_offs, ncap * sizeof *to);
-			if (to)
-				text_offs = to;
-			size_t *so = realloc(stack_offs, ncap * sizeof *so);
-			if (so)
-				stack_offs = so;
-			if (!e || !to || !so) {
-				free(e == rf->ev ? NULL : e);
-				rc = set_err(err, errlen, -ENOMEM, "out of memory reading ring");
-				goto fail;
-			}
-			rf->ev = e;
-			cap = ncap;
-		}
+		if (rf->nev == sc->cap && grow_events(rf, sc))
+			return set_err(err, errlen, -ENOMEM, "out of memory reading ring");
 		ev.ring = 0;
-		text_offs[rf->nev] = toff;
-		stack_offs[rf->nev] = soff;
+		sc->text_offs[rf->nev] = toff;
+		sc->stack_offs[rf->nev] = soff;
 		rf->ev[rf->nev++] = ev;
 		t += s->nslots - 1;
 	}
-	for (size_t i = 0; i < rf->nev; i++) {
-		rf->ev[i].text = rf->arena ? rf->arena + text_offs[i] : "";
-		rf->ev[i].stack = rf->ev[i].nstack ? (const uint64_t *)(const void *)(rf->arena + stack_offs[i]) : NULL;
+	return 0;
+}
+
+int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *err, size_t errlen)
+{
+	struct scan sc = { 0 };
+	int rc;
+
+	if (len < ANCHOR_RING_HDR_SIZE)
+		return set_err(err, errlen, -EINVAL,
+			       len == 0 ? "empty file, not an anchor ring"
+					: "file too short for a ring header (%zu of 4096 bytes): truncated or not a ring",
+			       len);
+	memcpy(&rf->hdr, buf, sizeof rf->hdr);
+	rc = check_header(&rf->hdr, len, err, errlen);
+	if (rc)
+		return rc;
+	scan_window(buf, len, rf, &sc);
+	rc = scan_slots(rf, &sc, err, errlen);
+	if (rc) {
+		free(sc.text_offs);
+		free(sc.stack_offs);
+		return rc;
 	}
-	free(text_offs);
-	free(stack_offs);
+	for (size_t i = 0; i < rf->nev; i++) {
+		rf->ev[i].text = rf->arena ? rf->arena + sc.text_offs[i] : "";
+		rf->ev[i].stack =
+			rf->ev[i].nstack ? (const uint64_t *)(const void *)(rf->arena + sc.stack_offs[i]) : NULL;
+	}
+	free(sc.text_offs);
+	free(sc.stack_offs);
 	rf->stats.records = rf->nev;
-	ledger_account(&rf->hdr, rf, len, slots, mask, avail, lo, hi);
+	ledger_account(&rf->hdr, rf, len, sc.slots, sc.mask, sc.avail, sc.lo, sc.hi);
 	if (rf->nev && !sorted_already(rf->ev, rf->nev))
 		qsort(rf->ev, rf->nev, sizeof *rf->ev, cmp_event);
 	return 0;
-fail:
-	free(text_offs);
-	free(stack_offs);
-	return rc;
 }
 
 static int load(const char *path, struct ring_file *rf, char *err, size_t errlen);

@@ -407,6 +407,129 @@ static int phase_at(const struct phase_thread *th, uint64_t base_ns, double y)
 	return th->seg[lo - 1].phase;
 }
 
+/* phase_frames_fit's inputs and working tables, shared by its stages. */
+struct pf_work {
+	const struct pyspy_profile *p;
+	const struct thr_rows *r;
+	const struct phase_thread *th;
+	uint64_t base_ns;
+	double scale;
+	size_t nf, n, nphase, np; /* np: phases with a signature (at most 64) */
+	uint32_t *fr, cap;	  /* one stack's frames */
+	double *in, *out;	  /* [q * nf + f]: samples holding f inside / outside phase q */
+	int *sig;		  /* per phase: its typical frame, -1 for none */
+	uint8_t *has;		  /* [j * nphase + q]: row j's stack holds sig[q] */
+};
+
+/* Tallies, at offset o, how often each frame is on a stack inside and
+ * outside each phase; cnt_in[q]: samples inside q, *tot: all.  -ENOMEM. */
+static int pf_count(struct pf_work *w, double o, size_t *cnt_in, size_t *tot)
+{
+	const struct pyspy_profile *p = w->p;
+	size_t nf = w->nf, np = w->np;
+
+	memset(w->in, 0, nf * w->nphase * sizeof *w->in);
+	memset(w->out, 0, nf * w->nphase * sizeof *w->out);
+	for (size_t j = 0; j < w->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
+		int ph = phase_at(w->th, w->base_ns, s->t_rel_s * w->scale + o);
+		uint32_t d = p->stacks.v[s->stack].depth;
+		if (d > w->cap) {
+			uint32_t *nfr = realloc(w->fr, d * sizeof *nfr);
+			if (!nfr)
+				return -ENOMEM;
+			w->fr = nfr;
+			w->cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
+		(*tot)++;
+		if (ph >= 0 && (size_t)ph < np)
+			cnt_in[ph]++;
+		for (size_t q = 0; q < np; q++)
+			for (uint32_t k = 0; k < d; k++) {
+				if (ph == (int)q)
+					w->in[q * nf + w->fr[k]] += 1;
+				else
+					w->out[q * nf + w->fr[k]] += 1;
+			}
+	}
+	return 0;
+}
+
+/* Per phase, the frame with the best recall x precision (as in
+ * sig_masks); none for a phase with no samples or all of them. */
+static void pf_signatures(struct pf_work *w, const size_t *cnt_in, size_t tot)
+{
+	size_t nf = w->nf;
+
+	for (size_t q = 0; q < w->np; q++) {
+		double bestv = 0;
+		w->sig[q] = -1;
+		if (!cnt_in[q] || cnt_in[q] == tot)
+			continue;
+		for (size_t f = 0; f < nf; f++) {
+			/* recall x precision, as in sig_masks */
+			double both = w->in[q * nf + f] + w->out[q * nf + f];
+			double v = both > 0 ? w->in[q * nf + f] / (double)cnt_in[q] * (w->in[q * nf + f] / both) : 0;
+			if (v > bestv) {
+				bestv = v;
+				w->sig[q] = (int)f;
+			}
+		}
+	}
+}
+
+/* has[]: which rows' stacks hold each phase's signature frame. */
+static void pf_mark_rows(struct pf_work *w)
+{
+	const struct pyspy_profile *p = w->p;
+
+	for (size_t j = 0; j < w->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
+		uint32_t d = p->stacks.v[s->stack].depth;
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
+		for (size_t q = 0; q < w->np; q++) {
+			w->has[j * w->nphase + q] = 0;
+			for (uint32_t k = 0; k < d && w->sig[q] >= 0; k++)
+				if (w->fr[k] == (uint32_t)w->sig[q])
+					w->has[j * w->nphase + q] = 1;
+		}
+	}
+}
+
+/* Scans offsets lo..hi by step for the share of in-phase rows holding
+ * their phase's frame; the best offset is the middle of the first plateau
+ * of equal best scores.  *b_lo..*b_hi: that plateau. */
+static double pf_scan(const struct pf_work *w, double o, double lo, double hi, double step, double *bs_out,
+		      double *b_lo_out, double *b_hi_out)
+{
+	double bs = -1, bo = o, b_lo = o, b_hi = o;
+
+	for (double c = lo; c <= hi + 1e-12; c += step) {
+		size_t agree = 0, inph = 0;
+		for (size_t j = 0; j < w->n; j++) {
+			const struct pyspy_sample *s = &w->p->samples[w->r->idx[j]];
+			int ph = phase_at(w->th, w->base_ns, s->t_rel_s * w->scale + c);
+			if (ph < 0 || (size_t)ph >= w->np)
+				continue;
+			inph++;
+			agree += w->has[j * w->nphase + (size_t)ph];
+		}
+		double sc = inph ? (double)agree / (double)inph : 0;
+		if (sc > bs + 1e-12) {
+			bs = sc;
+			bo = b_lo = b_hi = c;
+		} else if (sc >= bs - 1e-12 && c - b_hi <= step * 1.5) {
+			b_hi = c;
+			bo = (b_lo + b_hi) / 2;
+		}
+	}
+	*bs_out = bs;
+	*b_lo_out = b_lo;
+	*b_hi_out = b_hi;
+	return bo;
+}
+
 /* For every phase, the frame whose presence in a stack is most typical of
  * samples inside it (highest share inside minus share outside), given
  * offset o; then the share of in-phase samples holding their phase's
@@ -415,116 +538,44 @@ static int phase_frames_fit(const struct pyspy_profile *p, const struct thr_rows
 			    uint64_t base_ns, size_t nphase, double scale, double lo, double hi, double *best_o,
 			    double *best_score, double *half_s)
 {
-	size_t nf = p->frames.n, n = r->n;
-	uint32_t *fr = NULL, cap = 0;
-	double *in = NULL, *out = NULL;
-	int *sig = NULL;
-	uint8_t *has = NULL;
+	struct pf_work w = { .p = p, .r = r, .th = th, .base_ns = base_ns, .scale = scale, .nf = p->frames.n,
+			     .n = r->n, .nphase = nphase, .np = nphase < 64 ? nphase : 64 };
 	int rc = -ENOMEM;
 	double o = (lo + hi) / 2, step;
 
-	if (!n || !nphase || !nf)
+	if (!w.n || !nphase || !w.nf)
 		return -ENODATA;
-	in = calloc(nf * nphase, sizeof *in);
-	out = calloc(nf * nphase, sizeof *out);
-	sig = malloc(nphase * sizeof *sig);
-	has = calloc(n * nphase, 1);
-	if (!in || !out || !sig || !has)
+	w.in = calloc(w.nf * nphase, sizeof *w.in);
+	w.out = calloc(w.nf * nphase, sizeof *w.out);
+	w.sig = malloc(nphase * sizeof *w.sig);
+	w.has = calloc(w.n * nphase, 1);
+	if (!w.in || !w.out || !w.sig || !w.has)
 		goto done;
 	/* Two rounds: signatures at the centre, scan; signatures at the
 	 * best offset, scan narrower. */
 	step = (hi - lo) / 400 > COARSE_STEP_S ? (hi - lo) / 400 : COARSE_STEP_S;
 	for (int round = 0; round < 2; round++) {
 		size_t cnt_in[64] = {0}, tot = 0;
-		size_t np = nphase < 64 ? nphase : 64;
-		memset(in, 0, nf * nphase * sizeof *in);
-		memset(out, 0, nf * nphase * sizeof *out);
-		for (size_t j = 0; j < n; j++) {
-			const struct pyspy_sample *s = &p->samples[r->idx[j]];
-			int ph = phase_at(th, base_ns, s->t_rel_s * scale + o);
-			uint32_t d = p->stacks.v[s->stack].depth;
-			if (d > cap) {
-				uint32_t *nfr = realloc(fr, d * sizeof *nfr);
-				if (!nfr)
-					goto done;
-				fr = nfr;
-				cap = d;
-			}
-			pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
-			tot++;
-			if (ph >= 0 && (size_t)ph < np)
-				cnt_in[ph]++;
-			for (size_t q = 0; q < np; q++)
-				for (uint32_t k = 0; k < d; k++) {
-					if (ph == (int)q)
-						in[q * nf + fr[k]] += 1;
-					else
-						out[q * nf + fr[k]] += 1;
-				}
-		}
-		for (size_t q = 0; q < np; q++) {
-			double bestv = 0;
-			sig[q] = -1;
-			if (!cnt_in[q] || cnt_in[q] == tot)
-				continue;
-			for (size_t f = 0; f < nf; f++) {
-				/* recall x precision, as in sig_masks */
-				double both = in[q * nf + f] + out[q * nf + f];
-				double v = both > 0 ? in[q * nf + f] / (double)cnt_in[q] * (in[q * nf + f] / both) : 0;
-				if (v > bestv) {
-					bestv = v;
-					sig[q] = (int)f;
-				}
-			}
-		}
-		for (size_t j = 0; j < n; j++) {
-			const struct pyspy_sample *s = &p->samples[r->idx[j]];
-			uint32_t d = p->stacks.v[s->stack].depth;
-			pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
-			for (size_t q = 0; q < np; q++) {
-				has[j * nphase + q] = 0;
-				for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
-					if (fr[k] == (uint32_t)sig[q])
-						has[j * nphase + q] = 1;
-			}
-		}
-		{
-			double bs = -1, bo = o, b_lo = o, b_hi = o;
-			for (double c = lo; c <= hi + 1e-12; c += step) {
-				size_t agree = 0, inph = 0;
-				for (size_t j = 0; j < n; j++) {
-					const struct pyspy_sample *s = &p->samples[r->idx[j]];
-					int ph = phase_at(th, base_ns, s->t_rel_s * scale + c);
-					if (ph < 0 || (size_t)ph >= np)
-						continue;
-					inph++;
-					agree += has[j * nphase + (size_t)ph];
-				}
-				double sc = inph ? (double)agree / (double)inph : 0;
-				if (sc > bs + 1e-12) {
-					bs = sc;
-					bo = b_lo = b_hi = c;
-				} else if (sc >= bs - 1e-12 && c - b_hi <= step * 1.5) {
-					b_hi = c;
-					bo = (b_lo + b_hi) / 2;
-				}
-			}
-			o = bo;
-			*best_score = bs;
-			*half_s = (b_hi - b_lo) / 2 + step / 2;
-			lo = bo - 5 * step;
-			hi = bo + 5 * step;
-			step = step / 10 > FINE_STEP_S * 10 ? step / 10 : FINE_STEP_S * 10;
-		}
+		double bs, b_lo, b_hi;
+		if (pf_count(&w, o, cnt_in, &tot))
+			goto done;
+		pf_signatures(&w, cnt_in, tot);
+		pf_mark_rows(&w);
+		o = pf_scan(&w, o, lo, hi, step, &bs, &b_lo, &b_hi);
+		*best_score = bs;
+		*half_s = (b_hi - b_lo) / 2 + step / 2;
+		lo = o - 5 * step;
+		hi = o + 5 * step;
+		step = step / 10 > FINE_STEP_S * 10 ? step / 10 : FINE_STEP_S * 10;
 	}
 	*best_o = o;
 	rc = 0;
 done:
-	free(fr);
-	free(in);
-	free(out);
-	free(sig);
-	free(has);
+	free(w.fr);
+	free(w.in);
+	free(w.out);
+	free(w.sig);
+	free(w.has);
 	return rc;
 }
 
@@ -569,68 +620,78 @@ static int function_ids(const struct pyspy_profile *p, uint32_t **fn_out, size_t
 	return 0;
 }
 
-/* Per row: bit q set when the stack holds phase q's typical function,
- * the one whose presence is most over-represented inside q (rows timed
- * y).  Functions, not frames: a frame is one line, and the line of main
- * that calls sync_pulse also covers the gaps between its bursts. */
-static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
-		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
+/* sig_masks' inputs and working tables, shared by its stages. */
+struct sm_work {
+	const struct pyspy_profile *p;
+	const struct thr_rows *r;
+	size_t nf, np;		  /* nf: functions (function_ids) */
+	uint32_t *fn;		  /* frame -> function */
+	uint32_t *fr, cap;	  /* one stack's frames */
+	double *in, *out;	  /* [q * nf + g]: stacks holding g inside / outside phase q */
+	size_t cnt[64];		  /* rows inside each phase */
+	int sig[64];		  /* per phase: its typical function, -1 for none */
+};
+
+/* Room in w->fr for a stack d frames deep.  -ENOMEM. */
+static int sm_room(struct sm_work *w, uint32_t d)
 {
-	size_t nf = 0, n = r->n, np = nphase < 64 ? nphase : 64, tot = n;
-	uint32_t *fn = NULL;
-	double *in = NULL, *out = NULL;
-	size_t cnt[64] = {0};
-	int sig[64];
-	uint32_t *fr = NULL, cap = 0;
-	uint8_t *mark = NULL;
-	int rc = -ENOMEM;
-	if (function_ids(p, &fn, &nf))
-		goto done;
-	in = calloc(nf * np + 1, sizeof *in);
-	out = calloc(nf * np + 1, sizeof *out);
-	mark = calloc(nf + 1, 1);
-	if (!in || !out || !mark)
-		goto done;
-	if (use) {
-		tot = 0;
-		for (size_t j = 0; j < n; j++)
-			tot += use[j];
+	if (d > w->cap) {
+		uint32_t *nfr = realloc(w->fr, d * sizeof *nfr);
+		if (!nfr)
+			return -ENOMEM;
+		w->fr = nfr;
+		w->cap = d;
 	}
-	for (size_t j = 0; j < n; j++) {
-		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+	return 0;
+}
+
+/* Tallies, rows timed y (those in use), how many stacks inside and
+ * outside each phase hold each function, once per stack.  -ENOMEM. */
+static int sm_count(struct sm_work *w, const struct phase_thread *th, uint64_t base_ns, const double *y,
+		    const uint8_t *use, uint8_t *mark)
+{
+	const struct pyspy_profile *p = w->p;
+	size_t nf = w->nf, np = w->np;
+
+	for (size_t j = 0; j < w->r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		int ph = phase_at(th, base_ns, y[j]);
 		uint32_t d = p->stacks.v[s->stack].depth;
 		if (use && !use[j])
 			continue;
-		if (d > cap) {
-			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
-			if (!nfr)
-				goto done;
-			fr = nfr;
-			cap = d;
-		}
-		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		if (sm_room(w, d))
+			return -ENOMEM;
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		if (ph >= 0 && (size_t)ph < np)
-			cnt[ph]++;
+			w->cnt[ph]++;
 		for (uint32_t k = 0; k < d; k++) {
-			uint32_t g = fn[fr[k]];
+			uint32_t g = w->fn[w->fr[k]];
 			if (mark[g])
 				continue; /* once per stack */
 			mark[g] = 1;
 			for (size_t q = 0; q < np; q++) {
 				if (ph == (int)q)
-					in[q * nf + g] += 1;
+					w->in[q * nf + g] += 1;
 				else
-					out[q * nf + g] += 1;
+					w->out[q * nf + g] += 1;
 			}
 		}
 		for (uint32_t k = 0; k < d; k++)
-			mark[fn[fr[k]]] = 0;
+			mark[w->fn[w->fr[k]]] = 0;
 	}
-	for (size_t q = 0; q < np; q++) {
+	return 0;
+}
+
+/* Per phase, the function with the best recall x precision^2 above 0.05;
+ * none for a phase with no rows or all of them (tot: rows in use). */
+static void sm_signatures(struct sm_work *w, size_t tot)
+{
+	size_t nf = w->nf;
+
+	for (size_t q = 0; q < w->np; q++) {
 		double best = 0.05; /* weaker evidence is no signature */
-		sig[q] = -1;
-		if (!cnt[q] || cnt[q] == tot)
+		w->sig[q] = -1;
+		if (!w->cnt[q] || w->cnt[q] == tot)
 			continue;
 		for (size_t f = 0; f < nf; f++) {
 			/* recall x precision^2: a frame on every stack (main,
@@ -638,38 +699,72 @@ static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, co
 			 * the alignment is still rough the function that runs
 			 * the phase has neither at 1 (measured: with recall x
 			 * precision, main beat hot_spin for "hot") */
-			double both = in[q * nf + f] + out[q * nf + f];
-			double prec = both > 0 ? in[q * nf + f] / both : 0;
-			double v = in[q * nf + f] / (double)cnt[q] * prec * prec;
+			double both = w->in[q * nf + f] + w->out[q * nf + f];
+			double prec = both > 0 ? w->in[q * nf + f] / both : 0;
+			double v = w->in[q * nf + f] / (double)w->cnt[q] * prec * prec;
 			if (v > best) {
 				best = v;
-				sig[q] = (int)f;
+				w->sig[q] = (int)f;
 			}
 		}
 	}
-	for (size_t j = 0; j < n; j++) {
-		const struct pyspy_sample *s = &p->samples[r->idx[j]];
+}
+
+/* mask[j]: bit q when row j's stack holds phase q's function (every row,
+ * in use or not).  -ENOMEM. */
+static int sm_masks(struct sm_work *w, uint64_t *mask)
+{
+	const struct pyspy_profile *p = w->p;
+
+	for (size_t j = 0; j < w->r->n; j++) {
+		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		uint32_t d = p->stacks.v[s->stack].depth;
-		if (d > cap) {
-			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
-			if (!nfr)
-				goto done;
-			fr = nfr;
-			cap = d;
-		}
-		pyspy_stack_frames(&p->stacks, s->stack, fr, cap);
+		if (sm_room(w, d))
+			return -ENOMEM;
+		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		mask[j] = 0;
-		for (size_t q = 0; q < np; q++)
-			for (uint32_t k = 0; k < d && sig[q] >= 0; k++)
-				if (fn[fr[k]] == (uint32_t)sig[q])
+		for (size_t q = 0; q < w->np; q++)
+			for (uint32_t k = 0; k < d && w->sig[q] >= 0; k++)
+				if (w->fn[w->fr[k]] == (uint32_t)w->sig[q])
 					mask[j] |= 1ULL << q;
 	}
+	return 0;
+}
+
+/* Per row: bit q set when the stack holds phase q's typical function,
+ * the one whose presence is most over-represented inside q (rows timed
+ * y).  Functions, not frames: a frame is one line, and the line of main
+ * that calls sync_pulse also covers the gaps between its bursts. */
+static int sig_masks(const struct pyspy_profile *p, const struct thr_rows *r, const struct phase_thread *th,
+		     uint64_t base_ns, size_t nphase, const double *y, const uint8_t *use, uint64_t *mask)
+{
+	struct sm_work w = { .p = p, .r = r, .np = nphase < 64 ? nphase : 64 };
+	size_t n = r->n, tot = n;
+	uint8_t *mark = NULL;
+	int rc = -ENOMEM;
+	if (function_ids(p, &w.fn, &w.nf))
+		goto done;
+	w.in = calloc(w.nf * w.np + 1, sizeof *w.in);
+	w.out = calloc(w.nf * w.np + 1, sizeof *w.out);
+	mark = calloc(w.nf + 1, 1);
+	if (!w.in || !w.out || !mark)
+		goto done;
+	if (use) {
+		tot = 0;
+		for (size_t j = 0; j < n; j++)
+			tot += use[j];
+	}
+	if (sm_count(&w, th, base_ns, y, use, mark))
+		goto done;
+	sm_signatures(&w, tot);
+	if (sm_masks(&w, mask))
+		goto done;
 	rc = 0;
 done:
-	free(fn);
-	free(in);
-	free(out);
-	free(fr);
+	free(w.fn);
+	free(w.in);
+	free(w.out);
+	free(w.fr);
 	free(mark);
 	return rc;
 }

@@ -248,6 +248,120 @@ static int event_end(struct ct *c)
 	return 1;
 }
 
+/* The document's first value: an array of events, or an object that
+ * wraps them in "traceEvents". */
+static int value_top(struct ct *c, int is_map, int is_arr)
+{
+	if (is_arr) {
+		c->st = S_EVENTS;
+		c->seen_events = 1;
+	} else if (is_map) {
+		c->st = S_WRAP;
+		c->wrapped = 1;
+	} else {
+		return fail(c, -EINVAL, "top-level value is not an array (not a chrometrace file)");
+	}
+	return 1;
+}
+
+/* A value of the wrapping object: "traceEvents" once, the rest skipped. */
+static int value_wrap(struct ct *c, int is_map, int is_arr)
+{
+	if (c->key == K_TRACE_EVENTS) {
+		if (!is_arr)
+			return fail(c, -EINVAL, "\"traceEvents\" is not an array");
+		if (c->seen_events++)
+			return fail(c, -EINVAL, "duplicate \"traceEvents\"");
+		c->st = S_EVENTS;
+	} else if (is_map || is_arr) {
+		c->skip = 1;
+	}
+	return 1;
+}
+
+/* An element of the events array: a new event, its fields not yet seen. */
+static int value_event_open(struct ct *c, int is_map)
+{
+	if (!is_map)
+		return fail(c, -EINVAL, "an event is not an object");
+	c->st = S_EVENT;
+	c->have_name = c->have_file = c->have_pid = c->have_tid = c->have_ts = c->have_arg_name = 0;
+	c->ph = 0;
+	c->line = -1;
+	c->file_len = 0;
+	return 1;
+}
+
+/* One field of an event: name, ph, pid, tid, ts checked and kept; "args"
+ * entered; anything else skipped. */
+static int value_event(struct ct *c, int is_map, int is_arr, int is_num, double num, int is_int, long long iv,
+		       const unsigned char *str, size_t len)
+{
+	switch (c->key) {
+	case K_ARGS:
+		if (is_map)
+			c->st = S_ARGS;
+		else if (is_arr)
+			c->skip = 1;
+		return 1;
+	case K_NAME:
+		if (!str)
+			return fail(c, -EINVAL, "event name is not a string");
+		c->have_name = 1;
+		return copy(&c->name, &c->name_cap, &c->name_len, str, len) ? fail(c, -ENOMEM, "") : 1;
+	case K_PH:
+		if (!str || len != 1)
+			return fail(c, -EINVAL, "event phase \"ph\" is not a one-letter string");
+		c->ph = (char)str[0];
+		return 1;
+	case K_PID:
+	case K_TID:
+		if (!is_num || !is_int || iv < 0)
+			return fail(c, -EINVAL, "event pid/tid is not a non-negative integer");
+		if (c->key == K_PID) {
+			c->pid = iv;
+			c->have_pid = 1;
+		} else {
+			c->tid = (uint64_t)iv;
+			c->have_tid = 1;
+		}
+		return 1;
+	case K_TS:
+		if (!is_num || !isfinite(num))
+			return fail(c, -EINVAL, "event ts is not a number");
+		c->t_us = num;
+		c->have_ts = 1;
+		return 1;
+	default:
+		if (is_map || is_arr)
+			c->skip = 1;
+		return 1;
+	}
+}
+
+/* One field of an event's "args": filename, line, name (thread names);
+ * the rest skipped. */
+static int value_args(struct ct *c, int is_map, int is_arr, int is_num, int is_int, long long iv,
+		      const unsigned char *str, size_t len)
+{
+	if (c->key == K_FILENAME && str) {
+		c->have_file = 1;
+		return copy(&c->file, &c->file_cap, &c->file_len, str, len) ? fail(c, -ENOMEM, "") : 1;
+	}
+	if (c->key == K_ARG_NAME && str) {
+		c->have_arg_name = 1;
+		return copy(&c->arg_name, &c->arg_name_cap, &c->arg_name_len, str, len) ? fail(c, -ENOMEM, "") : 1;
+	}
+	if (c->key == K_LINE && is_num && is_int && iv >= 0 && iv <= INT32_MAX) {
+		c->line = (int32_t)iv;
+		return 1;
+	}
+	if (is_map || is_arr)
+		c->skip = 1;
+	return 1;
+}
+
+/* Every yajl value callback: skipped subtrees, else the state's handler. */
 static int value(struct ct *c, int is_map, int is_arr, int is_num, double num, int is_int, long long iv,
 		 const unsigned char *str, size_t len)
 {
@@ -258,93 +372,15 @@ static int value(struct ct *c, int is_map, int is_arr, int is_num, double num, i
 	}
 	switch (c->st) {
 	case S_TOP0:
-		if (is_arr) {
-			c->st = S_EVENTS;
-			c->seen_events = 1;
-		} else if (is_map) {
-			c->st = S_WRAP;
-			c->wrapped = 1;
-		} else {
-			return fail(c, -EINVAL, "top-level value is not an array (not a chrometrace file)");
-		}
-		return 1;
+		return value_top(c, is_map, is_arr);
 	case S_WRAP:
-		if (c->key == K_TRACE_EVENTS) {
-			if (!is_arr)
-				return fail(c, -EINVAL, "\"traceEvents\" is not an array");
-			if (c->seen_events++)
-				return fail(c, -EINVAL, "duplicate \"traceEvents\"");
-			c->st = S_EVENTS;
-		} else if (is_map || is_arr) {
-			c->skip = 1;
-		}
-		return 1;
+		return value_wrap(c, is_map, is_arr);
 	case S_EVENTS:
-		if (!is_map)
-			return fail(c, -EINVAL, "an event is not an object");
-		c->st = S_EVENT;
-		c->have_name = c->have_file = c->have_pid = c->have_tid = c->have_ts = c->have_arg_name = 0;
-		c->ph = 0;
-		c->line = -1;
-		c->file_len = 0;
-		return 1;
+		return value_event_open(c, is_map);
 	case S_EVENT:
-		switch (c->key) {
-		case K_ARGS:
-			if (is_map)
-				c->st = S_ARGS;
-			else if (is_arr)
-				c->skip = 1;
-			return 1;
-		case K_NAME:
-			if (!str)
-				return fail(c, -EINVAL, "event name is not a string");
-			c->have_name = 1;
-			return copy(&c->name, &c->name_cap, &c->name_len, str, len) ? fail(c, -ENOMEM, "") : 1;
-		case K_PH:
-			if (!str || len != 1)
-				return fail(c, -EINVAL, "event phase \"ph\" is not a one-letter string");
-			c->ph = (char)str[0];
-			return 1;
-		case K_PID:
-		case K_TID:
-			if (!is_num || !is_int || iv < 0)
-				return fail(c, -EINVAL, "event pid/tid is not a non-negative integer");
-			if (c->key == K_PID) {
-				c->pid = iv;
-				c->have_pid = 1;
-			} else {
-				c->tid = (uint64_t)iv;
-				c->have_tid = 1;
-			}
-			return 1;
-		case K_TS:
-			if (!is_num || !isfinite(num))
-				return fail(c, -EINVAL, "event ts is not a number");
-			c->t_us = num;
-			c->have_ts = 1;
-			return 1;
-		default:
-			if (is_map || is_arr)
-				c->skip = 1;
-			return 1;
-		}
+		return value_event(c, is_map, is_arr, is_num, num, is_int, iv, str, len);
 	case S_ARGS:
-		if (c->key == K_FILENAME && str) {
-			c->have_file = 1;
-			return copy(&c->file, &c->file_cap, &c->file_len, str, len) ? fail(c, -ENOMEM, "") : 1;
-		}
-		if (c->key == K_ARG_NAME && str) {
-			c->have_arg_name = 1;
-			return copy(&c->arg_name, &c->arg_name_cap, &c->arg_name_len, str, len) ? fail(c, -ENOMEM, "") : 1;
-		}
-		if (c->key == K_LINE && is_num && is_int && iv >= 0 && iv <= INT32_MAX) {
-			c->line = (int32_t)iv;
-			return 1;
-		}
-		if (is_map || is_arr)
-			c->skip = 1;
-		return 1;
+		return value_args(c, is_map, is_arr, is_num, is_int, iv, str, len);
 	default:
 		return fail(c, -EINVAL, "unexpected value after the document");
 	}

@@ -526,7 +526,148 @@ static int set_string(char **dst, size_t *dlen, const unsigned char *v, size_t n
 	return 0;
 }
 
-/* A value in a map, after its key. */
+/* A top-level key's value: "profiles" and "shared" entered (once each),
+ * "exporter" kept; the rest ignored. */
+static int mv_top(struct ss *s, enum key key, enum vk k, const unsigned char *str, size_t len)
+{
+	if (key == K_PROFILES) {
+		if (k != V_ARR)
+			return fail(s, -EINVAL, "\"profiles\" is not an array");
+		if (s->seen_profiles++)
+			return fail(s, -EINVAL, "duplicate \"profiles\"");
+		s->st = S_PROFILES;
+	} else if (key == K_SHARED) {
+		if (k != V_MAP)
+			return fail(s, -EINVAL, "\"shared\" is not an object");
+		if (s->seen_shared++)
+			return fail(s, -EINVAL, "duplicate \"shared\"");
+		s->st = S_SHARED;
+	} else if (key == K_EXPORTER && k == V_STR) {
+		snprintf(s->p->meta.exporter, sizeof s->p->meta.exporter, "%.*s", (int)len, (const char *)str);
+	}
+	return 1;
+}
+
+/* One field of a shared frame: name, file (or null), line (or null). */
+static int mv_frame(struct ss *s, enum key key, enum vk k, int is_int, long long iv, const unsigned char *str,
+		    size_t len)
+{
+	if (key == K_NAME) {
+		if (k != V_STR)
+			return fail(s, -EINVAL, "frame name is not a string");
+		s->fr_have_name = 1;
+		if (set_string(&s->fr_name, &s->fr_name_len, str, len))
+			return fail(s, -ENOMEM, "");
+	} else if (key == K_FILE) {
+		if (k == V_STR) {
+			if (set_string(&s->fr_file, &s->fr_file_len, str, len))
+				return fail(s, -ENOMEM, "");
+		} else if (k != V_NULL) {
+			return fail(s, -EINVAL, "frame file is not a string");
+		}
+	} else if (key == K_LINE) {
+		if (k == V_NUM && is_int && iv >= 0 && iv <= INT32_MAX)
+			s->fr_line = (int32_t)iv;
+		else if (k != V_NULL)
+			return fail(s, -EINVAL, "frame line is not a non-negative integer");
+	}
+	return 1;
+}
+
+/* One field of a profile: its type, name, unit and span checked and kept;
+ * "samples" handed to the fast scanner (returns 0 to stop yajl),
+ * "weights" and "events" entered. */
+static int mv_profile(struct ss *s, enum key key, enum vk k, double num, const unsigned char *str, size_t len)
+{
+	switch (key) {
+	case K_TYPE:
+		if (k != V_STR)
+			return fail(s, -EINVAL, "profile type is not a string");
+		if (len == 7 && !memcmp(str, "sampled", 7))
+			s->evented = 0;
+		else if (len == 7 && !memcmp(str, "evented", 7))
+			s->evented = 1;
+		else
+			return fail(s, -EINVAL, "profile type is neither \"sampled\" nor \"evented\"");
+		s->have_type = 1;
+		return 1;
+	case K_NAME:
+		if (k != V_STR)
+			return fail(s, -EINVAL, "profile name is not a string");
+		if (set_string(&s->name, NULL, str, len))
+			return fail(s, -ENOMEM, "");
+		return 1;
+	case K_UNIT:
+		if (k != V_STR || len >= sizeof s->unit)
+			return fail(s, -EINVAL, "profile unit is not a known unit");
+		memcpy(s->unit, str, len);
+		s->unit[len] = '\0';
+		s->have_unit = 1;
+		return 1;
+	case K_START:
+	case K_END:
+		if (k != V_NUM)
+			return fail(s, -EINVAL, "startValue/endValue is not a number");
+		*(key == K_START ? &s->start_value : &s->end_value) = num;
+		return 1;
+	case K_SAMPLES:
+		if (k != V_ARR)
+			return fail(s, -EINVAL, "\"samples\" is not an array");
+		if (s->have_samples++)
+			return fail(s, -EINVAL, "duplicate \"samples\"");
+		s->st = S_SAMPLES;
+		/* Stop yajl right after '[': the driver scans the array. */
+		s->takeover = 1;
+		return 0;
+	case K_WEIGHTS:
+		if (k != V_ARR)
+			return fail(s, -EINVAL, "\"weights\" is not an array");
+		if (s->have_weights++)
+			return fail(s, -EINVAL, "duplicate \"weights\"");
+		s->st = S_WEIGHTS;
+		return 1;
+	case K_EVENTS:
+		if (k != V_ARR)
+			return fail(s, -EINVAL, "\"events\" is not an array");
+		if (s->have_events++)
+			return fail(s, -EINVAL, "duplicate \"events\"");
+		s->st = S_EVENTS;
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+/* One field of an evented profile's event: type O/C, at, frame. */
+static int mv_event(struct ss *s, enum key key, enum vk k, double num, int is_int, long long iv,
+		    const unsigned char *str, size_t len)
+{
+	if (key == K_TYPE) {
+		if (k != V_STR || len != 1 || (str[0] != 'O' && str[0] != 'C'))
+			return fail(s, -EINVAL, "event type is neither \"O\" nor \"C\"");
+		s->ev.open = str[0] == 'O';
+		s->ev_have_type = 1;
+	} else if (key == K_AT) {
+		if (k != V_NUM)
+			return fail(s, -EINVAL, "event \"at\" is not a number");
+		s->ev.at = num;
+		s->ev_have_at = 1;
+	} else if (key == K_FRAME) {
+		if (k != V_NUM || !is_int)
+			return fail(s, -EINVAL, "event frame is not an integer");
+		if (iv < 0 || iv > INT32_MAX)
+			return fail(s, -EINVAL, "frame index out of range");
+		s->ev.frame = (uint32_t)iv;
+		s->ev_have_frame = 1;
+		if (iv > s->max_frame) {
+			s->max_frame = iv;
+			s->max_frame_off = off(s);
+		}
+	}
+	return 1;
+}
+
+/* A value in a map, after its key: the state's handler. */
 static int map_value(struct ss *s, enum vk k, double num, int is_int, long long iv, const unsigned char *str,
 		     size_t len)
 {
@@ -538,22 +679,7 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 	}
 	switch (s->st) {
 	case S_TOP:
-		if (key == K_PROFILES) {
-			if (k != V_ARR)
-				return fail(s, -EINVAL, "\"profiles\" is not an array");
-			if (s->seen_profiles++)
-				return fail(s, -EINVAL, "duplicate \"profiles\"");
-			s->st = S_PROFILES;
-		} else if (key == K_SHARED) {
-			if (k != V_MAP)
-				return fail(s, -EINVAL, "\"shared\" is not an object");
-			if (s->seen_shared++)
-				return fail(s, -EINVAL, "duplicate \"shared\"");
-			s->st = S_SHARED;
-		} else if (key == K_EXPORTER && k == V_STR) {
-			snprintf(s->p->meta.exporter, sizeof s->p->meta.exporter, "%.*s", (int)len, (const char *)str);
-		}
-		return 1;
+		return mv_top(s, key, k, str, len);
 	case S_SHARED:
 		if (k != V_ARR)
 			return fail(s, -EINVAL, "\"shared.frames\" is not an array");
@@ -562,108 +688,11 @@ static int map_value(struct ss *s, enum vk k, double num, int is_int, long long 
 		s->st = S_FRAMES;
 		return 1;
 	case S_FRAME:
-		if (key == K_NAME) {
-			if (k != V_STR)
-				return fail(s, -EINVAL, "frame name is not a string");
-			s->fr_have_name = 1;
-			if (set_string(&s->fr_name, &s->fr_name_len, str, len))
-				return fail(s, -ENOMEM, "");
-		} else if (key == K_FILE) {
-			if (k == V_STR) {
-				if (set_string(&s->fr_file, &s->fr_file_len, str, len))
-					return fail(s, -ENOMEM, "");
-			} else if (k != V_NULL) {
-				return fail(s, -EINVAL, "frame file is not a string");
-			}
-		} else if (key == K_LINE) {
-			if (k == V_NUM && is_int && iv >= 0 && iv <= INT32_MAX)
-				s->fr_line = (int32_t)iv;
-			else if (k != V_NULL)
-				return fail(s, -EINVAL, "frame line is not a non-negative integer");
-		}
-		return 1;
+		return mv_frame(s, key, k, is_int, iv, str, len);
 	case S_PROFILE:
-		switch (key) {
-		case K_TYPE:
-			if (k != V_STR)
-				return fail(s, -EINVAL, "profile type is not a string");
-			if (len == 7 && !memcmp(str, "sampled", 7))
-				s->evented = 0;
-			else if (len == 7 && !memcmp(str, "evented", 7))
-				s->evented = 1;
-			else
-				return fail(s, -EINVAL, "profile type is neither \"sampled\" nor \"evented\"");
-			s->have_type = 1;
-			return 1;
-		case K_NAME:
-			if (k != V_STR)
-				return fail(s, -EINVAL, "profile name is not a string");
-			if (set_string(&s->name, NULL, str, len))
-				return fail(s, -ENOMEM, "");
-			return 1;
-		case K_UNIT:
-			if (k != V_STR || len >= sizeof s->unit)
-				return fail(s, -EINVAL, "profile unit is not a known unit");
-			memcpy(s->unit, str, len);
-			s->unit[len] = '\0';
-			s->have_unit = 1;
-			return 1;
-		case K_START:
-		case K_END:
-			if (k != V_NUM)
-				return fail(s, -EINVAL, "startValue/endValue is not a number");
-			*(key == K_START ? &s->start_value : &s->end_value) = num;
-			return 1;
-		case K_SAMPLES:
-			if (k != V_ARR)
-				return fail(s, -EINVAL, "\"samples\" is not an array");
-			if (s->have_samples++)
-				return fail(s, -EINVAL, "duplicate \"samples\"");
-			s->st = S_SAMPLES;
-			/* Stop yajl right after '[': the driver scans the array. */
-			s->takeover = 1;
-			return 0;
-		case K_WEIGHTS:
-			if (k != V_ARR)
-				return fail(s, -EINVAL, "\"weights\" is not an array");
-			if (s->have_weights++)
-				return fail(s, -EINVAL, "duplicate \"weights\"");
-			s->st = S_WEIGHTS;
-			return 1;
-		case K_EVENTS:
-			if (k != V_ARR)
-				return fail(s, -EINVAL, "\"events\" is not an array");
-			if (s->have_events++)
-				return fail(s, -EINVAL, "duplicate \"events\"");
-			s->st = S_EVENTS;
-			return 1;
-		default:
-			return 1;
-		}
+		return mv_profile(s, key, k, num, str, len);
 	case S_EVENT:
-		if (key == K_TYPE) {
-			if (k != V_STR || len != 1 || (str[0] != 'O' && str[0] != 'C'))
-				return fail(s, -EINVAL, "event type is neither \"O\" nor \"C\"");
-			s->ev.open = str[0] == 'O';
-			s->ev_have_type = 1;
-		} else if (key == K_AT) {
-			if (k != V_NUM)
-				return fail(s, -EINVAL, "event \"at\" is not a number");
-			s->ev.at = num;
-			s->ev_have_at = 1;
-		} else if (key == K_FRAME) {
-			if (k != V_NUM || !is_int)
-				return fail(s, -EINVAL, "event frame is not an integer");
-			if (iv < 0 || iv > INT32_MAX)
-				return fail(s, -EINVAL, "frame index out of range");
-			s->ev.frame = (uint32_t)iv;
-			s->ev_have_frame = 1;
-			if (iv > s->max_frame) {
-				s->max_frame = iv;
-				s->max_frame_off = off(s);
-			}
-		}
-		return 1;
+		return mv_event(s, key, k, num, is_int, iv, str, len);
 	default:
 		return fail(s, -EINVAL, "unexpected value");
 	}
@@ -915,12 +944,91 @@ static int is_ws(unsigned char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+/* What fast_byte says of one byte: go on, stop at an error (s->failed
+ * set), or the closing ']' of "samples" was consumed. */
+enum { FS_GO, FS_ERR, FS_END };
+
+/* One byte outside a number (not white space) in state *st: brackets and
+ * commas move the state, a digit opens a number; the same checks and
+ * messages as the yajl callbacks.  static inline: it runs once per
+ * structural byte of the samples, the loop fast_scan exists for. */
+static inline int fast_byte(struct ss *s, unsigned char c, int *st)
+{
+	switch (*st) {
+	case F_FIRST:
+	case F_NEXT:
+		if (c == '[') {
+			s->depth = 0;
+			s->cur_hash = 0xcbf29ce484222325ULL;
+			*st = F_IN_FIRST;
+		} else if (c == ']' && *st == F_FIRST) {
+			s->fast = 0;
+			s->st = S_PROFILE;
+			return FS_END;
+		} else {
+			fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
+						 c == 'f' || c == 'n'
+					 ? "a sample is not an array of frame indices"
+					 : "invalid JSON in \"samples\"");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_AFTER:
+		if (c == ',') {
+			*st = F_NEXT;
+		} else if (c == ']') {
+			s->fast = 0;
+			s->st = S_PROFILE;
+			return FS_END;
+		} else {
+			fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_IN_FIRST:
+	case F_IN_NEXT:
+		if (c >= '0' && c <= '9') {
+			s->fval = (uint64_t)(c - '0');
+			s->fdigits = 1;
+			*st = F_INT;
+		} else if (c == '-') {
+			fail(s, -EINVAL, "frame index out of range");
+			return FS_ERR;
+		} else if (c == ']' && *st == F_IN_FIRST) {
+			if (!sample_end(s))
+				return FS_ERR;
+			*st = F_AFTER;
+		} else {
+			fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
+					 ? "a sample holds something other than a frame index"
+					 : "invalid JSON in a sample");
+			return FS_ERR;
+		}
+		return FS_GO;
+	case F_IN_AFTER:
+		if (c == ',') {
+			*st = F_IN_NEXT;
+		} else if (c == ']') {
+			if (!sample_end(s))
+				return FS_ERR;
+			*st = F_AFTER;
+		} else {
+			fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
+			return FS_ERR;
+		}
+		return FS_GO;
+	default:
+		return FS_GO;
+	}
+}
+
 /* Scan buf[0, n) at file offset base.  Returns bytes used; sets s->fast = 0
- * at the closing ']'; on error s->failed is set. */
+ * at the closing ']'; on error s->failed is set.  The digits of a frame
+ * index stay in this loop (the bulk of the bytes); the rest is fast_byte. */
 static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64_t base)
 {
 	size_t i = 0;
-	int st = s->fstate;
+	int st = s->fstate, r;
 	for (; i < n; i++) {
 		unsigned char c = buf[i];
 		if (st == F_INT) {
@@ -947,72 +1055,11 @@ static size_t fast_scan(struct ss *s, const unsigned char *buf, size_t n, uint64
 		if (is_ws(c))
 			continue;
 		s->fast_off = base + i;
-		switch (st) {
-		case F_FIRST:
-		case F_NEXT:
-			if (c == '[') {
-				s->depth = 0;
-				s->cur_hash = 0xcbf29ce484222325ULL;
-				st = F_IN_FIRST;
-			} else if (c == ']' && st == F_FIRST) {
-				s->fast = 0;
-				s->st = S_PROFILE;
-				return i + 1;
-			} else {
-				fail(s, -EINVAL, c == '{' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
-							 c == 'f' || c == 'n'
-						 ? "a sample is not an array of frame indices"
-						 : "invalid JSON in \"samples\"");
-				return i;
-			}
-			break;
-		case F_AFTER:
-			if (c == ',') {
-				st = F_NEXT;
-			} else if (c == ']') {
-				s->fast = 0;
-				s->st = S_PROFILE;
-				return i + 1;
-			} else {
-				fail(s, -EINVAL, "invalid JSON in \"samples\" (expected ',' or ']')");
-				return i;
-			}
-			break;
-		case F_IN_FIRST:
-		case F_IN_NEXT:
-			if (c >= '0' && c <= '9') {
-				s->fval = (uint64_t)(c - '0');
-				s->fdigits = 1;
-				st = F_INT;
-			} else if (c == '-') {
-				fail(s, -EINVAL, "frame index out of range");
-				return i;
-			} else if (c == ']' && st == F_IN_FIRST) {
-				if (!sample_end(s))
-					return i;
-				st = F_AFTER;
-			} else {
-				fail(s, -EINVAL, c == '[' || c == '{' || c == '"' || c == 't' || c == 'f' || c == 'n'
-						 ? "a sample holds something other than a frame index"
-						 : "invalid JSON in a sample");
-				return i;
-			}
-			break;
-		case F_IN_AFTER:
-			if (c == ',') {
-				st = F_IN_NEXT;
-			} else if (c == ']') {
-				if (!sample_end(s))
-					return i;
-				st = F_AFTER;
-			} else {
-				fail(s, -EINVAL, "invalid JSON in a sample (expected ',' or ']')");
-				return i;
-			}
-			break;
-		default:
-			break;
-		}
+		r = fast_byte(s, c, &st);
+		if (r == FS_END)
+			return i + 1;
+		if (r == FS_ERR)
+			return i;
 	}
 	s->fstate = st;
 	return i;

@@ -182,107 +182,153 @@ static int check_identity(const struct ring_stats *st, int disc)
 	return bad;
 }
 
+/* The marks the test says it wrote, one entry per writer (stream). */
+struct streams {
+	char names[256][32];
+	long counts[256], first[256], last[256], nread[256];
+	int killed[256];
+	uint32_t pids[256];
+	int ns, nkilled;
+};
+
 /*
  * stdin: "stream NAME COUNT" (a writer that wrote COUNT marks and ended)
  * and "killed NAME LAST" (a writer killed by SIGKILL after committing
  * marks 0..LAST; its mark LAST+1 was in flight: it may be in the ring,
  * torn, or counted and never stored, or not counted at all).
  */
-static int check_account(struct ring_file *rf)
+static void read_streams(struct streams *s)
 {
-	char line[256], names[256][32];
-	long counts[256], first[256], last[256], nread[256];
-	int killed[256];
-	uint32_t pids[256];
-	int ns = 0, nkilled = 0, bad = 0, disc = rf->hdr.mode == ANCHOR_RING_MODE_DISCARD;
-	uint64_t known = 0, read = 0, lost = 0;
+	char line[256];
 
-	while (ns < 256 && fgets(line, sizeof line, stdin)) {
+	s->ns = s->nkilled = 0;
+	while (s->ns < 256 && fgets(line, sizeof line, stdin)) {
+		int ns = s->ns;
 		long c;
-		killed[ns] = 0;
-		if (sscanf(line, "stream %31s %ld", names[ns], &c) == 2 ||
-		    (sscanf(line, "killed %31s %ld", names[ns], &c) == 2 && (killed[ns] = 1, c++, 1))) {
-			counts[ns] = c;
-			first[ns] = last[ns] = -1;
-			nread[ns] = 0;
-			pids[ns] = 0;
-			nkilled += killed[ns];
-			ns++;
+		s->killed[ns] = 0;
+		if (sscanf(line, "stream %31s %ld", s->names[ns], &c) == 2 ||
+		    (sscanf(line, "killed %31s %ld", s->names[ns], &c) == 2 && (s->killed[ns] = 1, c++, 1))) {
+			s->counts[ns] = c;
+			s->first[ns] = s->last[ns] = -1;
+			s->nread[ns] = 0;
+			s->pids[ns] = 0;
+			s->nkilled += s->killed[ns];
+			s->ns++;
 		}
 	}
+}
+
+/* Each stream's marks in the ring: one pid, consecutive values; records
+ * the first, last and count read.  Returns 1 on a gap or reorder. */
+static int match_marks(struct ring_file *rf, struct streams *s)
+{
 	for (size_t i = 0; i < rf->nev; i++) {
 		const struct ring_event *e = &rf->ev[i];
 		int k;
 		if (e->kind != ANCHOR_KIND_MARK)
 			continue;
-		for (k = 0; k < ns; k++)
-			if (!strcmp(names[k], e->text))
+		for (k = 0; k < s->ns; k++)
+			if (!strcmp(s->names[k], e->text))
 				break;
-		if (k == ns)
+		if (k == s->ns)
 			continue;
-		if (pids[k] && pids[k] != e->pid) {
-			printf("FAIL %s: marks under pids %u and %u\n", names[k], pids[k], e->pid);
+		if (s->pids[k] && s->pids[k] != e->pid) {
+			printf("FAIL %s: marks under pids %u and %u\n", s->names[k], s->pids[k], e->pid);
 			return 1;
 		}
-		pids[k] = e->pid;
-		if (last[k] >= 0 && (int64_t)e->value != last[k] + 1) {
-			printf("FAIL %s: %" PRId64 " after %ld (gap or reorder in the middle)\n", names[k],
-			       (int64_t)e->value, last[k]);
+		s->pids[k] = e->pid;
+		if (s->last[k] >= 0 && (int64_t)e->value != s->last[k] + 1) {
+			printf("FAIL %s: %" PRId64 " after %ld (gap or reorder in the middle)\n", s->names[k],
+			       (int64_t)e->value, s->last[k]);
 			return 1;
 		}
-		if (first[k] < 0)
-			first[k] = (long)e->value;
-		last[k] = (long)e->value;
-		nread[k]++;
+		if (s->first[k] < 0)
+			s->first[k] = (long)e->value;
+		s->last[k] = (long)e->value;
+		s->nread[k]++;
 	}
-	for (int k = 0; k < ns; k++) {
+	return 0;
+}
+
+/* Per stream: which end survived (a suffix in overwrite mode, a prefix in
+ * discard mode); sums what the test knows was written, read and lost. */
+static int check_streams(const struct streams *s, int disc, uint64_t *known, uint64_t *read, uint64_t *lost)
+{
+	int bad = 0;
+
+	for (int k = 0; k < s->ns; k++) {
 		/* A killed writer's in-flight mark, found committed, was written. */
-		long wrote = counts[k] + (killed[k] && last[k] == counts[k]);
-		printf("%s pid %u read %ld of %ld%s (%ld..%ld)\n", names[k], pids[k], nread[k], wrote,
-		       killed[k] ? " (killed)" : "", first[k], last[k]);
+		long wrote = s->counts[k] + (s->killed[k] && s->last[k] == s->counts[k]);
+		printf("%s pid %u read %ld of %ld%s (%ld..%ld)\n", s->names[k], s->pids[k], s->nread[k], wrote,
+		       s->killed[k] ? " (killed)" : "", s->first[k], s->last[k]);
 		/* Overwrite mode keeps a suffix of each stream, discard mode a
 		 * prefix; either may be empty. */
-		if (!disc && nread[k] && last[k] != wrote - 1) {
-			printf("FAIL %s: newest marks lost (ends at %ld, wrote up to %ld)\n", names[k], last[k],
+		if (!disc && s->nread[k] && s->last[k] != wrote - 1) {
+			printf("FAIL %s: newest marks lost (ends at %ld, wrote up to %ld)\n", s->names[k], s->last[k],
 			       wrote - 1);
 			bad = 1;
 		}
-		if (disc && nread[k] && first[k] != 0) {
-			printf("FAIL %s: discard mode lost its oldest marks (starts at %ld)\n", names[k], first[k]);
+		if (disc && s->nread[k] && s->first[k] != 0) {
+			printf("FAIL %s: discard mode lost its oldest marks (starts at %ld)\n", s->names[k],
+			       s->first[k]);
 			bad = 1;
 		}
-		known += (uint64_t)wrote;
-		read += (uint64_t)nread[k];
-		lost += (uint64_t)(wrote - nread[k]);
+		*known += (uint64_t)wrote;
+		*read += (uint64_t)s->nread[k];
+		*lost += (uint64_t)(wrote - s->nread[k]);
 	}
-	bad |= check_identity(&rf->stats, disc);
-	printf("test wrote %" PRIu64 " marks (%d writers killed), read %" PRIu64 ", lost %" PRIu64 "\n", known, nkilled,
-	       read, lost);
+	return bad;
+}
+
+/* The ledger's user counts against what the test knows it wrote and read. */
+static int check_ledger(const struct ring_stats *st, int disc, int nkilled, uint64_t known, uint64_t read,
+			uint64_t lost)
+{
+	int bad = 0;
+
 	/* The writers counted every mark the test knows of, plus at most the
 	 * in-flight mark of each killed writer that was counted but never
 	 * committed; the test's marks are the only user events. */
-	if (rf->stats.written_user < known || rf->stats.written_user > known + (uint64_t)nkilled) {
+	if (st->written_user < known || st->written_user > known + (uint64_t)nkilled) {
 		printf("FAIL ledger counts %" PRIu64 " user events, the test wrote %" PRIu64 " (+ up to %d in flight)\n",
-		       rf->stats.written_user, known, nkilled);
+		       st->written_user, known, nkilled);
 		bad = 1;
 	}
-	if (rf->stats.records_user != read) {
-		printf("FAIL %" PRIu64 " user events read, %" PRIu64 " of them the test's\n", rf->stats.records_user, read);
+	if (st->records_user != read) {
+		printf("FAIL %" PRIu64 " user events read, %" PRIu64 " of them the test's\n", st->records_user, read);
 		bad = 1;
 	}
 	/* Discard mode loses only what it refuses, and counts each. */
-	if (disc && !nkilled && lost != rf->stats.dropped_user) {
-		printf("FAIL discard mode lost %" PRIu64 " marks, dropped %" PRIu64 "\n", lost, rf->stats.dropped_user);
+	if (disc && !nkilled && lost != st->dropped_user) {
+		printf("FAIL discard mode lost %" PRIu64 " marks, dropped %" PRIu64 "\n", lost, st->dropped_user);
 		bad = 1;
 	}
-	if (rf->stats.unstored > (uint64_t)nkilled) {
-		printf("FAIL %" PRIu64 " records counted and never stored, %d writers killed\n", rf->stats.unstored, nkilled);
+	if (st->unstored > (uint64_t)nkilled) {
+		printf("FAIL %" PRIu64 " records counted and never stored, %d writers killed\n", st->unstored, nkilled);
 		bad = 1;
 	}
-	if (!nkilled && (rf->stats.torn || rf->stats.bad_check)) {
+	if (!nkilled && (st->torn || st->bad_check)) {
 		printf("FAIL torn or failing records without a killed writer\n");
 		bad = 1;
 	}
+	return bad;
+}
+
+/* Exact accounting of the streams on stdin against the ring's ledger. */
+static int check_account(struct ring_file *rf)
+{
+	static struct streams s;
+	int bad, disc = rf->hdr.mode == ANCHOR_RING_MODE_DISCARD;
+	uint64_t known = 0, read = 0, lost = 0;
+
+	read_streams(&s);
+	if (match_marks(rf, &s))
+		return 1;
+	bad = check_streams(&s, disc, &known, &read, &lost);
+	bad |= check_identity(&rf->stats, disc);
+	printf("test wrote %" PRIu64 " marks (%d writers killed), read %" PRIu64 ", lost %" PRIu64 "\n", known,
+	       s.nkilled, read, lost);
+	bad |= check_ledger(&rf->stats, disc, s.nkilled, known, read, lost);
 	printf(bad ? "FAIL account\n" : "ok account exact\n");
 	return bad;
 }
