@@ -154,10 +154,13 @@ def check_trace(path, steps, want_stacks, groups, phases):
 
 
 def interp(xs, ys, x):
-	"""Linear interpolation in sorted xs (ys at x)."""
+	"""Linear interpolation in sorted xs (ys at x); outside them, the end
+	segment's line: the mapping checked with it is affine (t_s -> unix_s),
+	and a py-spy sample may precede the timeline's first bin (seen: a
+	sample at t_s -0.158 with bins from 0, under load)."""
 	import bisect
-	i = bisect.bisect_right(xs, x)
-	check(0 < i < len(xs), f"interp: {x} outside [{xs[0]}, {xs[-1]}]")
+	check(len(xs) >= 2, f"interp: {len(xs)} points")
+	i = min(max(bisect.bisect_right(xs, x), 1), len(xs) - 1)
 	x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
 	return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
 
