@@ -53,36 +53,36 @@ PY_MOD := $(if $(PY_SRC),$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX))
 
 # Unit tests of the attribution math: the attrib objects only, no main.c.
 ATTRIB_OBJ := $(patsubst %.c,$(B)/post/%.o,$(wildcard postproc/attrib/attrib*.c))
-$(B)/test_attrib: tests/unit/test_attrib.c $(ATTRIB_OBJ) $(HDRS)
+$(B)/test_attrib: tests/unit/test_attrib.c tests/unit/unit_check.h $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 # Known answers for ms counters and averaged GPU readings (issue 14).
-$(B)/test_counters: tests/unit/test_counters.c $(ATTRIB_OBJ) $(HDRS)
+$(B)/test_counters: tests/unit/test_counters.c tests/unit/unit_check.h $(ATTRIB_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 # Unit tests of the option parser (options.c, with diag.c and outfile.c for
 # its messages).
 OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o
-$(B)/test_options: tests/unit/test_options.c $(OPTIONS_OBJ) $(HDRS)
+$(B)/test_options: tests/unit/test_options.c tests/unit/unit_check.h $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
 # Unit tests of single modules (tests/t_unit_modules.sh): each links its
 # module and what that needs, nothing else.
 PO := $(B)/post/postproc
 AO := $(B)/post/anchors
-$(B)/test_csv: tests/unit/test_csv.c $(PO)/output/csv.o $(HDRS)
+$(B)/test_csv: tests/unit/test_csv.c tests/unit/unit_check.h $(PO)/output/csv.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
-$(B)/test_timebase: tests/unit/test_timebase.c $(PO)/output/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
+$(B)/test_timebase: tests/unit/test_timebase.c tests/unit/unit_check.h $(PO)/output/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
-$(B)/test_phase_set: tests/unit/test_phase_set.c $(PO)/model/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
+$(B)/test_phase_set: tests/unit/test_phase_set.c tests/unit/unit_check.h $(PO)/model/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
-$(B)/test_sensor_model: tests/unit/test_sensor_model.c $(PO)/attrib/sensor_model.o $(HDRS)
+$(B)/test_sensor_model: tests/unit/test_sensor_model.c tests/unit/unit_check.h $(PO)/attrib/sensor_model.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 # phase_flags reads a run model (energy_model.h): every object but main.o.
-$(B)/test_phase_flags: tests/unit/test_phase_flags.c $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
+$(B)/test_phase_flags: tests/unit/test_phase_flags.c tests/unit/unit_check.h $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) $(PKG_LIBS) -lm -lpthread
 # Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
 # anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
 # (libhdf5's and libc's own allocations are not: the test is about ours).
 OOM_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
-$(B)/test_oom: tests/unit/test_oom.c $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
+$(B)/test_oom: tests/unit/test_oom.c tests/unit/unit_check.h $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
 	$(CC) $(CFLAGS_POST) $(SAN) -o $@ $< $(filter-out %/main.o,$(POST_OBJ)) $(OOM_WRAP) $(PKG_LIBS) -lm -lpthread
 all: $(B)/libanchor.so $(B)/anchorpost $(PY_MOD)
 

@@ -19,17 +19,7 @@
 #include "attrib.h"
 #include "attrib_internal.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
+#include "unit_check.h"
 
 /* ---- random numbers (own, so the test does not share the library's) ---- */
 

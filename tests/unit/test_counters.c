@@ -20,16 +20,7 @@
 
 #include "attrib.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			failures++;                                                                        \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-			printf(__VA_ARGS__);                                                               \
-			printf("\n");                                                                      \
-		}                                                                                          \
-	} while (0)
+#include "unit_check.h"
 
 static uint64_t rs = 0x1234567;
 static double urand(void)

@@ -15,17 +15,7 @@
 
 #include "csv.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
+#include "unit_check.h"
 
 static char *buf;
 static size_t len;

@@ -13,17 +13,7 @@
 #include "attrib.h"
 #include "options.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-	do {                                                          \
-		if (!(cond)) {                                        \
-			failures++;                                   \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);  \
-			printf(__VA_ARGS__);                          \
-			printf("\n");                                 \
-		}                                                     \
-	} while (0)
+#include "unit_check.h"
 
 static const struct cmd_usage u = {.name = "t", .usage = "[options] ARGS"};
 

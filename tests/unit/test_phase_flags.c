@@ -17,17 +17,7 @@
 #include "phase_flags.h"
 #include "ring_format.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
+#include "unit_check.h"
 
 #define NW 51 /* sample times 0, 0.1, ..., 5.0 s */
 

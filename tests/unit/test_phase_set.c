@@ -15,17 +15,7 @@
 #include "phase_set.h"
 #include "ring_format.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
+#include "unit_check.h"
 
 /* Events of one test, in ring order. */
 static struct ring_event evs[64];

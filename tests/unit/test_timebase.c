@@ -15,17 +15,7 @@
 
 #include "timebase.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-		}                                                                                  \
-	} while (0)
+#include "unit_check.h"
 
 /* Monotonic 1000 s .. 1100 s, realtime - monotonic = 1764600000 s - 1000 s
  * throughout: monotonic 1000 s is 2025-12-01T14:40:00Z. */
