@@ -25,7 +25,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from workflow_lib import EMUL, PYTHON, anchorpost, dump, env, pyspy, record, rows  # noqa: E402
+from workflow_lib import EMUL, PYTHON, anchorpost, dump, env, pyspy, ranges_of, record, rows  # noqa: E402
 
 TRAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "workflow_train.py")
 
@@ -60,16 +60,7 @@ def measure(d):
     m = re.search(r"uncertainty \+-([^ ]+) ms", " ".join(line))
     unc = float(m.group(1)) if m else float("nan")
     anchorpost("samples", prof, "-o", os.path.join(d, "samples.csv"))
-    ev = dump(ring)
-    base = int(ev[0]["mono_ns"])
-    iv, op = [], None
-    for e in ev:
-        if e["pid"] == str(pid) and e["name"] == "fwd":
-            if e["kind"] == "begin":
-                op = (int(e["mono_ns"]) - base) / 1e9
-            elif e["kind"] == "end" and op is not None:
-                iv.append((op, (int(e["mono_ns"]) - base) / 1e9))
-                op = None
+    iv = ranges_of(dump(ring), pid, "fwd")
     starts = [a for a, _ in iv]
     miss = []
     fr = {r["frame_id"]: r["function"] for r in rows(os.path.join(d, "samples.frames.csv"))}

@@ -20,7 +20,7 @@ import glob
 import os
 import re
 
-from workflow_lib import TMP, anchorpost, check, dump, need, pyspy, record, rows, skip
+from workflow_lib import TMP, anchorpost, check, dump, need, pyspy, ranges_of, record, rows, skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "workflow_train.py")
@@ -69,16 +69,7 @@ def main():
     anchorpost("functions", "--ring", ring, "--perun", h5, "--profile", prof, "-o", os.path.join(d, "fn.csv"),
                "--samples-out", s_out)
     anchorpost("samples", prof, "-o", os.path.join(d, "samples.csv"))
-    ev = dump(ring)
-    base = int(ev[0]["mono_ns"])
-    iv, op = [], None
-    for e in ev:
-        if e["pid"] == str(pid) and e["name"] == "fwd":
-            if e["kind"] == "begin":
-                op = (int(e["mono_ns"]) - base) / 1e9
-            elif e["kind"] == "end" and op is not None:
-                iv.append((op, (int(e["mono_ns"]) - base) / 1e9))
-                op = None
+    iv = ranges_of(dump(ring), pid, "fwd")
     check(len(iv) == 120, "%d fwd ranges of pid %d in the ring" % (len(iv), pid))
     starts = [a for a, _ in iv]
     miss = []

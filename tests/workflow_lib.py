@@ -119,3 +119,18 @@ def dump(ring):
     out = ring + ".csv"
     anchorpost("dump", ring, "-o", out)
     return rows(out)
+
+
+def ranges_of(ev, pid, name):
+    """[(t0_s, t1_s)] of the closed `name` ranges of pid in a ring dump (ev:
+    dump(ring)), in seconds from the dump's first event."""
+    base = int(ev[0]["mono_ns"])
+    iv, op = [], None
+    for e in ev:
+        if e["pid"] == str(pid) and e["name"] == name:
+            if e["kind"] == "begin":
+                op = (int(e["mono_ns"]) - base) / 1e9
+            elif e["kind"] == "end" and op is not None:
+                iv.append((op, (int(e["mono_ns"]) - base) / 1e9))
+                op = None
+    return iv
