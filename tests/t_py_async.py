@@ -10,8 +10,10 @@ measures its own range from inside it (monotonic ns right after entering,
 right before leaving); `anchorpost phases` must report the same count and
 durations (total, and the sorted durations rebuilt from p50/p95 for three
 occurrences), each anchored duration at least the task's own (the records
-bracket the task's clock reads) and at most 40 ms longer (room for
-preemption on a loaded machine).  Name-only pairing always yields one
+bracket the task's clock reads) and at most 90 ms longer (room for
+preemption on a loaded machine: 77 ms between a task's last clock read and
+its END record was seen once at load 12 on 2 cores; wrong pairing moves a
+duration by >= 100 ms).  Name-only pairing always yields one
 duration shorter than every task's own (A's END on B's BEGIN: A - 100 ms),
 so the lower bound catches it whatever the load; no timed assertion: the
 tasks' own clocks are the reference.
@@ -145,7 +147,7 @@ for name, n in (("request", 3), ("fetch", 2)):
     want = sorted(mine[name])
     print("%s: anchored %s, tasks' own %s" % (name, ["%.4f" % x for x in got], ["%.4f" % x for x in want]))
     for g, w in zip(got, want):
-        check(w - 1e-4 <= g <= w + 0.04,
+        check(w - 1e-4 <= g <= w + 0.09,
               "%s: anchored durations %s do not match the tasks' own %s (END paired with another task's BEGIN?)"
               % (name, got, want))
     check(abs(float(r["total_s"]) - sum(want)) <= 0.04 * n, "%s: total_s %s vs %s" % (name, r["total_s"], sum(want)))
