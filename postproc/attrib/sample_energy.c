@@ -635,28 +635,13 @@ void sample_energy_free(struct sample_energy *se)
 	memset(se, 0, sizeof *se);
 }
 
-static int seg_phase(const struct phase_thread *th, uint64_t ts)
-{
-	size_t lo = 0, hi = th->nseg;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (th->seg[mid].t0_ns <= ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || th->seg[lo - 1].t1_ns <= ts)
-		return -1;
-	return th->seg[lo - 1].phase;
-}
-
 int sample_energy_phase_at(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread, double t_s)
 {
 	long th = thread_of(m, a, thread);
 	double ns = t_s * 1e9 + (double)m->base_ns;
 	if (ns < 0 || th < 0)
 		return -1;
-	return seg_phase(&m->ph.thr[th], (uint64_t)ns);
+	return phase_set_phase_at(&m->ph.thr[th], (uint64_t)ns);
 }
 
 const char *sample_energy_perun_script(const struct ringload *rl, char *buf, size_t cap)

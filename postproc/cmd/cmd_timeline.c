@@ -126,21 +126,6 @@ static void top_frames(const struct energy_model *m, const struct pyspy_profile 
 	free(phase_thr);
 }
 
-static int seg_phase(const struct phase_thread *th, uint64_t ts)
-{
-	size_t lo = 0, hi = th->nseg;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (th->seg[mid].t0_ns <= ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || th->seg[lo - 1].t1_ns <= ts)
-		return -1;
-	return th->seg[lo - 1].phase;
-}
-
 /* One phase column per process that has phases: its pid and primary
  * thread (index into mp->ph.thr); returns how many. */
 static size_t phase_columns(const struct energy_model *mp, uint32_t *pids, long *pthr)
@@ -235,7 +220,7 @@ static void write_bin(struct csv *c, const struct run_model *rm, const struct tl
 		const char *phase = "";
 		if (gr->npids) {
 			double ns = (double)mp->base_ns + mid * 1e9;
-			int ph = ns >= 0 ? seg_phase(&mp->ph.thr[gr->pthr[k]], (uint64_t)ns) : -1;
+			int ph = ns >= 0 ? phase_set_phase_at(&mp->ph.thr[gr->pthr[k]], (uint64_t)ns) : -1;
 			phase = ph >= 0 ? mp->ph.names[ph] : "";
 		}
 		for (size_t g = 0; g < (mp->ngroups ? mp->ngroups : 1); g++) {

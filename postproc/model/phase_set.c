@@ -549,3 +549,18 @@ int phase_set_group_is_device(const char *group)
 	/* perun's device groups: "gpu" (NVML, and AMD's under the same name). */
 	return group && !strncasecmp(group, "gpu", 3);
 }
+
+int phase_set_phase_at(const struct phase_thread *th, uint64_t ts)
+{
+	size_t lo = 0, hi = th->nseg;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (th->seg[mid].t0_ns <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || th->seg[lo - 1].t1_ns <= ts)
+		return -1;
+	return th->seg[lo - 1].phase;
+}

@@ -107,6 +107,10 @@ int phase_set_is_tool(const struct phase_set *ps, int phase);
 /* Index of a name, or -1. */
 int phase_set_find(const struct phase_set *ps, const char *name);
 
+/* The phase index of th's innermost segment holding ts (binary search
+ * over its sorted segments), or -1 where none does. */
+int phase_set_phase_at(const struct phase_thread *th, uint64_t ts);
+
 /* The primary thread of process pid (most phase time), or -1.  Never a
  * device timeline. */
 long phase_set_primary_of(const struct phase_set *ps, uint32_t pid);
