@@ -7,7 +7,8 @@
 # the ring holds forward/backward/step ranges = steps (when the anchor
 # module is built; otherwise the recording is checked with
 # --no-anchor-calls and the test ends as skipped); a script's exit status
-# comes back through perun.
+# comes back through perun, and perun's data is saved after sys.exit(N) and
+# after a crash (whose traceback is shown).
 set -eu
 : "${ANCHOR_ROOT:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${BUILD:=$ANCHOR_ROOT/build}"
@@ -87,15 +88,53 @@ else:
 	assert not begins, begins
 PY
 
-# The script's exit status comes back through perun and the recorder.
-# perun, on a failed script, waits monitor.queue_timeout (60 s) for data
-# that never comes, then 10 s for its sampler: PERUN_QUEUE_TIMEOUT=3 cuts
-# the first wait (about 1 min of this test); the status is checked the same.
-printf 'import sys\nprint("exiting 3")\nsys.exit(3)\n' >"$T/exit3.py"
+# The script's exit status comes back through perun and the recorder, and
+# perun still saves the run: perun 1.0.0 alone, on sys.exit(N), waits
+# monitor.queue_timeout (60 s) for data that never comes and writes no HDF5
+# (anchor_emul.perun ends such a run normally, then exits with N).
+cat >"$T/exit3.py" <<'PY'
+import contextlib, sys, time
+try:
+    import anchor
+except ImportError:  # the module is not built: time the run all the same
+    anchor = type("anchor", (), {"phase": staticmethod(lambda name: contextlib.nullcontext())})
+for _ in range(15):
+    with anchor.phase("work"):
+        t = time.time()
+        while time.time() - t < 0.15:
+            pass
+    with anchor.phase("rest"):
+        time.sleep(0.05)
+print("exiting 3")
+sys.exit(3)
+PY
 rc=0
-PERUN_QUEUE_TIMEOUT=3 "$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated --rate 10 --no-subprocesses -- "$PYTHON" "$T/exit3.py" >/dev/null || rc=$?
-[ $rc -eq 3 ] || { echo "FAIL: exit status $rc, want 3"; exit 1; }
-echo "ok   exit status 3 forwarded"
+"$BUILD/anchorpost" record -o "$T/rec3" --sensor emulated --rate 10 --no-subprocesses -- "$PYTHON" "$T/exit3.py" >/dev/null 2>"$T/err3" || rc=$?
+[ $rc -eq 3 ] || { echo "FAIL: exit status $rc, want 3"; tail -5 "$T/err3"; exit 1; }
+[ -s "$T/rec3/perun/exit3.hdf5" ] || { echo "FAIL: no perun data for a script that called sys.exit(3)"; tail -5 "$T/err3"; exit 1; }
+grep -q '"exit_status":	3' "$T/rec3/record.json" || { echo "FAIL: record.json:"; cat "$T/rec3/record.json"; exit 1; }
+if [ $have_anchor -eq 1 ]; then
+	"$BUILD/anchorpost" report "$T/rec3" -d "$T/rec3/report" >"$T/report3.out" 2>&1 ||
+		{ echo "FAIL: report after sys.exit(3):"; tail -5 "$T/report3.out"; exit 1; }
+	grep -q "^work " "$T/report3.out" || { echo "FAIL: no 'work' row after sys.exit(3)"; head -20 "$T/report3.out"; exit 1; }
+fi
+echo "ok   exit status 3 forwarded, perun's data saved and reported"
+
+# A crash: the traceback reaches the user (perun logs only the message),
+# status 1, and perun's file (failed_NAME.hdf5) is found and reported.
+sed 's/^sys.exit(3)$/raise RuntimeError("boom at the end")/' "$T/exit3.py" >"$T/crash.py"
+rc=0
+"$BUILD/anchorpost" record -o "$T/rec_crash" --sensor emulated --rate 10 --no-subprocesses -- "$PYTHON" "$T/crash.py" >/dev/null 2>"$T/err_crash" || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: exit status $rc after a crash, want 1"; tail -5 "$T/err_crash"; exit 1; }
+grep -q "^Traceback (most recent call last)" "$T/err_crash" && grep -q "^RuntimeError: boom at the end" "$T/err_crash" ||
+	{ echo "FAIL: no traceback for the crash on stderr:"; tail -5 "$T/err_crash"; exit 1; }
+[ -s "$T/rec_crash/perun/failed_crash.hdf5" ] || { echo "FAIL: no perun data after a crash"; ls -R "$T/rec_crash"; exit 1; }
+if [ $have_anchor -eq 1 ]; then
+	"$BUILD/anchorpost" report "$T/rec_crash" -d "$T/rec_crash/report" >"$T/report_crash.out" 2>&1 ||
+		{ echo "FAIL: report after a crash:"; tail -5 "$T/report_crash.out"; exit 1; }
+	grep -q "^work " "$T/report_crash.out" || { echo "FAIL: no 'work' row after a crash"; exit 1; }
+fi
+echo "ok   crash: traceback shown, status 1, perun's data saved and reported"
 
 # Refuses to overwrite a recording.
 if "$BUILD/anchorpost" record -o "$T/rec3" -- "$PYTHON" "$T/exit3.py" 2>"$T/err"; then

@@ -91,7 +91,9 @@ static const struct cmd_usage record_usage = {
 		 "  OUTDIR (default anchor-run-YYYYmmdd-HHMMSS).  COMMAND is any command line:\n"
 		 "  'python SCRIPT.py' runs inside perun itself; anything else (python -m PKG,\n"
 		 "  torchrun, accelerate launch, mpirun/srun, a shell script) runs as the child of\n"
-		 "  a small launcher perun monitors (docs/recording.md).  Exit status: COMMAND's.\n",
+		 "  a small launcher perun monitors (docs/recording.md).  Exit status: COMMAND's.\n"
+		 "  Ctrl-C, SIGTERM or SIGHUP to the recorder interrupts COMMAND (SIGINT) and keeps\n"
+		 "  what was recorded so far; after SIGTERM/SIGHUP the recorder exits 128 + N.\n",
 };
 
 static const struct opt_choice sensor_choices[] = {
@@ -473,7 +475,7 @@ static void child_env(const struct rec *r, int anchored)
 /* fork+exec argv.  anchored: preload libanchor into it.  gate_fd >= 0:
  * the child waits for one byte on it before exec.  Every child gets its own
  * process group, so a Ctrl-C at the terminal reaches only the recorder,
- * which forwards it to the training process alone (on_sigint). */
+ * which forwards it to the training process alone (on_stop). */
 static pid_t spawn(const struct rec *r, char *const argv[], int anchored, int gate_fd, int quiet)
 {
 	pid_t pid = fork();
@@ -486,6 +488,8 @@ static pid_t spawn(const struct rec *r, char *const argv[], int anchored, int ga
 	}
 	setpgid(0, 0);
 	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	child_env(r, anchored);
 	if (gate_fd >= 0) {
 		char c;
@@ -543,19 +547,39 @@ static int wait_or_signal(pid_t pid, double timeout_s, int sig)
 	return exit_code(status);
 }
 
+/* interrupted: the first stop signal the recorder got (0: none). */
 static volatile sig_atomic_t training_pid, interrupted;
 
-/* Ctrl-C: interrupt the training script only.  anchor_emul.perun turns its
- * KeyboardInterrupt into a normal end (status 130), so perun stops its
- * sampler and saves the data; the sampler, the emulator and py-spy, in
- * their own process groups, never see the signal and finish their files.
- * A Ctrl-C at a terminal would otherwise also kill perun's sampler, and
- * perun 1.0.0 then writes no HDF5 at all. */
-static void on_sigint(int sig)
+/* Ctrl-C (SIGINT), and a request to stop (SIGTERM from `timeout`, `kill`
+ * or a batch system; SIGHUP from a closed terminal): interrupt the
+ * training script only, with SIGINT in every case.  anchor_emul.perun
+ * turns its KeyboardInterrupt into a normal end (status 130), so perun
+ * stops its sampler and saves the data; the sampler, the emulator and
+ * py-spy, in their own process groups, never see the signal and finish
+ * their files.  Killed by the signal instead, perun 1.0.0 writes no HDF5
+ * at all and the run's energy is lost. */
+static void on_stop(int sig)
 {
-	interrupted = 1;
+	if (!interrupted)
+		interrupted = sig;
 	if (training_pid > 0)
 		kill((pid_t)training_pid, SIGINT);
+}
+
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static const char *stop_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+static void handle_stop_signals(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+		sigaction(stop_signals[i], &sa, NULL);
 }
 
 /* Wait for the training process.  After a Ctrl-C, repeat the SIGINT every
@@ -735,6 +759,8 @@ static void write_record_json(const struct rec *r, enum sensor s, int status)
 	cJSON_AddBoolToObject(o, "pyspy_subprocesses", r->subprocesses);
 	cJSON_AddNumberToObject(o, "pyspy_attach_tries", r->pyspy_tries);
 	cJSON_AddNumberToObject(o, "exit_status", status);
+	if (interrupted)
+		cJSON_AddStringToObject(o, "stopped_by", stop_name(interrupted));
 	text = cJSON_Print(o);
 	join(path, r->outdir, "record.json");
 	outfile_open(&of, path);
@@ -826,11 +852,9 @@ static enum sensor choose_sensor(struct rec *r, char *powercap)
  * py-spy; the program is held at a gate until the others are up. */
 static void launch(struct rec *r, enum sensor s, const char *powercap)
 {
-	struct sigaction sa = {.sa_handler = on_sigint};
 	int gate[2];
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
+	handle_stop_signals(on_stop);
 	if (pipe2(gate, O_CLOEXEC))
 		diag_fatal(NULL, "record: pipe: %s", strerror(errno));
 	r->perun_pid = start_perun(r, s, powercap, gate[0]);
@@ -862,7 +886,7 @@ static int wait_run(struct rec *r)
 		diag_warn(r->profile, "record: py-spy ended with an error");
 	if (r->updater_pid && wait_or_signal(r->updater_pid, 10, SIGTERM) != 0)
 		diag_warn(NULL, "record: the emulated sensor's updater ended with an error");
-	signal(SIGINT, SIG_DFL);
+	handle_stop_signals(SIG_DFL);
 	return code;
 }
 
@@ -883,9 +907,17 @@ int cmd_record(int argc, char **argv)
 	code = wait_run(&r);
 	write_record_json(&r, s, code);
 
-	printf("anchorpost record: %s (exit status %d)\n", r.outdir, code);
+	if (interrupted)
+		printf("anchorpost record: %s (exit status %d; stopped by %s, the data so far saved)\n", r.outdir, code,
+		       stop_name(interrupted));
+	else
+		printf("anchorpost record: %s (exit status %d)\n", r.outdir, code);
 	list_dir(r.outdir, r.outdir);
 	if (s == SENSOR_EMULATED)
 		printf("  energy: %s (perun/EMULATED_SENSOR.txt)\n", EMULATED_NOTICE);
+	/* Asked to stop (not a Ctrl-C): end as a process that signal stopped
+	 * would, so `timeout` and batch systems see the usual 128 + N. */
+	if (interrupted && interrupted != SIGINT)
+		return 128 + interrupted;
 	return code;
 }

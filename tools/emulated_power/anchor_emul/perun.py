@@ -14,10 +14,15 @@ What is changed, and nothing else:
     into perun's --data_out;
   * a KeyboardInterrupt in the script ends the run normally (status 130), so
     perun still saves its data;
-  * the monitored script's exit status is kept: perun runs the script
-    in-process and turns any SystemExit into "exit 1" (perun/api/cli.py);
-    here sys.exit(0) counts as success and sys.exit(N) ends this process
-    with N after perun has saved its data.
+  * an exception from the script has its traceback printed (perun logs only
+    the message), then goes on to perun, which saves the run as failed_<name>;
+  * the monitored script's exit status is kept, and a script that calls
+    sys.exit(N) still gets its data saved: perun 1.0.0 runs the script
+    in-process and handles SystemExit as a failure without stopping its
+    sampler, so it waits monitor.queue_timeout (60 s) for data that never
+    comes, writes no HDF5 and exits 1.  Here any SystemExit ends the run
+    normally (perun saves) and this process exits with N afterwards
+    (sys.exit("text") prints the text and gives 1, as Python does).
   * `anchorpost record -- CMD` (any command): its launcher script ends
     normally and leaves CMD's status in os.environ["ANCHOR_RECORD_STATUS"];
     this process exits with it.
@@ -27,6 +32,7 @@ What is changed, and nothing else:
 import os
 import signal
 import sys
+import traceback
 
 from . import EMULATED_NOTICE, MARKER_FILE
 
@@ -80,10 +86,19 @@ def _keep_exit_status():
 			return None
 		except SystemExit as e:
 			code = e.code
-			if code is None or code == 0:
-				_script_status["code"] = 0
-				return None
-			_script_status["code"] = code if isinstance(code, int) else 1
+			if code is None or isinstance(code, int):
+				_script_status["code"] = code or 0
+			else:
+				print(code, file=sys.stderr)
+				_script_status["code"] = 1
+			return None
+		except Exception:
+			# perun logs only str(e) and repr(e): without the traceback a
+			# crashed training run says "CUDA out of memory" and not where.
+			# Print it as Python would; perun then saves the run as
+			# failed_<name>.
+			traceback.print_exc()
+			_script_status["code"] = 1
 			raise
 		except BaseException:
 			_script_status["code"] = 1
