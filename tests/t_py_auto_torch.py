@@ -68,8 +68,12 @@ for epoch in range(2):
         loss.backward()
         opt.step()
         it += 1
+import inspect
+code = inspect.unwrap(type(opt).step).__code__
+lines = [ln for _, _, ln in code.co_lines() if ln is not None]
 print(json.dumps({"iters": it, "epochs": 2, "batches": len(dl), "stamps": stamps,
-                  "anchor_imported": "anchor" in sys.modules, "pid": os.getpid()}))
+                  "anchor_imported": "anchor" in sys.modules, "pid": os.getpid(),
+                  "step_code": [code.co_filename, code.co_qualname, min(lines), max(lines)]}))
 '''
 
 NO_TORCH = r'''
@@ -115,11 +119,20 @@ def run_case(preload, pulse):
     for b, e in bwd:
         check(not any(fb["mono_ns"] < e["mono_ns"] and b["mono_ns"] < fe["mono_ns"] for fb, fe in fwd),
               "backward overlaps a forward")
+    # One SITE record for the optimizer class's own step: a profiler sample
+    # in that code is inside optimizer.step by construction, and anchorpost
+    # places it by structure (a short step's samples lag under load).
+    sites = [dict(kv.split("=", 1) for kv in r["name"].split(";")) for r in rows if r["kind"] == "site"]
+    step_sites = [st for st in sites if st.get("phase") == "optimizer.step"]
+    f, q, lo, hi = out["step_code"]
+    check(len(step_sites) == 1, "optimizer.step SITE records: %r" % step_sites)
+    check(step_sites[0] == {"phase": "optimizer.step", "file": f, "func": q, "lines": "%d-%d" % (lo, hi)},
+          "optimizer.step SITE %r, want %s %s lines %d-%d" % (step_sites[0], f, q, lo, hi))
     pulses = ranges(rows, "anchor.sync_pulse")
     check(len(pulses) == (6 if pulse else 0), "sync pulses: %d" % len(pulses))
     mean_bwd = sum(e["mono_ns"] - b["mono_ns"] for b, e in bwd) / n / 1e6
-    print("ok preload=%s: %d iterations, fwd/bwd/step/next/epoch all match, mean backward %.1f ms, %d pulse ranges"
-          % (preload, n, mean_bwd, len(pulses)))
+    print("ok preload=%s: %d iterations, fwd/bwd/step/next/epoch all match, mean backward %.1f ms, %d pulse ranges, "
+          "step site %s lines %d-%d" % (preload, n, mean_bwd, len(pulses), q, lo, hi))
 
 
 EXPLICIT = r'''

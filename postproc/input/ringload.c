@@ -79,9 +79,13 @@ void ringload_event_name(const struct ring_event *e, char *buf, size_t cap)
 			k += (size_t)snprintf(buf + k, cap - k, "%s%llu", i ? ";" : "", (unsigned long long)val[i]);
 		return;
 	}
-	case ANCHOR_KIND_SENSOR_DESC: {
-		/* NUL-separated items: show them ';'-separated. */
+	case ANCHOR_KIND_SENSOR_DESC:
+	case ANCHOR_KIND_SITE: {
+		/* NUL-separated items: show them ';'-separated (a SITE's
+		 * phase=;file=;func=;lines= all, not only its first). */
 		size_t n = e->text_len < cap ? e->text_len : cap - 1;
+		while (e->kind == ANCHOR_KIND_SITE && n && !e->text[n - 1])
+			n--;
 		for (size_t i = 0; i < n; i++)
 			buf[i] = e->text[i] ? e->text[i] : ';';
 		buf[n] = '\0';
