@@ -393,18 +393,21 @@ static int cmp_pt(const void *x, const void *y)
 /* Phase of timeline time y on a thread's exclusive timeline, -1 none. */
 static int phase_at(const struct phase_thread *th, uint64_t base_ns, double y)
 {
-	size_t lo = 0, hi = th->nseg;
 	double yn = y * 1e9 + (double)base_ns;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if ((double)th->seg[mid].t0_ns <= yn)
-			lo = mid + 1;
-		else
-			hi = mid;
+	return yn < 0 ? -1 : phase_set_phase_at(th, (uint64_t)yn);
+}
+
+/* Room in *fr for a stack d frames deep.  -ENOMEM. */
+static int frames_room(uint32_t **fr, uint32_t *cap, uint32_t d)
+{
+	if (d > *cap) {
+		uint32_t *nfr = realloc(*fr, d * sizeof *nfr);
+		if (!nfr)
+			return -ENOMEM;
+		*fr = nfr;
+		*cap = d;
 	}
-	if (lo == 0 || (double)th->seg[lo - 1].t1_ns <= yn)
-		return -1;
-	return th->seg[lo - 1].phase;
+	return 0;
 }
 
 /* phase_frames_fit's inputs and working tables, shared by its stages. */
@@ -434,13 +437,8 @@ static int pf_count(struct pf_work *w, double o, size_t *cnt_in, size_t *tot)
 		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		int ph = phase_at(w->th, w->base_ns, s->t_rel_s * w->scale + o);
 		uint32_t d = p->stacks.v[s->stack].depth;
-		if (d > w->cap) {
-			uint32_t *nfr = realloc(w->fr, d * sizeof *nfr);
-			if (!nfr)
-				return -ENOMEM;
-			w->fr = nfr;
-			w->cap = d;
-		}
+		if (frames_room(&w->fr, &w->cap, d))
+			return -ENOMEM;
 		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		(*tot)++;
 		if (ph >= 0 && (size_t)ph < np)
@@ -632,19 +630,6 @@ struct sm_work {
 	int sig[64];		  /* per phase: its typical function, -1 for none */
 };
 
-/* Room in w->fr for a stack d frames deep.  -ENOMEM. */
-static int sm_room(struct sm_work *w, uint32_t d)
-{
-	if (d > w->cap) {
-		uint32_t *nfr = realloc(w->fr, d * sizeof *nfr);
-		if (!nfr)
-			return -ENOMEM;
-		w->fr = nfr;
-		w->cap = d;
-	}
-	return 0;
-}
-
 /* Tallies, rows timed y (those in use), how many stacks inside and
  * outside each phase hold each function, once per stack.  -ENOMEM. */
 static int sm_count(struct sm_work *w, const struct phase_thread *th, uint64_t base_ns, const double *y,
@@ -659,7 +644,7 @@ static int sm_count(struct sm_work *w, const struct phase_thread *th, uint64_t b
 		uint32_t d = p->stacks.v[s->stack].depth;
 		if (use && !use[j])
 			continue;
-		if (sm_room(w, d))
+		if (frames_room(&w->fr, &w->cap, d))
 			return -ENOMEM;
 		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		if (ph >= 0 && (size_t)ph < np)
@@ -719,7 +704,7 @@ static int sm_masks(struct sm_work *w, uint64_t *mask)
 	for (size_t j = 0; j < w->r->n; j++) {
 		const struct pyspy_sample *s = &p->samples[w->r->idx[j]];
 		uint32_t d = p->stacks.v[s->stack].depth;
-		if (sm_room(w, d))
+		if (frames_room(&w->fr, &w->cap, d))
 			return -ENOMEM;
 		pyspy_stack_frames(&p->stacks, s->stack, w->fr, w->cap);
 		mask[j] = 0;
