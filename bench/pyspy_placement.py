@@ -25,7 +25,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from workflow_lib import EMUL, PYTHON, anchorpost, dump, env, pyspy, ranges_of, record, rows  # noqa: E402
+from workflow_lib import EMUL, PYTHON, anchorpost, dump, env, first_child, pyspy, ranges_of, record, rows  # noqa: E402
 
 TRAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "workflow_train.py")
 
@@ -102,13 +102,7 @@ def record_other(d, how, steps, every, auto, opts):
     if how == "record-plain":
         p = subprocess.Popen([pyspy(), "record", *opts, "-o", prof, "--", PYTHON, TRAIN, steps, every], env=e,
                              stdout=log, stderr=subprocess.STDOUT, cwd=d)
-        pid = None
-        for _ in range(600):
-            q = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
-            if q.stdout.split():
-                pid = int(q.stdout.split()[0])
-                break
-            time.sleep(0.05)
+        pid = first_child(p.pid)
         return p.wait(timeout=1200), pid
     pc = os.path.join(d, "powercap")
     ee = dict(os.environ, PYTHONPATH=EMUL)

@@ -58,6 +58,16 @@ def env(ring, auto=None):
     return e
 
 
+def first_child(ppid, tries=600):
+    """The pid of ppid's first child (polled every 50 ms, 30 s), or None."""
+    for _ in range(tries):
+        q = subprocess.run(["pgrep", "-P", str(ppid)], capture_output=True, text=True)
+        if q.stdout.split():
+            return int(q.stdout.split()[0])
+        time.sleep(0.05)
+    return None
+
+
 def record(out, script, args=(), ring=None, auto=None, spy=None, period="0.1", timeout=300):
     """perun monitor SCRIPT under libanchor (ring shared when given), on a
     fresh emulated sensor; spy: list of py-spy options (py-spy is then the
@@ -78,13 +88,7 @@ def record(out, script, args=(), ring=None, auto=None, spy=None, period="0.1", t
     p = subprocess.Popen(cmd, env=env(ring, auto), stdout=log, stderr=subprocess.STDOUT, cwd=out)
     pid = p.pid
     if spy is not None:  # the perun process is py-spy's child
-        pid = None
-        for _ in range(600):
-            q = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
-            if q.stdout.split():
-                pid = int(q.stdout.split()[0])
-                break
-            time.sleep(0.05)
+        pid = first_child(p.pid)
         check(pid, "py-spy started no child")
     up = subprocess.Popen([PYTHON, "-m", "anchor_emul.updater", "--powercap", pc, "--model", "cpu",
                            "--watch-pid", str(pid), "--truth", os.path.join(out, "truth.json")], env=e)
