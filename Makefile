@@ -30,12 +30,13 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 OPT ?= -O2 -g
 SAN ?=
-CFLAGS_COMMON := -std=c11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE -Ianchors -Ipreload
+CFLAGS_BASE := -std=c11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE
+CFLAGS_COMMON := $(CFLAGS_BASE) -Ianchors -Ipreload
 CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EXEC
-# postproc/ is layered: cmd (option parsing, one file per subcommand) over
-# model, align, attrib, output and input; util is shared by all of them.
-POST_DIRS := cmd input model align attrib output util
-CFLAGS_POST := $(CFLAGS_COMMON) $(addprefix -Ipostproc/,$(POST_DIRS)) $(PKG_CFLAGS)
+# postproc/ is layered (postproc/README.md draws it; tests/t_layers.sh
+# checks it): every include names its folder ("model/run_model.h",
+# "anchors/ring_reader.h"), so a crossing shows in the include line.
+CFLAGS_POST := $(CFLAGS_BASE) -I. -Ipostproc $(PKG_CFLAGS)
 
 LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c
 POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c,$(wildcard anchors/*.c))
@@ -71,7 +72,7 @@ $(B)/test_csv: tests/unit/test_csv.c tests/unit/unit_check.h $(PO)/output/csv.o 
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_timebase: tests/unit/test_timebase.c tests/unit/unit_check.h $(PO)/output/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
-$(B)/test_phase_set: tests/unit/test_phase_set.c tests/unit/unit_check.h $(PO)/model/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
+$(B)/test_phase_set: tests/unit/test_phase_set.c tests/unit/unit_check.h $(PO)/phase/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_sensor_model: tests/unit/test_sensor_model.c tests/unit/unit_check.h $(PO)/attrib/sensor_model.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm

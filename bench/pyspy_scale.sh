@@ -51,7 +51,7 @@ measure anchorpost_by_frame "$AP" samples "$P" --by-frame -o "$DATA/frames.ancho
 measure python_load_aggregate "$PY" bench/pyspy_py_baseline.py "$P" "$DATA/frames.python.csv"
 measure python_json_load "$PY" bench/pyspy_py_baseline.py "$P" - --load-only
 REPEAT=1 measure anchorpost_csv "$AP" samples "$P" -o "$DATA/samples.csv" --stack-text
-cc -std=c11 -O2 -D_GNU_SOURCE -Ipostproc/input -Ipostproc/output -Ipostproc/util -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
+cc -std=c11 -O2 -D_GNU_SOURCE -I. -Ipostproc -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
 	postproc/input/pyspy_{tables,read,speedscope,chrometrace,raw}.c postproc/output/pyspy_energy.c $(pkg-config --cflags --libs yajl) -lm
 REPEAT=1 measure model_energy_write "$DATA/pyspy_energy_main" "$P" "$DATA/energy.json" 7
 energy_bytes=$(stat -c %s "$DATA/energy.json")

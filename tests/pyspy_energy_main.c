@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pyspy.h"
+#include "input/pyspy.h"
 
 int main(int argc, char **argv)
 {

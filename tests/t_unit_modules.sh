@@ -2,7 +2,7 @@
 # Unit tests of single postproc modules (tests/unit/test_<module>.c, built
 # by make from the module and what it needs): CSV quoting and numbers
 # (output/csv.c), timeline seconds to unix_s (output/timebase.c), phases
-# from ring events (model/phase_set.c), the GPU reading response table
+# from ring events (phase/phase_set.c), the GPU reading response table
 # (attrib/sensor_model.c), plausibility flags of phase rows
 # (output/phase_flags.c).  Runs every one, fails if any fails.
 set -u

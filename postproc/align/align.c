@@ -1,5 +1,5 @@
 /* align.c - perun's sensor times on the ring's clock (see align.h). */
-#include "align.h"
+#include "align/align.h"
 
 #include <errno.h>
 #include <math.h>

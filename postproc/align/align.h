@@ -21,11 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attrib.h"
-#include "perun.h"
-#include "phase_set.h"
-#include "ring_clock.h"
-#include "ring_reader.h"
+#include "anchors/ring_clock.h"
+#include "anchors/ring_reader.h"
+#include "attrib/attrib.h"
+#include "input/perun.h"
+#include "phase/phase_set.h"
 
 struct align_perun {
 	double offset_s;       /* timeline = perun t + offset_s */

@@ -4,7 +4,7 @@
  * the ring gives (align_perun_bounds), the fit searched within them and
  * kept only where the data decide it (align_perun_settle).
  */
-#include "align.h"
+#include "align/align.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* align_pyspy.c - py-spy samples on the ring's timeline (see align_pyspy.h). */
-#include "align_pyspy.h"
+#include "align/align_pyspy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyspy_sites.h"
-#include "tunables.h"
+#include "align/pyspy_sites.h"
+#include "util/tunables.h"
 
 #define PULSE_RANGE PYSPY_PULSE_RANGE
 #define PULSE_FRAME PYSPY_PULSE_FRAME

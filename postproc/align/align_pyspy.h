@@ -57,9 +57,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "phase_set.h"
-#include "pyspy.h"
-#include "ringload.h"
+#include "input/pyspy.h"
+#include "input/ringload.h"
+#include "phase/phase_set.h"
 
 struct align_pyspy_thread {
 	double offset_s;     /* timeline = offset_s + scale * t_rel_s */

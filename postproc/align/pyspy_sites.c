@@ -2,7 +2,7 @@
  * pyspy_sites.c - label py-spy stacks with the phase they were taken in,
  * from the ring's SITE records (see pyspy_sites.h).
  */
-#include "pyspy_sites.h"
+#include "align/pyspy_sites.h"
 
 #include <errno.h>
 #include <stdlib.h>

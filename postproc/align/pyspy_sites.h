@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "phase_set.h"
-#include "pyspy.h"
-#include "ring_reader.h"
+#include "anchors/ring_reader.h"
+#include "input/pyspy.h"
+#include "phase/phase_set.h"
 
 /* anchor.sync_pulse(): the ring's range, and the function py-spy sees
  * running inside it.  With SITE records present, a stack holding that

@@ -1,5 +1,5 @@
 /* attrib_choose.c - what --method asks for, as one call (see attrib.h). */
-#include "attrib.h"
+#include "attrib/attrib.h"
 
 int attrib_choose(enum attrib_choice method, const struct attrib_series *s, const struct attrib_interval *iv,
 		  size_t n_iv, size_t n_phase, const struct attrib_opts *o, struct attrib_result *out)

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib.h"
+#include "attrib/attrib.h"
 
 #define MAX_PIECES 64
 

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {

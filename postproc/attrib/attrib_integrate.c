@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 void attrib_result_free(struct attrib_result *r)
 {

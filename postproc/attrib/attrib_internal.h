@@ -4,7 +4,7 @@
 #ifndef ANCHORPOST_ATTRIB_INTERNAL_H
 #define ANCHORPOST_ATTRIB_INTERNAL_H
 
-#include "attrib.h"
+#include "attrib/attrib.h"
 
 /* A validated sensor with its cumulative energy at every timestep.  With
  * intervals, segments holding exactly one phase edge use the edge-aware

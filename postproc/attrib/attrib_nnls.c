@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 /* Solve the sub-system G[P][P] z = g[P] by Cholesky; P lists np indices.
  * Pivots below rel_floor * max diagonal are lifted to it (see above). */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 struct ctx {
 	struct attrib_curve c;

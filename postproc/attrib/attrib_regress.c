@@ -7,12 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 /* Averaged readings (sensor_model.h): independent windows (span / window)
  * needed per fitted power before the intervals are trusted. */
 #define ATTRIB_MIN_WINDOWS_PER_UNKNOWN 10.0
-#include "tunables.h"
+#include "util/tunables.h"
 
 static void opts_defaults(const struct attrib_opts *o, struct attrib_opts *d)
 {

@@ -23,7 +23,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 static int cmp_double(const void *a, const void *b)
 {

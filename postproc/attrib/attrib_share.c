@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 int attrib_check_intervals(const struct attrib_interval *iv, size_t n_iv, size_t n_phase)
 {

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_internal.h"
+#include "attrib/attrib_internal.h"
 
 /* Timing error assumed at every phase edge: perun reads its sensors some
  * ms after it stamps a round (measured here: long phases were off by up to

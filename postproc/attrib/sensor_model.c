@@ -1,7 +1,7 @@
 /*
  * sensor_model.c - GPU power-reading response table (see sensor_model.h).
  */
-#include "sensor_model.h"
+#include "attrib/sensor_model.h"
 
 #include <string.h>
 #include <strings.h>

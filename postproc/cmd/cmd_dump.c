@@ -9,12 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "csv.h"
-#include "diag.h"
-#include "options.h"
-#include "outfile.h"
-#include "ringload.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/ringload.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "util/diag.h"
 
 static const struct cmd_usage dump_usage = {
 	.name = "dump",

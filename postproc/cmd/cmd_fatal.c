@@ -1,13 +1,25 @@
-/* cmd_fatal.c - library calls for commands that have nothing to do after a
- * failure but say it: outfile_open / outfile_commit (outfile.h) and
- * ringload_open (ringload.h) print the error as one line and exit.  Only
- * the command layer may exit; library code returns the error. */
+/* cmd_fatal.c - print one line and exit (see cmd_fatal.h). */
+#include "cmd/cmd_fatal.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "outfile.h"
-#include "ringload.h"
+#include "util/diag.h"
+
+void diag_vfatal(const char *file, const char *fmt, va_list ap)
+{
+	diag_vprint("", file, fmt, ap);
+	outfile_abort_all();
+	exit(1);
+}
+
+void diag_fatal(const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_vfatal(file, fmt, ap);
+}
 
 void outfile_open(struct outfile *o, const char *path)
 {

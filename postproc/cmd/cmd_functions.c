@@ -30,18 +30,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align_pyspy.h"
-#include "commands.h"
-#include "csv.h"
-#include "diag.h"
-#include "cmd_writers.h"
-#include "energy_model.h"
-#include "options.h"
-#include "outfile.h"
-#include "pyspy.h"
-#include "run_model.h"
-#include "sample_energy.h"
-#include "timebase.h"
+#include "align/align_pyspy.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/cmd_writers.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/pyspy.h"
+#include "model/energy_model.h"
+#include "model/run_model.h"
+#include "model/sample_energy.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/timebase.h"
+#include "util/diag.h"
 
 #define NO_FRAME "(no python frame)"
 

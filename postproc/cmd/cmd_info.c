@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "diag.h"
-#include "options.h"
-#include "ringload.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/ringload.h"
+#include "util/diag.h"
 
 static void print_proc(const struct ring_proc *p)
 {

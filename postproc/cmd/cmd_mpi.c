@@ -37,13 +37,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "commands.h"
-#include "csv.h"
-#include "diag.h"
-#include "mring.h"
-#include "options.h"
-#include "outfile.h"
-#include "ring_clock.h"
+#include "anchors/ring_clock.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "model/mring.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "util/diag.h"
 
 #define MAX_INPUTS 4096
 

@@ -26,15 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "csv.h"
-#include "cmd_writers.h"
-#include "diag.h"
-#include "energy_model.h"
-#include "options.h"
-#include "outfile.h"
-#include "perun.h"
-#include "timebase.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/cmd_writers.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/perun.h"
+#include "model/energy_model.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/timebase.h"
+#include "util/diag.h"
 
 /* --ring: the aligned (multirun, round, host) and its offset. */
 struct tl {

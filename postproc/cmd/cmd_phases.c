@@ -29,16 +29,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "counter_table.h"
-#include "csv.h"
-#include "cmd_writers.h"
-#include "diag.h"
-#include "energy_model.h"
-#include "outfile.h"
-#include "options.h"
-#include "phase_table.h"
-#include "run_find.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/cmd_writers.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/run_find.h"
+#include "model/energy_model.h"
+#include "output/counter_table.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/phase_table.h"
+#include "util/diag.h"
 
 static const struct cmd_usage phases_usage = {
 	.name = "phases",

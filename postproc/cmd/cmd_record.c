@@ -50,11 +50,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "anchor_version.h"
-#include "commands.h"
-#include "diag.h"
-#include "options.h"
-#include "outfile.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "output/outfile.h"
+#include "preload/anchor_version.h"
+#include "util/diag.h"
 
 #define EMULATED_NOTICE "emulated sensor, not a measurement"
 

@@ -30,21 +30,22 @@
 #include <dirent.h>
 #include <libgen.h>
 
-#include "align_pyspy.h"
-#include "cmd_writers.h"
-#include "commands.h"
-#include "counter_table.h"
-#include "csv.h"
-#include "diag.h"
-#include "energy_model.h"
-#include "options.h"
-#include "outfile.h"
-#include "phase_table.h"
-#include "plot.h"
-#include "pyspy.h"
-#include "run_find.h"
-#include "run_model.h"
-#include "trace_json.h"
+#include "align/align_pyspy.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/cmd_writers.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/pyspy.h"
+#include "input/run_find.h"
+#include "model/energy_model.h"
+#include "model/run_model.h"
+#include "output/counter_table.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/phase_table.h"
+#include "output/plot.h"
+#include "output/trace_json.h"
+#include "util/diag.h"
 
 struct report {
 	const char *dir;   /* where the files are built: tmp_dir */

@@ -13,17 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "csv.h"
-#include "cmd_writers.h"
-#include "diag.h"
-#include "outfile.h"
-#include "options.h"
-#include "align_pyspy.h"
-#include "phase_set.h"
-#include "pyspy.h"
-#include "ringload.h"
-#include "timebase.h"
+#include "align/align_pyspy.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/cmd_writers.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "input/pyspy.h"
+#include "input/ringload.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/timebase.h"
+#include "phase/phase_set.h"
+#include "util/diag.h"
 
 /* raw rows repeat each stack `count` times; refuse absurd totals. */
 #define RAW_MAX_ROWS 1000000000ULL

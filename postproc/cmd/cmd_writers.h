@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "perun.h"
-#include "ringload.h"
-#include "run_model.h"
+#include "input/perun.h"
+#include "input/ringload.h"
+#include "model/run_model.h"
 
 /* phases.csv (out NULL: stdout, the table then to stderr) and the table. */
 void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,

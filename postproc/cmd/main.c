@@ -6,11 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "anchor_version.h"
-#include "commands.h"
-#include "diag.h"
-#include "options.h"
-#include "ring_format.h"
+#include "anchors/ring_format.h"
+#include "cmd/cmd_fatal.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "preload/anchor_version.h"
+#include "util/diag.h"
 
 struct command {
 	const char *name;

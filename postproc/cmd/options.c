@@ -1,5 +1,5 @@
 /* options.c - the option parser, help and completion (see options.h). */
-#include "options.h"
+#include "cmd/options.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "attrib.h"
-#include "diag.h"
+#include "attrib/attrib.h"
+#include "util/diag.h"
 
 const struct opt_choice opt_method_choices[] = {
 	{"auto", ATTRIB_CHOICE_AUTO, "split where the sensor gives window energies (RAPL), else perphase (NVML)"},

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "sensor_model.h"
-#include "tunables.h"
+#include "attrib/sensor_model.h"
+#include "util/tunables.h"
 
 enum opt_type {
 	OPT_END_,

@@ -1,5 +1,5 @@
 /* input_file.c - non-blocking, regular-files-only inputs (see input_file.h). */
-#include "input_file.h"
+#include "input/input_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,8 +17,8 @@
  * 20 s plus 1 s per MB of file (a 1 h perun file of 6.4 MB reads in 0.3 s
  * here), or $ANCHORPOST_PERUN_TIMEOUT_S.
  */
-#include "perun.h"
-#include "perun_pack.h"
+#include "input/perun.h"
+#include "input/perun_pack.h"
 
 #include <errno.h>
 #include <hdf5.h>

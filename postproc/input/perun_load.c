@@ -8,8 +8,8 @@
  * timesteps not in seconds, series of different lengths.  Any corrupt
  * structure libhdf5 reports becomes one message naming the HDF5 path.
  */
-#include "perun.h"
-#include "input_file.h"
+#include "input/input_file.h"
+#include "input/perun.h"
 
 #include <errno.h>
 #include <hdf5.h>

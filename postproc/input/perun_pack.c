@@ -1,5 +1,5 @@
 /* perun_pack.c - struct perun_file as bytes and back (see perun_pack.h). */
-#include "perun_pack.h"
+#include "input/perun_pack.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "perun.h"
+#include "input/perun.h"
 
 /* *buf (malloc'd, *len bytes) holds pf.  0 or -ENOMEM. */
 int perun_pack(const struct perun_file *pf, char **buf, size_t *len);

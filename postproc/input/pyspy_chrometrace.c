@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyspy.h"
-#include "pyspy_input.h"
+#include "input/pyspy.h"
+#include "input/pyspy_input.h"
 
 enum st { S_TOP0, S_WRAP, S_EVENTS, S_EVENT, S_ARGS, S_DONE };
 enum key { K_SKIP, K_TRACE_EVENTS, K_ARGS, K_NAME, K_PH, K_PID, K_TID, K_TS, K_FILENAME, K_LINE, K_ARG_NAME };

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <yajl/yajl_parse.h>
 
-#include "pyspy.h"
+#include "input/pyspy.h"
 
 #define PYSPY_CHUNK (256 * 1024)
 /* Containers nested deeper than this inside values we skip are refused:

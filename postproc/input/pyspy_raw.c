@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyspy.h"
-#include "pyspy_input.h"
+#include "input/pyspy.h"
+#include "input/pyspy_input.h"
 
 #define RAW_MAX_LINE (16u << 20)
 

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "input_file.h"
-#include "pyspy.h"
-#include "pyspy_input.h"
+#include "input/input_file.h"
+#include "input/pyspy.h"
+#include "input/pyspy_input.h"
 
 int pyspy_input_fill(struct pyspy_input *in, struct pyspy_error *err)
 {

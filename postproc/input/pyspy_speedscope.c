@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyspy.h"
-#include "pyspy_input.h"
+#include "input/pyspy.h"
+#include "input/pyspy_input.h"
 
 enum st {
 	S_TOP0, S_TOP, S_PROFILES, S_PROFILE, S_SAMPLES, S_SAMPLE, S_WEIGHTS, S_EVENTS, S_EVENT,

@@ -2,7 +2,7 @@
  * pyspy_tables.c - the tables of a py-spy profile (pyspy.h): frames with
  * an intern hash and a string arena, the stack prefix tree, threads.
  */
-#include "pyspy.h"
+#include "input/pyspy.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * ring_sensors.c - ms energy counters from a ring (see ring_sensors.h).
  */
-#include "ring_sensors.h"
+#include "input/ring_sensors.h"
 
 #include <errno.h>
 #include <stdio.h>

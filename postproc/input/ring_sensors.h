@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring_reader.h"
+#include "anchors/ring_reader.h"
 
 struct ring_counter {
 	char group[16];      /* "cpu", "ram", "gpu" (perun's device groups) */

@@ -1,12 +1,12 @@
 /* ringload.c - load a ring with its clock and process table. */
-#include "ringload.h"
+#include "input/ringload.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "diag.h"
-#include "input_file.h"
+#include "input/input_file.h"
+#include "util/diag.h"
 
 int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen)
 {

@@ -5,9 +5,9 @@
 #ifndef ANCHORPOST_RINGLOAD_H
 #define ANCHORPOST_RINGLOAD_H
 
-#include "ring_clock.h"
-#include "ring_procs.h"
-#include "ring_reader.h"
+#include "anchors/ring_clock.h"
+#include "anchors/ring_procs.h"
+#include "anchors/ring_reader.h"
 
 struct ringload {
 	struct ring_file rf;
@@ -23,10 +23,6 @@ int ringload_load(struct ringload *rl, const char *path, char *err, size_t errle
 /* ringload_load without the warnings: for a reader that loads each ring
  * more than once (mring) and must not repeat them. */
 int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen);
-
-/* ringload_load or print and exit: for the commands that read only a ring
- * (defined in cmd/cmd_fatal.c). */
-void ringload_open(struct ringload *rl, const char *path);
 
 void ringload_close(struct ringload *rl);
 

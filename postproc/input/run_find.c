@@ -1,5 +1,5 @@
 /* run_find.c - a run's files in a directory (see run_find.h). */
-#include "run_find.h"
+#include "input/run_find.h"
 
 #include <dirent.h>
 #include <errno.h>

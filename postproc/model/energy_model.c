@@ -1,6 +1,6 @@
 /* energy_model.c - ring + perun on one timeline (see energy_model.h). */
-#include "energy_model.h"
-#include "sensor_model.h"
+#include "attrib/sensor_model.h"
+#include "model/energy_model.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag.h"
+#include "util/diag.h"
 
 double energy_model_tl(const struct energy_model *m, uint64_t ts_ns)
 {

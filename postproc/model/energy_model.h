@@ -13,12 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "align.h"
-#include "attrib.h"
-#include "diag.h"
-#include "perun.h"
-#include "phase_set.h"
-#include "ringload.h"
+#include "align/align.h"
+#include "attrib/attrib.h"
+#include "input/perun.h"
+#include "input/ringload.h"
+#include "phase/phase_set.h"
+#include "util/diag.h"
 
 struct em_sensor {
 	const struct perun_sensor *ps;

@@ -1,5 +1,5 @@
 /* group_power.c - power per device group (see group_power.h). */
-#include "group_power.h"
+#include "model/group_power.h"
 
 #include <errno.h>
 #include <stdlib.h>

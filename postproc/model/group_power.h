@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "energy_model.h"
+#include "model/energy_model.h"
 
 struct group_power {
 	double *t_s;     /* n window edges, timeline seconds */
@@ -23,7 +23,7 @@ struct group_power {
 	size_t n;        /* 0: the group has no sensor */
 };
 
-/* Build the series of group g (index into m->groups); diag_fatal on OOM. */
+/* Build the series of group g (index into m->groups).  0, or -ENOMEM. */
 int group_power_build(const struct energy_model *m, size_t g, struct group_power *gp);
 
 void group_power_free(struct group_power *gp);

@@ -1,6 +1,6 @@
 /* mring.c - many rings + a multi-host perun file (see mring.h). */
-#include "mring.h"
-#include "tunables.h"
+#include "model/mring.h"
+#include "util/tunables.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "align.h"
-#include "attrib.h"
-#include "diag.h"
-#include "input_file.h"
-#include "phase_set.h"
-#include "phase_stats.h"
-#include "ring_clock.h"
-#include "ring_procs.h"
-#include "ringload.h"
+#include "align/align.h"
+#include "anchors/ring_clock.h"
+#include "anchors/ring_procs.h"
+#include "attrib/attrib.h"
+#include "input/input_file.h"
+#include "input/ringload.h"
+#include "phase/phase_set.h"
+#include "phase/phase_stats.h"
+#include "util/diag.h"
 
 #define FIT_SPAN_S 10.0 /* windows given to the offset fit (fit_ring) */
 

@@ -29,10 +29,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attrib.h"
-#include "energy_model.h"
-#include "perun.h"
-#include "ring_reader.h"
+#include "anchors/ring_reader.h"
+#include "attrib/attrib.h"
+#include "input/perun.h"
+#include "model/energy_model.h"
 
 struct mr_phase {
 	char *name;

@@ -1,5 +1,5 @@
 /* run_model.c - one run opened once (see run_model.h). */
-#include "run_model.h"
+#include "model/run_model.h"
 
 #include <errno.h>
 #include <stdarg.h>

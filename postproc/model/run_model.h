@@ -10,10 +10,10 @@
 #ifndef ANCHORPOST_RUN_MODEL_H
 #define ANCHORPOST_RUN_MODEL_H
 
-#include "align_pyspy.h"
-#include "energy_model.h"
-#include "pyspy.h"
-#include "sample_energy.h"
+#include "align/align_pyspy.h"
+#include "input/pyspy.h"
+#include "model/energy_model.h"
+#include "model/sample_energy.h"
 
 struct run_model {
 	struct energy_model m;

@@ -2,16 +2,16 @@
  * counter_table.c - phases from the ring's ms energy counters (see
  * counter_table.h).
  */
-#include "counter_table.h"
+#include "output/counter_table.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib.h"
-#include "diag.h"
-#include "ring_sensors.h"
+#include "attrib/attrib.h"
+#include "input/ring_sensors.h"
+#include "util/diag.h"
 
 /* Agreement asked of counters and perun over perun's span (issue 14). */
 #define CROSSCHECK_REL 0.01

@@ -18,8 +18,8 @@
 
 #include <stdio.h>
 
-#include "csv.h"
-#include "energy_model.h"
+#include "model/energy_model.h"
+#include "output/csv.h"
 
 /* Rows for the ring's ms counters (none when it has no SENSOR records);
  * the readable block too when tty != NULL.  Returns the number of device

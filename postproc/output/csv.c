@@ -1,5 +1,5 @@
 /* csv.c - RFC 4180 CSV output (see csv.h). */
-#include "csv.h"
+#include "output/csv.h"
 
 #include <inttypes.h>
 #include <math.h>

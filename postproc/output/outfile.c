@@ -1,5 +1,5 @@
 /* outfile.c - temp file + rename, or direct writes to streams (see outfile.h). */
-#include "outfile.h"
+#include "output/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "input_file.h"
+#include "input/input_file.h"
+#include "util/diag.h"
 
 /* Outfiles with a temp on disk.  Changed only with g_sigs blocked, so the
  * signal handler always walks a consistent list. */

@@ -31,7 +31,7 @@ struct outfile {
 	struct outfile *next_open;
 };
 
-#include "diag.h"
+#include "util/diag.h"
 
 /* Open.  Returns 0, or a negative errno with *e naming path (nothing left
  * open). */
@@ -42,11 +42,6 @@ int outfile_create(struct outfile *o, const char *path, struct em_error *e);
  * temp removed. */
 int outfile_finish(struct outfile *o, const char *path, struct em_error *e);
 
-/* For commands only (cmd/cmd_fatal.c): outfile_create / outfile_finish
- * that print the error and exit. */
-void outfile_open(struct outfile *o, const char *path);
-void outfile_commit(struct outfile *o);
-
 /* Remove the temp file (if any) and forget it. */
 void outfile_abort(struct outfile *o);
 
@@ -55,7 +50,7 @@ void outfile_abort(struct outfile *o);
  * be created beside it (/dev/null.alignment.txt). */
 int outfile_is_stream(const char *path);
 
-/* Abort every open outfile (called by diag_fatal). */
+/* Abort every open outfile (called by cmd_fatal.h's diag_fatal). */
 void outfile_abort_all(void);
 
 #endif

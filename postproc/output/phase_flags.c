@@ -1,5 +1,5 @@
 /* phase_flags.c - plausibility flags of phase rows (see phase_flags.h). */
-#include "phase_flags.h"
+#include "output/phase_flags.h"
 
 #include <math.h>
 #include <stdio.h>

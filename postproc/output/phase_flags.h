@@ -23,7 +23,7 @@
 #ifndef ANCHORPOST_PHASE_FLAGS_H
 #define ANCHORPOST_PHASE_FLAGS_H
 
-#include "phase_table.h"
+#include "output/phase_table.h"
 
 #define PHASE_FLAG_ABOVE_MAX 0x100u
 #define PHASE_FLAG_POINT_ABOVE_MAX 0x200u

@@ -6,7 +6,7 @@
  * what that thread was doing.  Phases only seen on other threads get their
  * time statistics and no joules.
  */
-#include "phase_table.h"
+#include "output/phase_table.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "phase_flags.h"
-#include "phase_stats.h"
+#include "output/phase_flags.h"
+#include "phase/phase_stats.h"
+#include "util/diag.h"
 
 /* Inclusive energy: the self energy of every segment inside each
  * outermost occurrence of the phase on the primary thread. */

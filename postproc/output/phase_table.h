@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "csv.h"
-#include "energy_model.h"
+#include "model/energy_model.h"
+#include "output/csv.h"
 
 struct phase_group_row {
 	double energy_j, lo_j, hi_j, incl_j; /* self energy, its 95 % interval, inclusive */

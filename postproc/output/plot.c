@@ -1,5 +1,5 @@
 /* plot.c - SVG/PNG rendering and chart helpers (see plot.h). */
-#include "plot.h"
+#include "output/plot.h"
 
 #include <cairo-svg.h>
 #include <errno.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "outfile.h"
+#include "output/outfile.h"
+#include "util/diag.h"
 
 /* Tableau 10 (distinguishable, colour-blind-tolerant, print-safe), then
  * ten more of other hue and lightness so that 20 phases never share a

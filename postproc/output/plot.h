@@ -12,18 +12,17 @@
 #include <cairo.h>
 #include <stddef.h>
 
-#include "energy_model.h"
-#include "phase_table.h"
+#include "model/energy_model.h"
+#include "output/phase_table.h"
 
 /* Draw the whole picture on cr, w x h user units (1 unit = 1 px in PNG). */
 typedef void (*plot_draw_fn)(cairo_t *cr, double w, double h, void *ctx);
 
 enum plot_kind { PLOT_SVG, PLOT_PNG };
 
-/* Render to path (temp + rename); diag_fatal naming path on error.  title
- * also becomes the SVG's <title>; in SVG, plot_text writes real <text>
- * elements (cairo's own SVG text is glyph outlines). */
-/* Draw with fn into path (all or nothing, outfile.h).  Returns 0, or a
+/* title also becomes the SVG's <title>; in SVG, plot_text writes real
+ * <text> elements (cairo's own SVG text is glyph outlines).
+ * Draw with fn into path (all or nothing, outfile.h).  Returns 0, or a
  * negative errno with *e filled. */
 int plot_write(const char *path, enum plot_kind kind, double w, double h, const char *title, plot_draw_fn fn,
 	       void *ctx, struct em_error *e);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "plot.h"
+#include "output/plot.h"
+#include "util/diag.h"
 
 #define W_PX 1200.0
 #define H_PX 560.0

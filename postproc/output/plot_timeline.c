@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag.h"
-#include "group_power.h"
-#include "plot.h"
-#include "ring_format.h"
+#include "anchors/ring_format.h"
+#include "model/group_power.h"
+#include "output/plot.h"
+#include "util/diag.h"
 
 #define W_PX 1400.0
 #define LEFT_PX 170.0   /* lane labels */

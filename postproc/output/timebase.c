@@ -1,7 +1,7 @@
 /*
  * timebase.c - timeline seconds to unix seconds (see timebase.h).
  */
-#include "timebase.h"
+#include "output/timebase.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "csv.h"
-#include "ring_clock.h"
+#include "anchors/ring_clock.h"
+#include "output/csv.h"
 
 /* "1764600000.123456789" into buf (>= 32); "" when t_s is NaN, before
  * the monotonic epoch, or the ring has no SYNC record.  Length returned. */

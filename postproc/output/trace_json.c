@@ -1,5 +1,5 @@
 /* trace_json.c - Chrome / Perfetto trace writer (see trace_json.h). */
-#include "trace_json.h"
+#include "output/trace_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group_power.h"
-#include "outfile.h"
-#include "ring_clock.h"
-#include "ring_format.h"
+#include "anchors/ring_clock.h"
+#include "anchors/ring_format.h"
+#include "model/group_power.h"
+#include "output/outfile.h"
 
 /* Pseudo-process of the power counters when no phase ran; real pids stay
  * below 2^22. */

@@ -31,9 +31,9 @@
 
 #include <stddef.h>
 
-#include "align_pyspy.h"
-#include "energy_model.h"
-#include "pyspy.h"
+#include "align/align_pyspy.h"
+#include "input/pyspy.h"
+#include "model/energy_model.h"
 
 struct trace_pyspy {
 	const struct pyspy_profile *p; /* NULL: no stacks */

@@ -1,11 +1,10 @@
 /* diag.c - one-line errors (see diag.h). */
-#include "diag.h"
+#include "util/diag.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "outfile.h"
 
 const char *diag_prog = "anchorpost";
 
@@ -29,7 +28,7 @@ int diag_error(struct em_error *e, int code, const char *file, const char *fmt, 
 	return code;
 }
 
-static void vprint(const char *tag, const char *file, const char *fmt, va_list ap)
+void diag_vprint(const char *tag, const char *file, const char *fmt, va_list ap)
 {
 	size_t n = alias_from ? strlen(alias_from) : 0;
 	fflush(stdout);
@@ -42,24 +41,10 @@ static void vprint(const char *tag, const char *file, const char *fmt, va_list a
 	fputc('\n', stderr);
 }
 
-void diag_vfatal(const char *file, const char *fmt, va_list ap)
-{
-	vprint("", file, fmt, ap);
-	outfile_abort_all();
-	exit(1);
-}
-
-void diag_fatal(const char *file, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	diag_vfatal(file, fmt, ap);
-}
-
 void diag_warn(const char *file, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vprint("warning: ", file, fmt, ap);
+	diag_vprint("warning: ", file, fmt, ap);
 	va_end(ap);
 }

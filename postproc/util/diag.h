@@ -2,23 +2,21 @@
  * diag.h - one-line errors and warnings for anchorpost.
  *
  * Every error is one line, "anchorpost: FILE: what is wrong", and a
- * non-zero exit; outputs still open as temp files are removed first
- * (outfile.h), so a failed run never leaves a half-written file.
+ * non-zero exit.  Library code below cmd/ only fills an em_error and
+ * returns; the exit (after removing the outputs still open as temp files,
+ * so a failed run never leaves a half-written file) is cmd/cmd_fatal.h's.
  */
 #ifndef ANCHORPOST_DIAG_H
 #define ANCHORPOST_DIAG_H
 
 #include <stdarg.h>
 
-/* Print "anchorpost: <file>: <msg>" and exit(1) after aborting outputs.
- * file may be NULL. */
-void diag_fatal(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-
 /* Print "anchorpost: warning: <file>: <msg>" and go on. */
 void diag_warn(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Same as diag_fatal with a va_list. */
-void diag_vfatal(const char *file, const char *fmt, va_list ap) __attribute__((noreturn));
+/* Print "anchorpost: <tag><file>: <msg>" (file may be NULL) on stderr,
+ * after flushing stdout: what diag_warn and cmd_fatal.h's diag_fatal print. */
+void diag_vprint(const char *tag, const char *file, const char *fmt, va_list ap);
 
 /* A library failure: the file it concerns (NULL: none; a string that
  * outlives the error, usually the caller's path) and one line saying why.

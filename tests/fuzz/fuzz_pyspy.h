@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pyspy.h"
+#include "input/pyspy.h"
 
 static int fuzz_pyspy_one(const uint8_t *data, size_t size, enum pyspy_format fmt)
 {

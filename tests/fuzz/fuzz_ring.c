@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring_clock.h"
-#include "ring_procs.h"
-#include "ring_reader.h"
+#include "anchors/ring_clock.h"
+#include "anchors/ring_procs.h"
+#include "anchors/ring_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

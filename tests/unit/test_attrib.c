@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "attrib.h"
-#include "attrib_internal.h"
+#include "attrib/attrib.h"
+#include "attrib/attrib_internal.h"
 
 #include "unit_check.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib.h"
+#include "attrib/attrib.h"
 
 #include "unit_check.h"
 

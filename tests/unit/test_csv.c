@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
+#include "output/csv.h"
 
 #include "unit_check.h"
 

@@ -36,10 +36,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "perun.h"
-#include "pyspy.h"
-#include "ringload.h"
-#include "run_model.h"
+#include "input/perun.h"
+#include "input/pyspy.h"
+#include "input/ringload.h"
+#include "model/run_model.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t sz);

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "attrib.h"
-#include "options.h"
+#include "attrib/attrib.h"
+#include "cmd/options.h"
 
 #include "unit_check.h"
 

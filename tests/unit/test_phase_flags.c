@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "energy_model.h"
-#include "phase_flags.h"
-#include "ring_format.h"
+#include "anchors/ring_format.h"
+#include "model/energy_model.h"
+#include "output/phase_flags.h"
 
 #include "unit_check.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_phase_set.c - known answers for phase_set_build (model/phase_set.c):
+ * test_phase_set.c - known answers for phase_set_build (phase/phase_set.c):
  * the rules phase_set.h promises, each on a hand-written list of ring
  * events: nesting and self time, overlapping ranges, unmatched and
  * unclosed edges, ranges that cross threads, asyncio range ids, mark
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phase_set.h"
-#include "ring_format.h"
+#include "anchors/ring_format.h"
+#include "phase/phase_set.h"
 
 #include "unit_check.h"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sensor_model.h"
+#include "attrib/sensor_model.h"
 
 #include "unit_check.h"
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timebase.h"
+#include "output/timebase.h"
 
 #include "unit_check.h"
 

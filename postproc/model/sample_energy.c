@@ -1,5 +1,5 @@
 /* sample_energy.c - energy per aligned py-spy sample (see sample_energy.h). */
-#include "sample_energy.h"
+#include "model/sample_energy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attrib.h"
-#include "input_file.h"
+#include "attrib/attrib.h"
+#include "input/input_file.h"
 
 /* Leaf source lines that wait rather than run.  Without --native py-spy
  * shows the Python line that called the blocking C function. */

@@ -1,5 +1,5 @@
 /* phase_stats.c - one phase's occurrence statistics (see phase_stats.h). */
-#include "phase_stats.h"
+#include "phase/phase_stats.h"
 
 #include <errno.h>
 #include <math.h>

@@ -42,8 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring_procs.h"
-#include "ring_reader.h"
+#include "anchors/ring_procs.h"
+#include "anchors/ring_reader.h"
 
 /* The pseudo-thread id of a process's device-side timeline. */
 #define PHASE_DEVICE_TID 0xfffffff0u

@@ -38,10 +38,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "align_pyspy.h"
-#include "energy_model.h"
-#include "phase_set.h"
-#include "pyspy.h"
+#include "align/align_pyspy.h"
+#include "input/pyspy.h"
+#include "model/energy_model.h"
+#include "phase/phase_set.h"
 
 struct sample_energy {
 	size_t n, ngroups;

@@ -1,5 +1,5 @@
 /* phase_set.c - phases from a ring (see phase_set.h). */
-#include "phase_set.h"
+#include "phase/phase_set.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "phase_set.h"
+#include "phase/phase_set.h"
 
 struct phase_stats {
 	size_t count;

@@ -1,0 +1,31 @@
+/*
+ * cmd_fatal.h - the only way out of anchorpost on an error: print one line,
+ * remove the outputs still open as temp files (outfile.h), exit(1).
+ *
+ * Only the command layer may exit.  Everything below cmd/ returns a
+ * negative errno with an em_error (util/diag.h); these wrappers are for
+ * commands that have nothing left to do after a failure but say it.
+ */
+#ifndef ANCHORPOST_CMD_FATAL_H
+#define ANCHORPOST_CMD_FATAL_H
+
+#include <stdarg.h>
+
+#include "input/ringload.h"
+#include "output/outfile.h"
+
+/* Print "anchorpost: <file>: <msg>" and exit(1) after aborting outputs.
+ * file may be NULL. */
+void diag_fatal(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* Same as diag_fatal with a va_list. */
+void diag_vfatal(const char *file, const char *fmt, va_list ap) __attribute__((noreturn));
+
+/* outfile_create / outfile_finish that print the error and exit. */
+void outfile_open(struct outfile *o, const char *path);
+void outfile_commit(struct outfile *o);
+
+/* ringload_load or print and exit: for the commands that read only a ring. */
+void ringload_open(struct ringload *rl, const char *path);
+
+#endif
