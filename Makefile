@@ -33,7 +33,7 @@ SAN ?=
 CFLAGS_BASE := -std=c11 $(OPT) $(WARN) $(SAN) -D_GNU_SOURCE
 CFLAGS_COMMON := $(CFLAGS_BASE) -Ianchors -Ipreload
 CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EXEC
-# postproc/ is layered (postproc/README.md draws it; tests/t_layers.sh
+# postproc/ is layered (postproc/README.md draws it; tests/cli/t_layers.sh
 # checks it): every include names its folder ("model/run_model.h",
 # "anchors/ring_reader.h"), so a crossing shows in the include line.
 CFLAGS_POST := $(CFLAGS_BASE) -I. -Ipostproc $(PKG_CFLAGS)
@@ -64,7 +64,7 @@ $(B)/test_counters: tests/unit/test_counters.c tests/unit/unit_check.h $(ATTRIB_
 OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/input/input_file.o
 $(B)/test_options: tests/unit/test_options.c tests/unit/unit_check.h $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
-# Unit tests of single modules (tests/t_unit_modules.sh): each links its
+# Unit tests of single modules (tests/unit/t_unit_modules.sh): each links its
 # module and what that needs, nothing else.
 PO := $(B)/post/postproc
 AO := $(B)/post/anchors
@@ -79,7 +79,7 @@ $(B)/test_sensor_model: tests/unit/test_sensor_model.c tests/unit/unit_check.h $
 # phase_flags reads a run model (energy_model.h): every object but main.o.
 $(B)/test_phase_flags: tests/unit/test_phase_flags.c tests/unit/unit_check.h $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) $(PKG_LIBS) -lm -lpthread
-# Out-of-memory fault injection (tests/t_oom_inject.sh): every object of
+# Out-of-memory fault injection (tests/cli/t_oom_inject_slow.sh): every object of
 # anchorpost but main.o, our own malloc/calloc/realloc/strdup wrapped
 # (libhdf5's and libc's own allocations are not: the test is about ours).
 OOM_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup

@@ -9,7 +9,7 @@ error and whether the 95 % interval covers the truth.
   python bench/accuracy.py [--quick] [--only NAME] [--out DIR] [--method auto]
 
 --quick runs the small subset the test suite asserts on
-(tests/t_accuracy_slow.py).  Targets (DESIGN.md): <= 2 % for phases longer
+(tests/perun/t_accuracy_slow.py).  Targets (DESIGN.md): <= 2 % for phases longer
 than 5 sensor periods; <= 10 % for phases 5x shorter than the period with
 >= 200 repetitions; intervals covering the truth in >= 90 % of cases.
 """

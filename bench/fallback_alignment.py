@@ -1,7 +1,7 @@
 """Issue 12 point 2: is the fallback alignment (perun not stamping into the
 ring) honest?  N real recordings (real perun monitor, emulated RAPL whose
 power follows the process's CPU time, so phases barely differ in power) of
-tests/workflow_victim.py with ANCHOR_AUTO=perun; each is analysed twice:
+tests/victims/workflow_victim.py with ANCHOR_AUTO=perun; each is analysed twice:
 with perun's stamps (exact offset) and with --no-hook (the fallback).
 Counts how often the fallback's stated 95 % interval holds the exact offset
 and how often each energy row's interval holds the energy attributed with
@@ -15,13 +15,13 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
 os.environ.setdefault("ANCHOR_TEST_TMP", tempfile.mkdtemp(prefix="anchor-bench-fb-"))
 import workflow_lib as wl  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 STEPS = sys.argv[2] if len(sys.argv) > 2 else "60"
-VICTIM = os.path.join(HERE, "..", "tests", "workflow_victim.py")
+VICTIM = os.path.join(HERE, "..", "tests", "victims", "workflow_victim.py")
 
 
 def rows_by_key(path):

@@ -7,7 +7,7 @@ No GPU here.  Two emulated devices:
             (event object, record call, deque append, the hook, the
             resolver thread's share of the GIL); a real device adds its
             record cost (torch.cuda.Event + cudaEventRecord: not measured).
-  standin   tests/devstandin.py, whose record() queues to a Python worker
+  standin   tests/lib/devstandin.py, whose record() queues to a Python worker
             thread like a stream: dominated by waking that thread.  Timed in interleaved rounds (hook off /
 on) in one process; reported: median ns per edge over rounds.
 """
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 sys.path.insert(0, os.path.join(BUILD, "python"))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 os.environ.setdefault("ANCHOR_FILE", os.path.join(tempfile.mkdtemp(prefix="devedge-"), "b.ring"))
 os.environ.setdefault("ANCHOR_RING_SIZE", "256M")
 

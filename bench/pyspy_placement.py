@@ -1,5 +1,5 @@
 """py-spy placement on the user's path (issue 12 point 3): record
-tests/workflow_train.py under real `perun monitor` with py-spy as the parent
+tests/victims/workflow_train.py under real `perun monitor` with py-spy as the parent
 (`py-spy record OPTS -o prof.json -- python -m anchor_emul.perun monitor
 train.py STEPS PULSE_EVERY`), then measure where anchorpost puts the samples
 of fwd_only_work (a function that runs only inside the `fwd` phase) against
@@ -24,10 +24,10 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "lib"))
 from workflow_lib import EMUL, PYTHON, anchorpost, dump, env, first_child, pyspy, ranges_of, record, rows  # noqa: E402
 
-TRAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "workflow_train.py")
+TRAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "victims", "workflow_train.py")
 
 
 def aligned(d, ring, prof):

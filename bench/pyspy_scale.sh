@@ -8,7 +8,7 @@
 #   D  anchorpost samples P -o samples.csv --stack-text  (one row per sample, whole stack as text;
 #      the compact default is measured by bench/samples_compact.sh)
 #   E  pyspy_load() of the whole model + pyspy_write_energy_speedscope()
-#      (tests/pyspy_energy_main.c): the memory of the in-memory model
+#      (tests/victims/pyspy_energy_main.c): the memory of the in-memory model
 # Each is run REPEAT times (default 2; D and E once), best wall time kept,
 # with its user+system CPU time (less sensitive than wall time to other
 # load on a shared machine); peak RSS from /usr/bin/time -v.  A and B outputs are compared row by row.  Results go
@@ -51,7 +51,7 @@ measure anchorpost_by_frame "$AP" samples "$P" --by-frame -o "$DATA/frames.ancho
 measure python_load_aggregate "$PY" bench/pyspy_py_baseline.py "$P" "$DATA/frames.python.csv"
 measure python_json_load "$PY" bench/pyspy_py_baseline.py "$P" - --load-only
 REPEAT=1 measure anchorpost_csv "$AP" samples "$P" -o "$DATA/samples.csv" --stack-text
-cc -std=c11 -O2 -D_GNU_SOURCE -I. -Ipostproc -o "$DATA/pyspy_energy_main" tests/pyspy_energy_main.c \
+cc -std=c11 -O2 -D_GNU_SOURCE -I. -Ipostproc -o "$DATA/pyspy_energy_main" tests/victims/pyspy_energy_main.c \
 	postproc/input/pyspy_{tables,read,speedscope,chrometrace,raw}.c postproc/output/pyspy_energy.c $(pkg-config --cflags --libs yajl) -lm
 REPEAT=1 measure model_energy_write "$DATA/pyspy_energy_main" "$P" "$DATA/energy.json" 7
 energy_bytes=$(stat -c %s "$DATA/energy.json")

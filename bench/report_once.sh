@@ -3,7 +3,7 @@
 # largest input (DESIGN.md: report <= 1.3x the time of reading its inputs
 # once; issue 11).
 #
-# Records tests/functions_victim.py for REPS repetitions (default 120,
+# Records tests/victims/functions_victim.py for REPS repetitions (default 120,
 # ~60 s) at py-spy --rate RATE (default 500) under real perun (emulated
 # RAPL) and real py-spy, unless RUN=DIR names an existing recording.  Then,
 # best of N (default 3) wall-clock runs each:
@@ -29,7 +29,7 @@ trap 'rm -rf "$W"' EXIT
 
 if [ -z "${RUN:-}" ]; then
 	RUN=$W/rec
-	"$AP" record -o "$RUN" --rate "$RATE" --sensor emulated -- "$PYTHON" tests/functions_victim.py "$REPS" >/dev/null
+	"$AP" record -o "$RUN" --rate "$RATE" --sensor emulated -- "$PYTHON" tests/victims/functions_victim.py "$REPS" >/dev/null
 fi
 RING=$RUN/run.ring
 P=$(ls "$RUN"/perun/*.hdf5)

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# tests/run.sh - run the suite: every tests/t_*.sh and tests/t_*.py.
+# tests/run.sh - run the suite: every tests/AREA/t_*.sh and t_*.py.
+#
+# Tests sit in one folder per area (ring: the ring file and libanchor in
+# its host; py: the Python module; pyspy: py-spy's profiles and the
+# per-function energy; perun: perun's files and the emulated sensors;
+# sensors: libanchor's own sensor sampler and GPU readings; mpi: launchers
+# and multi-ring merging; report: report, phases, pictures, trace.json and
+# the user's workflows; cli: the command line, files, record, install;
+# unit: C unit tests).  Helpers are in tests/lib/, the programs the tests
+# run in tests/victims/, data in tests/data/.  A t_* file outside an area
+# folder fails the run (it would be skipped silently otherwise).
 #
 # Each test is one program: exit 0 passed, 77 skipped, anything else
 # failed.  QUICK=1 runs only tests without "slow" in their name.
-# ONLY=pattern runs the tests whose name contains pattern.
+# ONLY=pattern runs the tests whose AREA/name contains pattern (ONLY=py/
+# runs an area).
 # TEST_TIMEOUT=S (default 900): a test still running after S seconds gets
 # SIGTERM (its whole process group, GNU timeout), SIGKILL 30 s later, and
 # counts as failed; stdin is /dev/null, so nothing waits for a terminal.
@@ -35,11 +46,16 @@ child=
 # signal (bash runs traps only between foreground commands).
 trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child"
 	summary " (interrupted)"; exit 130' INT TERM HUP
-for t in tests/t_*.sh tests/t_*.py; do
+for t in tests/t_*.sh tests/t_*.py tests/*/t_*.sh tests/*/t_*.py; do
 	[ -e "$t" ] || continue
-	name=$(basename "$t")
+	name=${t#tests/}
 	if [ -n "${QUICK:-}" ] && [[ $name == *slow* ]]; then continue; fi
 	if [ -n "${ONLY:-}" ] && [[ $name != *$ONLY* ]]; then continue; fi
+	if [[ $name != */* ]]; then
+		fail=$((fail + 1)); failed+=("$name")
+		echo "FAIL $name: a test outside an area folder (move it to tests/AREA/, see the top of tests/run.sh)"
+		continue
+	fi
 	dir="$TMPROOT/${name%.*}"
 	mkdir -p "$dir"
 	start=$(date +%s%N)

@@ -5,7 +5,7 @@
  *
  * Why: Debian's libhdf5 1.10.8 dereferences corrupt global-heap addresses
  * (H5HG_read) while converting variable-length string attributes, and h5dump
- * dies on the same files (measured in tests/t_perun_corrupt_slow.py).  We
+ * dies on the same files (measured in tests/perun/t_perun_corrupt_slow.py).  We
  * cannot fix libhdf5, and a signal handler inside the process would also
  * swallow our own bugs; a child that only walks the file keeps both apart.
  * The parent reads the file's bytes once (perun_read_bytes) and never

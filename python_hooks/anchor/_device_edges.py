@@ -34,7 +34,7 @@ Backends are pluggable: anything shaped like the ``torch.cuda`` module
 ``synchronize()``, ``elapsed_time(other)`` in ms; ``Stream()``;
 ``current_stream()``; ``is_available()``).  ``torch.cuda`` itself is the
 backend on CUDA and ROCm builds (ROCm's HIP events answer the same API).
-Tests inject a CPU stand-in (tests/devstandin.py) with ``set_backend``.
+Tests inject a CPU stand-in (tests/lib/devstandin.py) with ``set_backend``.
 
 Scope: one device per process (the current one when enabled), as in DDP;
 device phases of one name are paired on the device timeline, so the same

@@ -15,7 +15,7 @@
  * (everything to undo) are the distinct cases.  This fails ~500 of the
  * model's allocations in ~10 s, where the former rule (every N below
  * 1000, every 7th above) failed 2883 in ~80 s yet never reached 40
- * allocations' call sites (measured: tests/t_oom_inject_slow.sh).  Tried
+ * allocations' call sites (measured: tests/cli/t_oom_inject_slow.sh).  Tried
  * on a planted bug (attrib_offset.c going on with cut = INFINITY when its
  * sort buffer's malloc fails, allocation 14134 of the model): this rule
  * reports it, the former one did not.
@@ -23,7 +23,7 @@
  *   test_oom RING PERUN PROFILE
  *
  * Only anchorpost's own allocations fail (the link wraps malloc, calloc,
- * realloc and strdup of our objects: tests/t_oom_inject.sh, Makefile);
+ * realloc and strdup of our objects: tests/cli/t_oom_inject_slow.sh, Makefile);
  * libhdf5's and libc's internal ones are not ours to test.  The perun
  * file is read through the guard (a forked child), whose allocations fail
  * on the same count.

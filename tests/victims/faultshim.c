@@ -8,7 +8,7 @@
  * program's own calls are untouched.  A failed call returns what the real
  * one returns on error (-1 / MAP_FAILED / an errno value for
  * posix_fallocate) with errno EIO, or ENOSPC where that is the realistic
- * failure.  Used by tests/t_host_faults.sh.
+ * failure.  Used by tests/ring/t_host_faults.sh.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

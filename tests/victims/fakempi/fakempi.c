@@ -1,6 +1,6 @@
 /*
  * fakempi.c - a stand-in libmpi with MPICH's handle ABI (MPI_Comm,
- * MPI_Datatype, MPI_Op are 32-bit ints) for tests/t_mpi_abi.py: each
+ * MPI_Datatype, MPI_Op are 32-bit ints) for tests/mpi/t_mpi_abi.py: each
  * function checks that every argument arrived intact, sets errno, and
  * returns a value the caller can check.  PMPI_* are the definitions and
  * MPI_* weak aliases, as in real MPI libraries.
