@@ -105,7 +105,8 @@ static void top_frames(const struct energy_model *m, const struct pyspy_profile 
 			h[n++] = (struct hit){(size_t)b, pyspy_stack_leaf(&p->stacks, st), cls, ov};
 		}
 	}
-	qsort(h, n, sizeof *h, cmp_hit);
+	if (n > 1) /* h is NULL when no sample fell in a bin: qsort's argument is nonnull */
+		qsort(h, n, sizeof *h, cmp_hit);
 	for (size_t i = 0; i < n;) {
 		size_t b = h[i].bin;
 		double best = -1;
