@@ -133,8 +133,12 @@ int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen
  * driver): libhdf5 never opens the file.  The same errors as perun_load. */
 int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen);
 
-/* Read path whole into *buf (malloc'd, *len bytes) after input_file_check:
- * the one open of a perun file.  0, or a negative errno with err. */
+/* Read path into *buf (malloc'd, *len bytes) after input_file_check: the
+ * one open of a perun file.  The HDF5 signature and superblock are found
+ * first with a few small reads (hdf5_probe.h): a file that is not HDF5 is
+ * refused unread, one shorter than its superblock says is refused as
+ * truncated, and only the bytes up to the superblock's end-of-file address
+ * are read.  0, or a negative errno with err. */
 int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen);
 
 /* perun_load, but first walk the file in a forked child: libhdf5 1.10

@@ -8,6 +8,7 @@
  * timesteps not in seconds, series of different lengths.  Any corrupt
  * structure libhdf5 reports becomes one message naming the HDF5 path.
  */
+#include "input/hdf5_probe.h"
 #include "input/input_file.h"
 #include "input/perun.h"
 
@@ -976,20 +977,10 @@ static int load_file(struct ld *L, hid_t f, struct perun_file *pf)
 	return rc;
 }
 
-/* HDF5's superblock signature, at 0, 512, 1024, 2048, ... (what
- * H5Fis_hdf5 looks for, here on the bytes already read). */
-static int has_hdf5_signature(const char *buf, size_t len)
-{
-	static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-	for (size_t off = 0; off + 8 <= len; off = off ? off * 2 : 512)
-		if (!memcmp(buf + off, sig, 8))
-			return 1;
-	return 0;
-}
-
 int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen)
 {
 	struct ld L = {err, errlen, 0};
+	struct hdf5_probe probe;
 	hid_t fapl, f;
 	int rc;
 
@@ -1003,10 +994,8 @@ int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *e
 		snprintf(err, errlen, "empty file (0 bytes), not HDF5");
 		return -EINVAL;
 	}
-	if (!has_hdf5_signature(buf, len)) {
-		snprintf(err, errlen, "not an HDF5 file (no HDF5 signature)");
-		return -EINVAL;
-	}
+	if ((rc = hdf5_probe_buf(buf, len, &probe, err, errlen)) < 0)
+		return rc == -ENOENT ? -EINVAL : rc;
 	L.max_elems = (uint64_t)len + 4096;
 	/* The core driver over the bytes read: libhdf5 never opens the file
 	 * (the name below is only a label; no backing store is written). */
@@ -1032,8 +1021,10 @@ int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *e
 
 int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
+	struct hdf5_probe probe;
 	struct stat st;
-	size_t cap, n = 0;
+	uint64_t want;
+	size_t n = 0;
 	char *b;
 	int fd, rc;
 
@@ -1042,16 +1033,6 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 	/* never blocks on a FIFO; no output of this run may replace it */
 	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)))
 		return rc;
-	/* stat before open: a FIFO or device is refused, never opened */
-	if (stat(path, &st) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "%s", strerror(e));
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "not a regular file");
-		return -EINVAL;
-	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		int e = fd < 0 ? errno : EINVAL;
@@ -1060,27 +1041,35 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 		snprintf(err, errlen, "%s", e == EINVAL ? "not a regular file" : strerror(e));
 		return -e;
 	}
-	/* The size as it is now; a file still growing is read to its end. */
-	cap = (size_t)st.st_size + 1;
-	if (!(b = malloc(cap))) {
+	if (st.st_size == 0) {
+		close(fd);
+		snprintf(err, errlen, "empty file (0 bytes), not HDF5");
+		return -EINVAL;
+	}
+	/* A few small reads decide whether this is HDF5 and how much of it
+	 * libhdf5 can address (hdf5_probe.h): a 2 GiB log or sparse file is
+	 * refused without being read, and bytes past the superblock's end of
+	 * file (a file extended after perun closed it) are never read. */
+	if ((rc = hdf5_probe_fd(fd, (uint64_t)st.st_size, &probe, err, errlen)) < 0) {
+		close(fd);
+		return rc == -ENOENT ? -EINVAL : rc;
+	}
+	if (probe.stored_eof > (uint64_t)st.st_size) {
+		close(fd);
+		snprintf(err, errlen,
+			 "truncated: its HDF5 superblock says the file ends at byte %llu, it has %llu bytes "
+			 "(copied in part, or still being written?)",
+			 (unsigned long long)probe.stored_eof, (unsigned long long)st.st_size);
+		return -EINVAL;
+	}
+	want = probe.stored_eof;
+	if (want > SIZE_MAX - 1 || !(b = malloc((size_t)want + 1))) {
 		close(fd);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (;;) {
-		ssize_t k;
-		if (n == cap) {
-			char *nb = realloc(b, cap * 2);
-			if (!nb) {
-				free(b);
-				close(fd);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		k = read(fd, b + n, cap - n);
+	while (n < want) {
+		ssize_t k = read(fd, b + n, (size_t)want - n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
@@ -1091,7 +1080,7 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 			return -e;
 		}
 		if (k == 0)
-			break;
+			break; /* shrank since fstat: libhdf5 says truncated */
 		n += (size_t)k;
 	}
 	close(fd);
