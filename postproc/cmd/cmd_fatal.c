@@ -44,6 +44,13 @@ void outfile_commit(struct outfile *o)
 	free(shown);
 }
 
+void outfile_commit_held(void)
+{
+	struct em_error e;
+	if (outfile_release(&e))
+		diag_fatal(e.file, "%s", e.msg);
+}
+
 void ringload_open(struct ringload *rl, const char *path)
 {
 	char err[512];

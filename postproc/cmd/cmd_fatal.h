@@ -25,6 +25,10 @@ void diag_vfatal(const char *file, const char *fmt, va_list ap) __attribute__((n
 void outfile_open(struct outfile *o, const char *path);
 void outfile_commit(struct outfile *o);
 
+/* Several outputs, all or none: outfile_hold(), then after the last
+ * outfile_commit this renames them all (or prints and exits). */
+void outfile_commit_held(void);
+
 /* ringload_load or print and exit: for the commands that read only a ring. */
 void ringload_open(struct ringload *rl, const char *path);
 

@@ -13,7 +13,8 @@
  * writer the single command uses (cmd_writers.h), so each input is read
  * once and report and the single commands cannot disagree.
  *
- * All or nothing: the files are built in "OUTDIR.tmp.PID" beside OUTDIR and
+ * All or nothing: the files are built in "OUTDIR.tmp.anchorpost-PID-..."
+ * (temp_name.h: a report killed there is swept by the next) beside OUTDIR and
  * moved into OUTDIR only when every one is written; a failure removes that
  * directory and leaves OUTDIR as it was.  `report DIR` (no --ring/--perun)
  * finds the run's files in DIR (run_find.h) and writes DIR/report.
@@ -44,6 +45,7 @@
 #include "output/outfile.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
+#include "output/temp_name.h"
 #include "output/trace_json.h"
 #include "util/diag.h"
 
@@ -168,12 +170,23 @@ static void start_tmp_dir(struct report *r)
 		mkdir_p(parent);
 	free(d);
 	{
-		/* "out/" -> "out.tmp.XXXXXX", not "out/.tmp.XXXXXX" */
-		int len = (int)strlen(r->final);
+		/* "out/" -> "out.tmp.anchorpost-PID-KEY-XXXXXX", not "out/.tmp...":
+		 * named for this process, so that a later report removes it if
+		 * we are killed (temp_name.h) */
+		size_t len = strlen(r->final);
+		char *base, *pre;
 		while (len > 1 && r->final[len - 1] == '/')
 			len--;
-		if (asprintf(&r->tmp_dir, "%.*s.tmp.XXXXXX", len, r->final) < 0)
+		if (!(base = strndup(r->final, len)) || !(pre = temp_name_prefix(base)) ||
+		    asprintf(&r->tmp_dir, "%sXXXXXX", pre) < 0)
 			diag_fatal(NULL, "out of memory");
+		free(base);
+		free(pre);
+		d = strdup(r->final);
+		if (!d)
+			diag_fatal(NULL, "out of memory");
+		temp_name_sweep(dirname(d));
+		free(d);
 	}
 	if (!mkdtemp(r->tmp_dir))
 		diag_fatal(r->final, "cannot create a directory beside it: %s", strerror(errno));
@@ -435,6 +448,7 @@ int cmd_report(int argc, char **argv)
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
 	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
+	outfile_commit_held(); /* every file in the build directory, then the directory */
 	commit_tmp_dir(&r);
 	diag_alias_path(NULL, NULL);
 

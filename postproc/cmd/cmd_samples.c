@@ -815,6 +815,7 @@ int samples_write_ring(const struct pyspy_profile *p, const char *in, const stru
 		       int stack_text)
 {
 	struct outfile of;
+	struct em_error werr;
 	struct out o;
 	const char *hdr[16];
 
@@ -835,8 +836,8 @@ int samples_write_ring(const struct pyspy_profile *p, const char *in, const stru
 	write_aligned(&o, p, in, rl, al, base_ns, ring, out);
 	if (o.header)
 		csv_header(&o.c, o.header);
-	if (ferror(of.fp))
-		diag_fatal(out, "write error");
+	if (outfile_error(&of, out, &werr)) /* before the companions */
+		diag_fatal(werr.file, "%s", werr.msg);
 	if (!outfile_is_stream(out))
 		write_companions(&o, p, out);
 	outfile_commit(&of);
@@ -899,6 +900,7 @@ int cmd_samples(int argc, char **argv)
 	struct pyspy_profile p;
 	struct pyspy_error err;
 	struct outfile of;
+	struct em_error werr;
 	struct out o;
 	int rc;
 	const char *hdr[16];
@@ -956,8 +958,8 @@ int cmd_samples(int argc, char **argv)
 	flush_pending(&o, &p);
 	if (o.header)
 		csv_header(&o.c, o.header);
-	if (ferror(of.fp))
-		diag_fatal(out, "write error");
+	if (outfile_error(&of, out, &werr)) /* before the companions */
+		diag_fatal(werr.file, "%s", werr.msg);
 	if (!outfile_is_stream(out))
 		write_companions(&o, &p, out);
 	outfile_commit(&of);

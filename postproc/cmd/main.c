@@ -3,6 +3,7 @@
  * align their clocks and attribute energy.  Dispatches to one file per
  * subcommand (commands.h).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,20 +18,24 @@ struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *summary;
+	/* Outputs renamed into place as each is finished, not all together
+	 * when the command returns (outfile_hold): record's launcher script
+	 * runs while record is still working. */
+	int commit_each;
 };
 
 static const struct command commands[] = {
-	{"info", cmd_info, "RING: header, processes, time span, record counts"},
-	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event"},
-	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV"},
-	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase (--rings, --by-rank: MPI)"},
-	{"stragglers", cmd_stragglers, "--rings DIR|GLOB [--perun P]: per step, slowest rank, waits, joules"},
-	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function"},
-	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin"},
-	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV"},
-	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor"},
-	{"report", cmd_report, "DIR | --ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table"},
-	{NULL, NULL, NULL},
+	{"info", cmd_info, "RING: header, processes, time span, record counts", 0},
+	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event", 0},
+	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV", 0},
+	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase (--rings, --by-rank: MPI)", 0},
+	{"stragglers", cmd_stragglers, "--rings DIR|GLOB [--perun P]: per step, slowest rank, waits, joules", 0},
+	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function", 0},
+	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin", 0},
+	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV", 0},
+	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor", 1},
+	{"report", cmd_report, "DIR | --ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table", 0},
+	{NULL, NULL, NULL, 0},
 };
 
 static void usage(FILE *fp)
@@ -65,10 +70,38 @@ static int completion(void)
 	return 0;
 }
 
+static void on_xfsz(int sig)
+{
+	(void)sig; /* the write that raised it returns EFBIG: outfile.c reports it */
+}
+
+/* `ulimit -f`: a write past the limit raises SIGXFSZ, whose default action
+ * kills the process without a word and leaves its temp files.  Caught, the
+ * write fails with EFBIG and the output's error path says so in one line
+ * and removes the temp.  A handler rather than SIG_IGN because exec resets
+ * a handler: `record`'s children (the script, perun, py-spy) keep the
+ * disposition they would have had without us.  One the caller chose
+ * (`trap '' XFSZ`) is kept. */
+static void catch_xfsz(void)
+{
+	struct sigaction cur, sa;
+	if (sigaction(SIGXFSZ, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO))
+		return;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_xfsz;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGXFSZ, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
+	catch_xfsz();
 	if (argc < 2) {
-		int rc = cmd_here();
+		int rc;
+		outfile_hold();
+		rc = cmd_here();
+		outfile_commit_held();
 		if (rc >= 0)
 			return rc;
 		usage(stderr);
@@ -90,9 +123,19 @@ int main(int argc, char **argv)
 		}
 		return completion();
 	}
-	for (const struct command *c = commands; c->name; c++)
-		if (!strcmp(c->name, argv[1]))
-			return c->fn(argc - 1, argv + 1);
+	for (const struct command *c = commands; c->name; c++) {
+		int rc;
+		if (strcmp(c->name, argv[1]))
+			continue;
+		/* A command's outputs (FILE and its side files) appear all
+		 * together when it returns, or none when it fails (diag_fatal
+		 * removes the held temps). */
+		if (!c->commit_each)
+			outfile_hold();
+		rc = c->fn(argc - 1, argv + 1);
+		outfile_commit_held();
+		return rc;
+	}
 	fprintf(stderr, "anchorpost: unknown command '%s' (try 'anchorpost --help')\n", argv[1]);
 	return 2;
 }

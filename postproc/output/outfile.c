@@ -9,17 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "input/input_file.h"
+#include "output/temp_name.h"
 #include "util/diag.h"
 
 /* Outfiles with a temp on disk.  Changed only with g_sigs blocked, so the
  * signal handler always walks a consistent list. */
 static struct outfile *g_open;
 static pid_t g_owner; /* a forked child must not unlink its parent's temps */
+static int g_hold;    /* outfile_hold(): renames wait for outfile_release() */
 static int g_atexit;
 
 static const int g_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
@@ -195,36 +198,52 @@ static void random_tag(char *buf, size_t n)
 	buf[n] = '\0';
 }
 
-/* Create the temp beside target: a random name, O_EXCL|O_NOFOLLOW, 0600. */
-static int create_temp(const char *target, char **tmp_out)
+/* "<prefix><tag>" (temp_name.h) opened O_EXCL|O_NOFOLLOW, 0600: an fd and
+ * *tmp_out, or -errno. */
+static int open_temp(const char *prefix_of, char **tmp_out)
 {
-	for (int tries = 0; tries < 100; tries++) {
-		char tag[13], *tmp, *dir;
-		int fd, n;
-		random_tag(tag, 12);
-		n = asprintf(&tmp, "%s.tmp.%s", target, tag);
-		if (n < 0)
-			return -ENOMEM;
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-		if (fd < 0 && errno == ENAMETOOLONG) {
-			free(tmp);
-			dir = dir_of(target);
-			n = dir ? asprintf(&tmp, "%s/.anchorpost.tmp.%s", dir, tag) : -1;
-			free(dir);
-			if (n < 0)
-				return -ENOMEM;
-			fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-		}
-		if (fd >= 0) {
-			*tmp_out = tmp;
-			return fd;
-		}
+	char tag[13], *pre = temp_name_prefix(prefix_of), *tmp;
+	int fd, n;
+	if (!pre)
+		return -ENOMEM;
+	random_tag(tag, 12);
+	n = asprintf(&tmp, "%s%s", pre, tag);
+	free(pre);
+	if (n < 0)
+		return -ENOMEM;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0) {
 		n = errno;
 		free(tmp);
-		if (n != EEXIST)
-			return -n;
+		return -n;
 	}
-	return -EEXIST;
+	*tmp_out = tmp;
+	return fd;
+}
+
+/* Create the temp beside target, named for this process (temp_name.h), after
+ * removing the temps that killed anchorposts left in that directory. */
+static int create_temp(const char *target, char **tmp_out)
+{
+	char *dir = dir_of(target), *dir_slash = NULL;
+	int fd = -EEXIST;
+	if (!dir)
+		return -ENOMEM;
+	temp_name_sweep(dir);
+	for (int tries = 0; tries < 100 && fd == -EEXIST; tries++) {
+		fd = open_temp(target, tmp_out);
+		if (fd == -ENAMETOOLONG) { /* target's name is near NAME_MAX: a short name in its directory */
+			if (!dir_slash && asprintf(&dir_slash, "%s/", dir) < 0) {
+				dir_slash = NULL;
+				fd = -ENOMEM;
+				break;
+			}
+			fd = open_temp(dir_slash, tmp_out);
+		}
+	}
+	free(dir_slash);
+	free(dir);
+	return fd;
 }
 
 static int refuse_if_input(const char *shown, const char *path, const struct stat *st, struct em_error *e)
@@ -386,28 +405,134 @@ static void forget(struct outfile *o)
 	o->tmp_path = o->path = o->shown = NULL;
 }
 
+/* Why a write to fd failed.  errno after ferror() may come from a later
+ * call; a regular file that reached RLIMIT_FSIZE (ulimit -f) is EFBIG
+ * whatever errno says: the kernel writes up to the limit, then refuses. */
+static int write_errno(int fd, int err)
+{
+	struct rlimit rl;
+	struct stat st;
+	if (fd >= 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && fstat(fd, &st) == 0 &&
+	    S_ISREG(st.st_mode) && (rlim_t)st.st_size >= rl.rlim_cur)
+		return EFBIG;
+	return err ? err : EIO;
+}
+
+static int write_failed(struct em_error *e, int err, const char *path)
+{
+	struct rlimit rl;
+	if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		return diag_error(e, -err, path, "write failed: %s (the file size limit, ulimit -f, is %llu bytes)",
+				  strerror(err), (unsigned long long)rl.rlim_cur);
+	return diag_error(e, -err, path, "write failed: %s", strerror(err));
+}
+
+int outfile_error(struct outfile *o, const char *path, struct em_error *e)
+{
+	if (!o->fp || !ferror(o->fp))
+		return 0;
+	return write_failed(e, write_errno(fileno(o->fp), errno), path);
+}
+
+/* Move o, written and closed, to the held list: a heap copy, so that the
+ * caller's struct may go out of scope; the temp stays until release. */
+static int hold(struct outfile *o, const char *path, struct em_error *e)
+{
+	sigset_t old;
+	struct outfile *h = malloc(sizeof *h);
+	if (!h) {
+		outfile_abort(o);
+		return diag_error(e, -ENOMEM, path, "out of memory");
+	}
+	block_sigs(&old);
+	list_remove(o);
+	*h = *o;
+	h->held = 1;
+	h->next_open = g_open;
+	g_open = h;
+	restore_sigs(&old);
+	memset(o, 0, sizeof *o); /* owns nothing now */
+	return 0;
+}
+
+static char g_failed[PATH_MAX]; /* the output a failed release names */
+
+void outfile_hold(void)
+{
+	g_hold = 1;
+}
+
+int outfile_release(struct em_error *e)
+{
+	struct outfile *v[256], *o;
+	size_t n = 0;
+	int rc = 0;
+	g_hold = 0;
+	for (;;) {
+		/* oldest first: the list is newest first */
+		struct outfile *last = NULL;
+		n = 0;
+		for (o = g_open; o; o = o->next_open)
+			if (o->held && n < sizeof v / sizeof *v)
+				v[n++] = o;
+		if (!n)
+			return rc;
+		last = v[n - 1];
+		if (rc == 0) {
+			sigset_t old;
+			block_sigs(&old);
+			if (rename(last->tmp_path, last->path) != 0) {
+				int err = errno;
+				restore_sigs(&old);
+				/* e->file must outlive last, aborted below */
+				snprintf(g_failed, sizeof g_failed, "%s", last->shown ? last->shown : "(output)");
+				rc = diag_error(e, -err, g_failed, "cannot rename temp file into place: %s",
+						strerror(err));
+				outfile_abort(last);
+				continue;
+			}
+			list_remove(last);
+			restore_sigs(&old);
+			forget(last);
+			free(last);
+		} else {
+			outfile_abort(last); /* one rename failed: none of the rest */
+		}
+	}
+}
+
 /* Errors name path, the caller's string (o->shown is freed on failure). */
 int outfile_finish(struct outfile *o, const char *path, struct em_error *e)
 {
 	sigset_t old;
 	if (o->fp == stdout) {
-		if (fflush(stdout) != 0)
-			return diag_error(e, -errno, "(stdout)", "write failed: %s", strerror(errno));
+		if (fflush(stdout) != 0 || ferror(stdout))
+			return write_failed(e, write_errno(STDOUT_FILENO, errno), "(stdout)");
 		return 0;
 	}
 	if (!o->fp)
 		return 0;
-	if (ferror(o->fp) | fclose(o->fp)) {
+	errno = 0;
+	if (ferror(o->fp) | fflush(o->fp)) {
+		int err = write_errno(fileno(o->fp), errno);
+		fclose(o->fp);
+		o->fp = NULL;
+		outfile_abort(o);
+		return write_failed(e, err, path);
+	}
+	if (fclose(o->fp)) {
 		int err = errno ? errno : EIO;
 		o->fp = NULL;
 		outfile_abort(o);
-		return diag_error(e, -err, path, "write failed: %s", strerror(err));
+		return write_failed(e, err, path);
 	}
 	o->fp = NULL;
 	if (o->stream) {
 		forget(o);
 		return 0;
 	}
+	if (g_hold)
+		return hold(o, path, e);
 	block_sigs(&old);
 	if (rename(o->tmp_path, o->path) != 0) {
 		int err = errno;
@@ -434,6 +559,8 @@ void outfile_abort(struct outfile *o)
 	list_remove(o);
 	restore_sigs(&old);
 	forget(o);
+	if (o->held)
+		free(o);
 }
 
 void outfile_abort_all(void)
