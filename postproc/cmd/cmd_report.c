@@ -36,6 +36,7 @@
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "input/input_file.h"
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
@@ -198,8 +199,80 @@ static void start_tmp_dir(struct report *r)
 	atexit(remove_tmp_dir);
 }
 
+/* Every file report may write into OUTDIR, and when (write_all is the
+ * truth; a name missing here is still checked before the commit, only
+ * later).  Checked before anything is written. */
+enum { ALWAYS, WITH_PROFILE, EMULATED };
+static const struct {
+	const char *name;
+	int when;
+} planned[] = {
+	{"phases.csv", ALWAYS},
+	{"EMULATED_SENSOR.txt", EMULATED},
+	{"perun.csv", ALWAYS},
+	{"perun.csv.energy.csv", ALWAYS},
+	{"samples.csv", WITH_PROFILE},
+	{"samples.csv.alignment.txt", WITH_PROFILE},
+	{"samples.stacks.csv", WITH_PROFILE},
+	{"samples.frames.csv", WITH_PROFILE},
+	{"samples.threads.csv", WITH_PROFILE},
+	{"functions.csv", WITH_PROFILE},
+	{"energy.speedscope.json", WITH_PROFILE},
+	{"functions.csv.alignment.txt", WITH_PROFILE},
+	{"timeline.csv", ALWAYS},
+	{"timeline.csv.alignment.txt", WITH_PROFILE},
+	{"timeline.svg", ALWAYS},
+	{"timeline.png", ALWAYS},
+	{"phases.svg", ALWAYS},
+	{"phases.png", ALWAYS},
+	{"trace.json", ALWAYS},
+};
+
+/* OUTDIR/base may be replaced by the rename only when it does not exist or
+ * is a regular file that is none of this run's inputs.  A FIFO, a device,
+ * a socket, a directory or a symlink there is someone's (a rename would
+ * drop it silently), and an input there (a ring given as OUTDIR/phases.csv)
+ * would be lost: refuse with one line, OUTDIR untouched. */
+static void check_target(const char *final, const char *base)
+{
+	struct stat st;
+	const char *in;
+	char *path;
+	if (asprintf(&path, "%s/%s", final, base) < 0)
+		diag_fatal(NULL, "out of memory");
+	if (lstat(path, &st) != 0) {
+		if (errno != ENOENT)
+			diag_fatal(path, "cannot check what is there: %s", strerror(errno));
+		free(path);
+		return;
+	}
+	if (S_ISLNK(st.st_mode))
+		diag_fatal(path, "is a symlink: report replaces only regular files in OUTDIR, never a link; "
+				 "remove it or choose another -d");
+	if (!S_ISREG(st.st_mode))
+		diag_fatal(path, "is %s: report replaces only regular files in OUTDIR; remove it or choose another -d",
+			   input_file_kind(st.st_mode));
+	if ((in = input_file_same_input(path, &st)))
+		diag_fatal(path, "is an input of this report (%s): refusing to replace it; choose another -d", in);
+	free(path);
+}
+
+/* Before anything is written: what this run will write must not replace
+ * what check_target refuses. */
+static void check_plan(const struct report *r, const struct run_model *rm)
+{
+	struct stat st;
+	if (stat(r->final, &st) != 0 || !S_ISDIR(st.st_mode))
+		return; /* a new OUTDIR (or not a directory: the commit says so) */
+	for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
+		if (planned[i].when == ALWAYS || (planned[i].when == WITH_PROFILE && rm->have_profile) ||
+		    (planned[i].when == EMULATED && rm->m.emulated))
+			check_target(r->final, planned[i].name);
+}
+
 /* Move the finished files into OUTDIR: the whole directory when OUTDIR
- * does not exist, else file by file (OUTDIR may hold other files). */
+ * does not exist, else file by file (OUTDIR may hold other files), each
+ * target checked again first, all before the first rename. */
 static void commit_tmp_dir(struct report *r)
 {
 	struct stat st;
@@ -211,6 +284,8 @@ static void commit_tmp_dir(struct report *r)
 	}
 	if (!S_ISDIR(st.st_mode))
 		diag_fatal(r->final, "exists and is not a directory");
+	for (size_t i = 0; i < r->nfiles; i++)
+		check_target(r->final, strrchr(r->files[i], '/') + 1);
 	for (size_t i = 0; i < r->nfiles; i++) {
 		const char *base = strrchr(r->files[i], '/') + 1;
 		char *to;
@@ -445,6 +520,7 @@ int cmd_report(int argc, char **argv)
 	ro.need_power = profile != NULL; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
 	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
