@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -92,6 +93,75 @@ static int sorted_already(const struct ring_event *ev, size_t n)
 	return 1;
 }
 
+/* Above this no count or ticket is possible: 2^62 records at one per
+ * nanosecond take 146 years (and tickets carry 62 bits, ring_format.h). */
+#define IMPOSSIBLE_COUNT (1ull << 62)
+
+/* Words a writer sets once or only counts up: values no writer can have
+ * written mean a damaged header, and whatever the reader would print from
+ * them (a head of 2^64-1: "overwritten 4611686018427385855 slots"; a
+ * creation stamp past 2^63: dates in 1734) would be garbage. */
+static int check_header_values(const struct anchor_ring_hdr *h, char *err, size_t errlen)
+{
+	static const char dmg[] = "the header is damaged";
+	uint64_t counted = 0;
+	if (h->mode != ANCHOR_RING_MODE_OVERWRITE && h->mode != ANCHOR_RING_MODE_DISCARD)
+		return set_err(err, errlen, -EINVAL, "ring header has an unknown mode (%u): %s", h->mode, dmg);
+	if (h->clock_id != CLOCK_MONOTONIC)
+		return set_err(err, errlen, -EINVAL, "ring header names clock %u, not CLOCK_MONOTONIC: %s",
+			       h->clock_id, dmg);
+	if (!memchr(h->hostname, '\0', sizeof h->hostname))
+		return set_err(err, errlen, -EINVAL, "ring header's host name is not terminated: %s", dmg);
+	/* CLOCK_REALTIME and CLOCK_MONOTONIC are non-negative 64-bit counts */
+	if (h->create_realtime_ns >= 1ull << 63 || h->create_monotonic_ns >= 1ull << 63)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's creation time is impossible (realtime %llu ns, monotonic %llu ns): %s",
+			       (unsigned long long)h->create_realtime_ns,
+			       (unsigned long long)h->create_monotonic_ns, dmg);
+	if (h->head >= IMPOSSIBLE_COUNT)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's head (%llu) is beyond any ticket a writer hands out (2^62): %s",
+			       (unsigned long long)h->head, dmg);
+	/* Only discard mode refuses records, and it stops head at the ring's
+	 * capacity (ring_writer.c claim_discard). */
+	if (h->mode == ANCHOR_RING_MODE_OVERWRITE && (h->dropped || h->dropped_user))
+		return set_err(err, errlen, -EINVAL,
+			       "ring header counts %llu dropped records in overwrite mode, which drops none: %s",
+			       (unsigned long long)h->dropped, dmg);
+	if (h->mode == ANCHOR_RING_MODE_DISCARD && h->head > h->nslots)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's head (%llu) is past the ring's %llu slots in discard mode, which stops "
+			       "there: %s",
+			       (unsigned long long)h->head, (unsigned long long)h->nslots, dmg);
+	if (h->dropped >= IMPOSSIBLE_COUNT || h->dropped_user > h->dropped || h->lapped >= IMPOSSIBLE_COUNT)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's counts are impossible (dropped %llu, of them user %llu, lapped %llu): %s",
+			       (unsigned long long)h->dropped, (unsigned long long)h->dropped_user,
+			       (unsigned long long)h->lapped, dmg);
+	if (!(h->feat_mask & ANCHOR_FEAT_LEDGER))
+		return 0;
+	for (unsigned i = 0; i < ANCHOR_LEDGER_LANES; i++) {
+		const struct anchor_ledger_lane *l = &h->lanes[i];
+		const uint64_t w[4] = {l->user, l->other, l->nested_user, l->nested_other};
+		for (unsigned k = 0; k < 4; k++) {
+			if (w[k] >= IMPOSSIBLE_COUNT)
+				return set_err(err, errlen, -EINVAL,
+					       "ring header's ledger lane %u holds an impossible count (%llu): %s", i,
+					       (unsigned long long)w[k], dmg);
+			counted = counted + w[k] < counted ? UINT64_MAX : counted + w[k];
+		}
+	}
+	/* Every counted record took a ticket (dropped ones are not in the
+	 * lanes), and the ticket was taken before the count.  The lapped
+	 * records are counted too.  (Compared with the head read after the
+	 * lanes, so that a live ring's writers cannot make it look wrong.) */
+	if (h->lapped > counted)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header counts %llu lapped records but its ledger only %llu records: %s",
+			       (unsigned long long)h->lapped, (unsigned long long)counted, dmg);
+	return 0;
+}
+
 static int check_header(const struct anchor_ring_hdr *h, size_t len, char *err, size_t errlen)
 {
 	static const char zero[8];
@@ -122,7 +192,7 @@ static int check_header(const struct anchor_ring_hdr *h, size_t len, char *err, 
 	if (h->state != ANCHOR_RING_STATE_READY)
 		return set_err(err, errlen, -EINVAL, "ring header was never completed (state %u)", h->state);
 	(void)len;
-	return 0;
+	return check_header_values(h, err, errlen);
 }
 
 /* Decode one committed record at ticket t, n slots; 1 valid, 0 rejected. */
@@ -270,6 +340,11 @@ struct scan {
 	const struct anchor_slot *slots;
 	uint64_t mask, avail, lo, hi;
 	size_t cap, *text_offs, *stack_offs;
+	/* Committed heads of another lap met in the window's slots (the
+	 * ticket fits the slot): the first newer than the window, the first
+	 * older.  In a sound ring the newer never exist. */
+	uint64_t newer_t, older_t;
+	int newer, older;
 };
 
 /* The window of tickets the header's head leaves in the ring, and what a
@@ -336,6 +411,97 @@ static int slot_head(struct ring_file *rf, const struct anchor_slot *s, uint64_t
 	return 1;
 }
 
+/* Slot of ticket t holds a committed head of ticket u != t of the same
+ * slot (u = t + k * nslots): remember the first newer and the first older. */
+static void note_other_lap(struct scan *sc, const struct anchor_slot *s, uint64_t t)
+{
+	uint64_t c = __atomic_load_n(&s->commit, __ATOMIC_ACQUIRE), u = c - 1;
+	if (!c || (c & (ANCHOR_SLOT_BUSY | ANCHOR_SLOT_CONT)) || u == t || (u & sc->mask) != (t & sc->mask))
+		return;
+	if (u > t && !sc->newer) {
+		sc->newer = 1;
+		sc->newer_t = u;
+	} else if (u < t && !sc->older) {
+		sc->older = 1;
+		sc->older_t = u;
+	}
+}
+
+/* 1 when the slot of ticket u holds a whole record of that ticket whose
+ * check hash holds: a record a writer wrote, not stray bytes. */
+static int valid_at(struct ring_file *rf, const struct scan *sc, uint64_t u)
+{
+	struct ring_event ev;
+	size_t toff = 0, soff = 0;
+	uint64_t idx = u & sc->mask;
+	const struct anchor_slot *s;
+	if (idx >= sc->avail)
+		return 0;
+	s = &sc->slots[idx];
+	if (__atomic_load_n(&s->commit, __ATOMIC_ACQUIRE) != u + 1)
+		return 0;
+	/* its text lands in the arena unused: at most two such records */
+	return decode(rf, sc->slots, sc->mask, sc->avail, u, s, &ev, &toff, &soff) == 1;
+}
+
+/* Slots past the window of a ring that never wrapped are empty in a sound
+ * ring; a damaged head that went backwards leaves records there.  Looked
+ * at until this many empty slots in a row: a chunk per ledger lane may be
+ * claimed and not yet (or never) written, the rest of a fresh ring file is
+ * zero and need not be paged in. */
+#define TAIL_EMPTY_RUN ((uint64_t)ANCHOR_RING_CHUNK * ANCHOR_LEDGER_LANES)
+
+static void scan_tail(struct scan *sc)
+{
+	uint64_t run = 0;
+	for (uint64_t idx = sc->hi; idx <= sc->mask && idx < sc->avail && run < TAIL_EMPTY_RUN && !sc->newer; idx++) {
+		uint64_t c = __atomic_load_n(&sc->slots[idx].commit, __ATOMIC_ACQUIRE);
+		run = c ? 0 : run + 1;
+		if (c && !(c & (ANCHOR_SLOT_BUSY | ANCHOR_SLOT_CONT)) && ((c - 1) & sc->mask) == idx &&
+		    c - 1 >= sc->hi) {
+			sc->newer = 1;
+			sc->newer_t = c - 1;
+		}
+	}
+}
+
+/* The header's head and ledger against the slots.  A live ring's writers
+ * move head on while we read: the head read again now is at least what
+ * every slot and lane seen so far implies, so only a damaged header fails.
+ * -EINVAL when a check-valid record sits at a ticket no writer had been
+ * handed, when the head's window holds nothing at all while valid records
+ * sit before it (a head moved forward by a lap or more), or when the
+ * ledger counts more records than tickets were handed out. */
+static int head_contradicted(struct ring_file *rf, const void *buf, struct scan *sc, char *err, size_t errlen)
+{
+	static const char dmg[] = "the header is damaged";
+	const struct anchor_ring_hdr *live = buf;
+	uint64_t now = __atomic_load_n(&live->head, __ATOMIC_ACQUIRE), counted = 0;
+	int empty = !rf->nev && !rf->stats.torn && !rf->stats.bad_check && !rf->stats.orphan_slots;
+
+	if (sc->hi <= sc->mask)
+		scan_tail(sc);
+	if (sc->newer && (sc->newer_t >= (now & ANCHOR_SLOT_TICKET_MASK)) && valid_at(rf, sc, sc->newer_t))
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's head (%llu) is behind a whole record at ticket %llu: %s",
+			       (unsigned long long)rf->hdr.head, (unsigned long long)sc->newer_t, dmg);
+	if (empty && !sc->newer && sc->older && valid_at(rf, sc, sc->older_t))
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's head (%llu) is more than a lap past every record (one at ticket %llu): %s",
+			       (unsigned long long)rf->hdr.head, (unsigned long long)sc->older_t, dmg);
+	if (!(rf->hdr.feat_mask & ANCHOR_FEAT_LEDGER))
+		return 0;
+	for (unsigned i = 0; i < ANCHOR_LEDGER_LANES; i++) {
+		const struct anchor_ledger_lane *l = &rf->hdr.lanes[i];
+		counted = add_sat(counted, add_sat(add_sat(l->user, l->other), add_sat(l->nested_user, l->nested_other)));
+	}
+	if (counted > now)
+		return set_err(err, errlen, -EINVAL,
+			       "ring header's ledger counts %llu records but only %llu tickets were handed out: %s",
+			       (unsigned long long)counted, (unsigned long long)now, dmg);
+	return 0;
+}
+
 /* Every committed record in the window, oldest ticket first, into rf->ev
  * (text and stacks as arena offsets); torn and failing ones counted. */
 static int scan_slots(struct ring_file *rf, struct scan *sc, char *err, size_t errlen)
@@ -350,8 +516,10 @@ static int scan_slots(struct ring_file *rf, struct scan *sc, char *err, size_t e
 		if (idx >= sc->avail)
 			continue;
 		s = &sc->slots[idx];
-		if (!slot_head(rf, s, t, sc->hi))
+		if (!slot_head(rf, s, t, sc->hi)) {
+			note_other_lap(sc, s, t);
 			continue;
+		}
 		rc = decode(rf, sc->slots, sc->mask, sc->avail, t, s, &ev, &toff, &soff);
 		if (rc == -2)
 			return set_err(err, errlen, -ENOMEM, "out of memory reading ring");
@@ -390,6 +558,8 @@ int ring_reader_parse(const void *buf, size_t len, struct ring_file *rf, char *e
 		return rc;
 	scan_window(buf, len, rf, &sc);
 	rc = scan_slots(rf, &sc, err, errlen);
+	if (!rc)
+		rc = head_contradicted(rf, buf, &sc, err, errlen);
 	if (rc) {
 		free(sc.text_offs);
 		free(sc.stack_offs);

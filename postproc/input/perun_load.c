@@ -11,6 +11,7 @@
 #include "input/hdf5_probe.h"
 #include "input/input_file.h"
 #include "input/perun.h"
+#include "util/tunables.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -433,6 +434,24 @@ out:
 	return rc;
 }
 
+/* Every element finite and, for times, within PERUN_TIME_MAX_S of the
+ * series' origin: perun stores what its sensors and clocks gave, and
+ * neither gives infinities, NaN or a time 10^30 s away; such a number is a
+ * damaged file, and passed on it would come out as "-inf" or as a row
+ * centuries away in every output built on it. */
+static int check_numbers(struct ld *L, const char *gpath, const char *name, const double *v, size_t n, int is_time)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(v[i]))
+			return fail(L, -EINVAL, gpath, "%s[%zu] is %s, not a number perun writes (corrupt file?)", name,
+				    i, isnan(v[i]) ? "NaN" : v[i] > 0 ? "inf" : "-inf");
+		if (is_time && fabs(v[i]) > PERUN_TIME_MAX_S)
+			return fail(L, -EINVAL, gpath, "%s[%zu] is %g s, beyond any run (corrupt file?)", name, i,
+				    v[i]);
+	}
+	return 0;
+}
+
 /* ---- levels ------------------------------------------------------------- */
 
 static herr_t meta_count_cb(hid_t o, const char *name, const H5A_info_t *info, void *op)
@@ -572,8 +591,10 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 		rc = fail(L, -EINVAL, rdpath, "timesteps unit is '%s', expected 's'", tunit);
 		goto out;
 	}
+	if ((rc = check_numbers(L, rdpath, "timesteps", s->timesteps_s, s->n, 1)) < 0)
+		goto out;
 	rc = read_scaled(L, rd, rdpath, "values", &s->values, &nv, &s->unit, &s->mag, &s->values_digits);
-	if (rc < 0)
+	if (rc < 0 || (rc = check_numbers(L, rdpath, "values", s->values, nv, 0)) < 0)
 		goto out;
 	if (nv != s->n) {
 		rc = fail(L, -EINVAL, rdpath, "timesteps has %zu elements but values %zu", s->n, nv);
@@ -583,7 +604,7 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 	if (has_member(rd, "alt_values")) {
 		rc = read_scaled(L, rd, rdpath, "alt_values", &s->alt_values, &nalt, &s->alt_unit,
 				 &s->alt_mag, &s->alt_digits);
-		if (rc < 0)
+		if (rc < 0 || (rc = check_numbers(L, rdpath, "alt_values", s->alt_values, nalt, 0)) < 0)
 			goto out;
 		if (nalt != s->n) {
 			rc = fail(L, -EINVAL, rdpath, "timesteps has %zu elements but alt_values %zu", s->n,
@@ -791,6 +812,8 @@ static int load_region(struct ld *L, hid_t g, const char *path, const char *name
 			break;
 		}
 		rc = read_series(L, rd, rdpath, ns.v[i], &ev, &nev, &digits);
+		if (rc >= 0 && (rc = check_numbers(L, rdpath, ns.v[i], ev, nev, 1)) < 0)
+			free(ev);
 		if (rc < 0)
 			break;
 		rr->rank = (int)rank;

@@ -18,6 +18,13 @@
  * describe the same run. */
 #define ANCHOR_FIT_RANGE_MAX_S 3600.0
 
+/* --- perun's file (perun_load.c) --- */
+
+/* Largest |time| in s a perun series or region may hold, from its origin
+ * (the host's first sample, rank 0's start): 10^9 s is 31 years, longer
+ * than any run; a larger value is a damaged file, not a measurement. */
+#define PERUN_TIME_MAX_S 1e9
+
 /* --- attribution (attrib_regress.c) --- */
 
 /* Bootstrap resamples for regression intervals: 200 gives stable 95 %
