@@ -222,6 +222,51 @@ int attrib_fit_offset_corr(const struct attrib_series *s, const struct attrib_in
 			   size_t n_iv, size_t n_phase, const double *weight, double range_s,
 			   double step_s, double *delta_s, double *resolution_s);
 
+/*
+ * Impossible readings (attrib_glitch.c).  Real RAPL and NVML reset and
+ * glitch: a counter that steps back once (a reset, or a read racing an
+ * update) is taken by perun 1.0 for a full wrap (262,143 J on many Intel
+ * parts: a 0.1 s window of 2.6 MW).  A window is impossible when its power
+ * is above ceiling_w (the caller's per-device bound), negative or not a
+ * number.  A run of consecutive impossible windows is repaired:
+ *   exact      when the readings on either side of the run still give a
+ *              possible energy over the run (one bad read between good
+ *              ones: a spike and its step back), that energy spread over
+ *              the run's windows in proportion to their length;
+ *   estimated  otherwise (the counter's base changed: a reset), each window
+ *              at the time-weighted mean power of up to
+ *              ATTRIB_GLITCH_NEIGHBOURS possible windows on each side.
+ */
+#define ATTRIB_GLITCH_NEIGHBOURS 3 /* windows each side: enough to smooth one noisy window, few enough to stay local */
+
+struct attrib_glitch {
+	size_t nbad;      /* windows (t[i-1], t[i]] that held an impossible reading */
+	size_t nruns;     /* runs of consecutive such windows */
+	size_t nexact;    /* of the runs, those repaired exactly */
+	double raw_j;     /* energy the readings claimed over the bad windows (a
+			   * step back taken as a wrap, as perun takes it) */
+	double used_j;    /* energy used for them instead */
+	double first_t_s; /* end of the first bad window, series time */
+	double max_w;     /* the largest power a bad window claimed (inf: not a number) */
+};
+
+/* A cumulative counter c_j (J, as read: it may wrap at range_j, <= 0 when
+ * the range is unknown) at strictly increasing t_s: out_c gets a counter
+ * that never decreases, each window's energy as read (a wrap added back)
+ * or repaired as above; bad[i] = 1 for the repaired windows (t[i-1], t[i]]
+ * (bad[0] = 0).  out_c may not alias c_j.  0 or -EINVAL. */
+int attrib_glitch_counter(const double *t_s, const double *c_j, size_t n, double range_j, double ceiling_w,
+			  double *out_c, unsigned char *bad, struct attrib_glitch *g);
+
+/* A power series p_w (W): window means over (t[i-1], t[i]] (kind
+ * ATTRIB_WINDOW_AVG_W; p[0] a copy of p[1]) or reads at t[i] (any other
+ * kind).  out_w gets the series with every impossible value replaced as
+ * above (a read: by the mean of the nearest possible reads around it);
+ * bad[i] = 1 for each window whose energy a replaced value touched (a
+ * read touches the windows on both sides).  0 or -EINVAL. */
+int attrib_glitch_power(const double *t_s, const double *p_w, size_t n, enum attrib_kind kind,
+			double ceiling_w, double *out_w, unsigned char *bad, struct attrib_glitch *g);
+
 /* Lawson-Hanson NNLS on the normal equations: minimise |A x - y|^2 with
  * x >= 0 given G = A'A (k x k, row-major) and g = A'y.  Returns the number
  * of iterations, or -EINVAL / -ERANGE (no convergence). */

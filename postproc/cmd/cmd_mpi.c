@@ -42,6 +42,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "model/mring.h"
+#include "model/sensor_glitch.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 #include "util/diag.h"
@@ -689,6 +690,17 @@ static int run(int argc, char **argv, int stragglers)
 		if (!nsen)
 			diag_warn(a.o.perun, "the file holds no power sensors (psutil only: no RAPL or GPU was "
 					     "readable), so no energy can be attributed; reporting times only");
+		/* Impossible readings were repaired (sensor_glitch.h); these
+		 * tables have no flags column, so say it here. */
+		for (size_t h = 0; h < m.nhosts; h++)
+			for (size_t s = 0; s < m.hosts[h].nsen; s++)
+				if (m.hosts[h].sen[s].fix.g.nbad) {
+					char line[512];
+					sensor_glitch_describe(m.hosts[h].sen[s].ps, &m.hosts[h].sen[s].fix, line,
+							       sizeof line);
+					diag_warn(a.o.perun, "host %s %s; every energy of that host's ranks over "
+							     "that time includes the repair", m.hosts[h].ph->name, line);
+				}
 	}
 	if (stragglers) {
 		write_stragglers(&m, a.out, tty);

@@ -32,6 +32,7 @@
 #include "cmd/options.h"
 #include "input/perun.h"
 #include "model/energy_model.h"
+#include "model/sensor_glitch.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 #include "output/timebase.h"
@@ -46,14 +47,16 @@ static const struct cmd_usage perun_usage = {
 	.name = "perun",
 	.usage = "[--perun] FILE.hdf5 [-o perun.csv] [--run ID] [--regions] [--ring RING [options]]",
 	.about = "  perun's HDF5 as long CSV: multirun,round,host,device_group,sensor,metric,unit,t_rel_s,\n"
-		 "  [t_s,unix_s,]value (--ring: t_s on the run's timeline, unix_s in UTC; units: docs/report.md)\n"
+		 "  [t_s,unix_s,]value,flags (--ring: t_s on the run's timeline, unix_s in UTC; flags:\n"
+		 "  sensor-glitch where a reading was impossible; units: docs/report.md)\n"
 		 "  (value scaled by perun's mag), then each power sensor's energy as perun computed it\n"
 		 "  (table; with -o also written to <out>.energy.csv).\n",
 };
 
 static void put_series(struct csv *c, const struct tl *tl, const struct perun_multirun *m,
 		       const struct perun_round *r, const struct perun_host *h, const struct perun_group *g,
-		       const struct perun_sensor *s, const char *metric, const char *unit, const double *v, int digits)
+		       const struct perun_sensor *s, const char *metric, const char *unit, const double *v, int digits,
+		       const unsigned char *bad)
 {
 	const struct energy_model *em = tl->m;
 	int aligned = em && em->run == m && em->round == r && em->host == h;
@@ -76,6 +79,9 @@ static void put_series(struct csv *c, const struct tl *tl, const struct perun_mu
 			csv_empty(c);
 		}
 		csv_f64(c, v[i], digits);
+		/* the window this reading ends held an impossible reading
+		 * (sensor_glitch.h): the value is as stored, not a measurement */
+		csv_str(c, bad && bad[i] ? "sensor-glitch" : "");
 		csv_row_end(c);
 	}
 }
@@ -91,16 +97,24 @@ static void write_samples(struct csv *c, const struct tl *tl, const struct perun
 				for (size_t q = 0; q < gr->nsensors; q++) {
 					const struct perun_sensor *s = &gr->sensors[q];
 					char cmetric[64];
+					struct sensor_glitch sg = {0};
 					if (!s->n)
 						continue;
+					if (perun_sensor_is_power(s) && s->n >= 2 &&
+					    sensor_glitch_repair(s, gr->name,
+								 !strcmp(gr->name, "gpu") ? ATTRIB_INSTANT_W
+											  : ATTRIB_WINDOW_AVG_W,
+								 &sg) == -ENOMEM)
+						diag_fatal(NULL, "out of memory");
 					put_series(c, tl, m, r, h, gr, s, s->metric, s->unit, s->values,
-						   s->values_digits);
-					if (!s->alt_values)
-						continue;
-					snprintf(cmetric, sizeof cmetric, "%s_counter",
-						 perun_metric_name(s->alt_unit));
-					put_series(c, tl, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
-						   s->alt_digits);
+						   s->values_digits, sg.bad);
+					if (s->alt_values) {
+						snprintf(cmetric, sizeof cmetric, "%s_counter",
+							 perun_metric_name(s->alt_unit));
+						put_series(c, tl, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
+							   s->alt_digits, sg.bad);
+					}
+					sensor_glitch_free(&sg);
 				}
 			}
 		}
@@ -129,8 +143,27 @@ static void write_regions(struct csv *c, const struct perun_multirun *m)
 	}
 }
 
-/* Energy per power sensor, to the table (tfp) and the CSV (c); either may be NULL. */
-static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun *m)
+/* 1 when s has impossible readings (sensor_glitch.h); their description
+ * into buf.  perun's own ENERGY sums them as if real. */
+static int sensor_glitched(const struct perun_sensor *s, const char *group, char *buf, size_t cap)
+{
+	struct sensor_glitch sg;
+	int bad;
+	buf[0] = '\0';
+	if (s->n < 2 || sensor_glitch_repair(s, group, !strcmp(group, "gpu") ? ATTRIB_INSTANT_W : ATTRIB_WINDOW_AVG_W,
+					     &sg) == -ENOMEM)
+		return 0;
+	bad = sg.g.nbad > 0;
+	if (bad)
+		sensor_glitch_describe(s, &sg, buf, cap);
+	sensor_glitch_free(&sg);
+	return bad;
+}
+
+/* Energy per power sensor, to the table (tfp) and the CSV (c); either may
+ * be NULL.  A sensor with impossible readings is flagged in both, and
+ * described in *notes (a memstream, the table's foot). */
+static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun *m, FILE *notes)
 {
 	size_t n = 0;
 	for (size_t j = 0; j < m->nrounds; j++) {
@@ -142,11 +175,16 @@ static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun
 				for (size_t q = 0; q < gr->nsensors; q++) {
 					const struct perun_sensor *s = &gr->sensors[q];
 					double e_j;
+					char why[512];
+					int bad;
 					if (!perun_sensor_is_power(s) || perun_sensor_energy_j(s, &e_j) < 0)
 						continue;
+					bad = sensor_glitched(s, gr->name, why, sizeof why);
 					if (tfp)
-						fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12.3f\n", m->id,
-							r->id, h->name, gr->name, s->id, e_j);
+						fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12.3f%s\n", m->id,
+							r->id, h->name, gr->name, s->id, e_j, bad ? " (!)" : "");
+					if (bad && notes)
+						fprintf(notes, "(!) %s\n", why);
 					if (c) {
 						csv_str(c, m->id);
 						csv_str(c, r->id);
@@ -154,6 +192,7 @@ static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun
 						csv_str(c, gr->name);
 						csv_str(c, s->id);
 						csv_f64(c, e_j, 9);
+						csv_str(c, bad ? "sensor-glitch" : "");
 						csv_row_end(c);
 					}
 					n++;
@@ -178,12 +217,12 @@ int perun_write(const struct perun_file *pfp, const char *in, const char *out, c
 		int regions, FILE *table, const struct energy_model *aligned)
 {
 	static const char *const cols[] = {"multirun", "round", "host",  "device_group", "sensor",
-					   "metric",   "unit",  "t_rel_s", "value",        NULL};
+					   "metric",   "unit",  "t_rel_s", "value", "flags", NULL};
 	static const char *const tcols[] = {"multirun", "round", "host", "device_group", "sensor", "metric",
-					    "unit", "t_rel_s", "t_s", "unix_s", "value", NULL};
+					    "unit", "t_rel_s", "t_s", "unix_s", "value", "flags", NULL};
 	static const char *const rcols[] = {"multirun", "round", "region", "rank", "start_s", "stop_s", NULL};
 	static const char *const ecols[] = {"multirun", "round",  "host", "device_group",
-					    "sensor",   "energy_j", NULL};
+					    "sensor",   "energy_j", "flags", NULL};
 	const struct tl tl = {aligned};
 	struct outfile of;
 	struct csv c;
@@ -221,11 +260,23 @@ int perun_write(const struct perun_file *pfp, const char *in, const char *out, c
 			fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12s\n", "multirun", "round", "host", "group",
 				"sensor", "energy_j");
 		}
+		char *notes = NULL;
+		size_t notes_len = 0;
+		FILE *nfp = open_memstream(&notes, &notes_len);
+		if (!nfp)
+			diag_fatal(NULL, "out of memory");
 		for (size_t i = 0; i < pfp->nruns; i++)
 			if (!only || &pfp->runs[i] == only)
-				nenergy += write_energy(tfp, epath ? &ec : NULL, &pfp->runs[i]);
+				nenergy += write_energy(tfp, epath ? &ec : NULL, &pfp->runs[i], nfp);
+		fclose(nfp);
 		if (!nenergy && tfp)
 			fprintf(tfp, "  (none)\n");
+		if (notes_len && tfp)
+			fprintf(tfp, "%sperun's energy above sums those readings as if real (flags column of the energy "
+				     "CSV); phases, timeline and report use the repaired series; the CSV holds the readings as "
+				     "stored\n",
+				notes);
+		free(notes);
 		if (!count_power(pfp, only))
 			diag_warn(in, "holds no power sensors (psutil only: no RAPL or GPU was readable), so no energy can be computed");
 		if (epath) {

@@ -41,8 +41,9 @@
 static const struct cmd_usage timeline_usage = {
 	.name = "timeline",
 	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY.json] [--bin S] [-o timeline.csv] [options]",
-	.about = "  fixed bins, long: t_s,unix_s,pid,phase,group,power_w[,top_frame], one row per bin,\n"
-		 "  process with phases and device group (units: docs/report.md)\n",
+	.about = "  fixed bins, long: t_s,unix_s,pid,phase,group,power_w[,top_frame],flags, one row per bin,\n"
+		 "  process with phases and device group (flags: sensor-glitch where the bin's power holds a\n"
+		 "  repaired impossible reading; units: docs/report.md)\n",
 };
 
 struct hit {
@@ -202,7 +203,35 @@ struct tl_grid {
 	const uint32_t *pids;
 	const long *pthr;
 	size_t npids;
+	const unsigned char *glitch; /* nbins x ngroups: the bin overlaps a repaired window; NULL: none */
 };
+
+/* Which bins of which group overlap a window whose impossible reading was
+ * repaired (sensor_glitch.h): their power is partly the repair's, and the
+ * row says so.  NULL when no sensor had one (or out of memory: diag_fatal). */
+static unsigned char *glitch_bins(const struct energy_model *mp, double t0, double bin_s, size_t nbins)
+{
+	unsigned char *gb = NULL;
+	size_t ng = mp->ngroups ? mp->ngroups : 1;
+	for (size_t s = 0; s < mp->nsen; s++) {
+		const struct em_sensor *es = &mp->sen[s];
+		size_t g = energy_model_group_of(mp, es);
+		if (!es->fix.bad)
+			continue;
+		if (!gb && !(gb = calloc(nbins * ng, 1)))
+			diag_fatal(NULL, "out of memory");
+		for (size_t i = 1; i < es->ser.n; i++) {
+			double a, b;
+			if (!es->fix.bad[i])
+				continue;
+			a = floor((es->t_tl[i - 1] - t0) / bin_s);
+			b = floor((es->t_tl[i] - t0) / bin_s);
+			for (double k = a < 0 ? 0 : a; k <= b && k < (double)nbins; k++)
+				gb[(size_t)k * ng + g] = 1;
+		}
+	}
+	return gb;
+}
 
 /* Bin b: one row per phase column and device group. */
 static void write_bin(struct csv *c, const struct run_model *rm, const struct tl_grid *gr, size_t b, double *pw)
@@ -237,6 +266,8 @@ static void write_bin(struct csv *c, const struct run_model *rm, const struct tl
 			csv_f64(c, mp->ngroups ? pw[g] : NAN, 6);
 			if (gr->top)
 				csv_str(c, frame);
+			csv_str(c, gr->glitch && gr->glitch[b * (mp->ngroups ? mp->ngroups : 1) + g] ? "sensor-glitch"
+										       : "");
 			csv_row_end(c);
 		}
 	}
@@ -286,9 +317,11 @@ int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 
 	struct outfile of;
 	struct csv c;
-	static const char *const cols[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", NULL};
-	static const char *const cols_np[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", NULL};
-	const struct tl_grid gr = {t0, bin_s, nbins, top, pids, pthr, npids};
+	static const char *const cols[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", "flags",
+					   NULL};
+	static const char *const cols_np[] = {"t_s", "unix_s", "pid", "phase", "group", "power_w", "flags", NULL};
+	unsigned char *glitch = glitch_bins(mp, t0, bin_s, nbins);
+	const struct tl_grid gr = {t0, bin_s, nbins, top, pids, pthr, npids, glitch};
 	double *pw = malloc((mp->ngroups + 1) * sizeof *pw);
 	if (!pw)
 		diag_fatal(NULL, "out of memory");
@@ -304,6 +337,7 @@ int timeline_write(const struct run_model *rm, const char *out, double bin_s)
 	free(pids);
 	free(pthr);
 	free(top);
+	free(glitch);
 	return 0;
 }
 

@@ -56,6 +56,14 @@ struct perun_sensor {
 	double alt_mag;
 	int alt_digits;
 
+	/* @valid_max of values and alt_values, scaled by their @mag; NAN when
+	 * absent.  perun 1.0 stores there what the backend said the sensor's
+	 * range is: RAPL's max_energy_range_uj for the counter (where it
+	 * wraps), NVML's default power limit for GPU power (uint32 max, 4.3 MW,
+	 * when NVML would not say). */
+	double values_max;
+	double alt_max;
+
 	int has_energy;      /* metrics/ENERGY present (power sensors only) */
 	double energy_j;     /* its @value: perun's own trapezoid integral of values */
 };

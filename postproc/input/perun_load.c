@@ -400,7 +400,7 @@ out_free:
 
 /* A raw_data series with its @unit and @mag, values scaled by mag. */
 static int read_scaled(struct ld *L, hid_t rd, const char *rdpath, const char *name, double **out,
-		       size_t *n, char **unit, double *mag, int *digits)
+		       size_t *n, char **unit, double *mag, int *digits, double *vmax)
 {
 	hid_t d;
 	char *p = path_join(rdpath, name);
@@ -416,6 +416,13 @@ static int read_scaled(struct ld *L, hid_t rd, const char *rdpath, const char *n
 	rc = attr_str(L, d, p, "unit", 1, unit);
 	if (rc >= 0)
 		rc = attr_num(L, d, p, "mag", 1, mag);
+	if (rc >= 0 && vmax) {
+		/* advisory (a range, a power limit): absent or unreadable is NAN */
+		double v;
+		*vmax = attr_num(L, d, p, "valid_max", 0, &v) == 1 ? v * *mag : NAN;
+		if (L->errlen)
+			L->err[0] = '\0';
+	}
 	H5Oclose(d);
 	if (rc < 0)
 		goto out;
@@ -564,6 +571,7 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 	size_t nv = 0, nalt = 0;
 	int tdigits = 9, rc;
 
+	s->values_max = s->alt_max = NAN;
 	if (!(s->id = strdup(id)))
 		return oom(L, path);
 	if ((rc = check_type(L, g, path, NODE_SENSOR)) < 0)
@@ -584,7 +592,7 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 		rc = oom(L, path);
 		goto out;
 	}
-	rc = read_scaled(L, rd, rdpath, "timesteps", &s->timesteps_s, &s->n, &tunit, &tmag, &tdigits);
+	rc = read_scaled(L, rd, rdpath, "timesteps", &s->timesteps_s, &s->n, &tunit, &tmag, &tdigits, NULL);
 	if (rc < 0)
 		goto out;
 	if (strcmp(tunit, "s")) {
@@ -593,7 +601,8 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 	}
 	if ((rc = check_numbers(L, rdpath, "timesteps", s->timesteps_s, s->n, 1)) < 0)
 		goto out;
-	rc = read_scaled(L, rd, rdpath, "values", &s->values, &nv, &s->unit, &s->mag, &s->values_digits);
+	rc = read_scaled(L, rd, rdpath, "values", &s->values, &nv, &s->unit, &s->mag, &s->values_digits,
+			 &s->values_max);
 	if (rc < 0 || (rc = check_numbers(L, rdpath, "values", s->values, nv, 0)) < 0)
 		goto out;
 	if (nv != s->n) {
@@ -603,7 +612,7 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 	s->metric = perun_metric_name(s->unit);
 	if (has_member(rd, "alt_values")) {
 		rc = read_scaled(L, rd, rdpath, "alt_values", &s->alt_values, &nalt, &s->alt_unit,
-				 &s->alt_mag, &s->alt_digits);
+				 &s->alt_mag, &s->alt_digits, &s->alt_max);
 		if (rc < 0 || (rc = check_numbers(L, rdpath, "alt_values", s->alt_values, nalt, 0)) < 0)
 			goto out;
 		if (nalt != s->n) {

@@ -60,6 +60,8 @@ static void put_sensor(FILE *f, const struct perun_sensor *s)
 	put_str(f, s->alt_unit);
 	put_f64(f, s->alt_mag);
 	put_u64(f, (uint64_t)(int64_t)s->alt_digits);
+	put_f64(f, s->values_max);
+	put_f64(f, s->alt_max);
 	put_u64(f, (uint64_t)(int64_t)s->has_energy);
 	put_f64(f, s->energy_j);
 }
@@ -246,6 +248,8 @@ static void get_sensor(struct rd *r, struct perun_sensor *s)
 	s->alt_unit = get_str(r);
 	s->alt_mag = get_f64(r);
 	s->alt_digits = get_int(r);
+	s->values_max = get_f64(r);
+	s->alt_max = get_f64(r);
 	s->has_energy = get_int(r);
 	s->energy_j = get_f64(r);
 }

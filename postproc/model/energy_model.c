@@ -35,18 +35,20 @@ static const struct perun_host *pick_host(const struct perun_round *r, const cha
 	return first_power ? first_power : (r->nhosts ? &r->hosts[0] : NULL);
 }
 
-/* Cumulative energy at each sample, and the series attrib reads. */
+/* Cumulative energy at each sample, and the series attrib reads: the
+ * sensor's readings with the impossible ones repaired (sensor_glitch.h). */
 static int build_sensor(struct em_sensor *s)
 {
 	const struct perun_sensor *p = s->ps;
+	enum attrib_kind kind = ATTRIB_WINDOW_AVG_W; /* RAPL power: the mean over the window before */
 	size_t n = p->n;
+	int rc;
 	s->cum_j = calloc(n ? n : 1, sizeof *s->cum_j);
 	s->t_tl = calloc(n ? n : 1, sizeof *s->t_tl);
 	if (!s->cum_j || !s->t_tl)
 		return -ENOMEM;
 	s->ser.t_s = p->timesteps_s;
 	s->ser.n = n;
-	s->ser.value = p->values;
 	if (!strcmp(s->group, "gpu")) {
 		/* NVML: power reads; perun integrates trapezoids.  What a read
 		 * stands for (a window mean) comes from the GPU model's row of
@@ -58,24 +60,28 @@ static int build_sensor(struct em_sensor *s)
 				gname = p->meta[k].value;
 		sensor_model_lookup(gname, &resp);
 		s->ser.avg_window_s = resp.window_s;
-		s->ser.kind = ATTRIB_INSTANT_W;
-	} else {
-		s->ser.kind = ATTRIB_WINDOW_AVG_W; /* RAPL power: the mean over the window before */
+		kind = ATTRIB_INSTANT_W;
 	}
-	if (p->alt_values && p->alt_unit && !strcmp(p->alt_unit, "J")) {
-		int monotone = 1;
-		for (size_t i = 1; i < n; i++)
-			monotone &= p->alt_values[i] >= p->alt_values[i - 1];
-		if (monotone) {
-			/* RAPL: the counter itself is the most exact energy. */
-			s->ser.kind = ATTRIB_COUNTER_J;
-			s->ser.value = p->alt_values;
-			s->ser.avg_window_s = 0;
-		}
-	}
+	/* RAPL with its counter: the counter itself is the most exact
+	 * energy; either way the glitches are out before anything reads it. */
+	rc = sensor_glitch_repair(p, s->group, kind, &s->fix);
+	if (rc == -ENOMEM)
+		return rc;
+	s->ser.kind = s->fix.kind;
+	s->ser.value = s->fix.value;
+	if (s->ser.kind == ATTRIB_COUNTER_J)
+		s->ser.avg_window_s = 0;
 	/* One rule for the curve with attrib (attrib_series_cum_j); no phase
 	 * edges here: the slices are cut anywhere. */
 	return attrib_series_cum_j(&s->ser, NULL, NULL, s->cum_j);
+}
+
+void energy_model_sensor_free(struct em_sensor *s)
+{
+	free(s->cum_j);
+	free(s->t_tl);
+	sensor_glitch_free(&s->fix);
+	s->cum_j = s->t_tl = NULL;
 }
 
 /* Cumulative energy at timeline t (inside the span), interpolated. */
@@ -444,10 +450,8 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 
 void energy_model_close(struct energy_model *m)
 {
-	for (size_t i = 0; i < m->nsen; i++) {
-		free(m->sen[i].cum_j);
-		free(m->sen[i].t_tl);
-	}
+	for (size_t i = 0; i < m->nsen; i++)
+		energy_model_sensor_free(&m->sen[i]);
 	free(m->sen);
 	free(m->groups);
 	perun_free(&m->pf);

@@ -17,6 +17,7 @@
 #include "attrib/attrib.h"
 #include "input/perun.h"
 #include "input/ringload.h"
+#include "model/sensor_glitch.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
 
@@ -26,6 +27,7 @@ struct em_sensor {
 	struct attrib_series ser; /* sensor time (perun's t) */
 	double *t_tl;             /* n: timeline seconds */
 	double *cum_j;            /* n: cumulative energy at each t */
+	struct sensor_glitch fix; /* ser.value, and the windows a repair touched */
 };
 
 struct em_opts {
@@ -66,6 +68,9 @@ void energy_model_close(struct energy_model *m);
 
 /* Timeline seconds of a ring timestamp. */
 double energy_model_tl(const struct energy_model *m, uint64_t ts_ns);
+
+/* Free what energy_model_add_sensors built for one sensor. */
+void energy_model_sensor_free(struct em_sensor *s);
 
 /* Energy of one sensor over timeline [a, b] (clipped to its span). */
 double energy_model_slice_j(const struct em_sensor *s, double a, double b);

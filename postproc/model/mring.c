@@ -1030,10 +1030,8 @@ void mring_close(struct mring *m)
 	free(m->rings);
 	free(m->units);
 	for (size_t h = 0; h < m->nhosts; h++) {
-		for (size_t s = 0; s < m->hosts[h].nsen; s++) {
-			free(m->hosts[h].sen[s].cum_j);
-			free(m->hosts[h].sen[s].t_tl);
-		}
+		for (size_t s = 0; s < m->hosts[h].nsen; s++)
+			energy_model_sensor_free(&m->hosts[h].sen[s]);
 		free(m->hosts[h].sen);
 	}
 	free(m->hosts);

@@ -5,8 +5,65 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Power of window i (t_tl[i-1], t_tl[i]] from the series attribution
+ * reads (impossible readings repaired, sensor_glitch.h): the counter's
+ * difference, or the value stored for it (perun's mean, NVML's read). */
+static double window_w(const struct em_sensor *s, size_t i)
+{
+	if (s->ser.kind == ATTRIB_COUNTER_J)
+		return (s->ser.value[i] - s->ser.value[i - 1]) / (s->ser.t_s[i] - s->ser.t_s[i - 1]);
+	return s->ser.value[i];
+}
+
+/* Seconds of window (a, b] that the primary thread's segments of phase k
+ * cover (k < 0: of any phase). */
+static double covered_s(const struct phase_thread *th, int k, double a, double b, const struct energy_model *m)
+{
+	double c = 0;
+	for (size_t i = 0; i < th->nseg; i++) {
+		double s0, s1;
+		if (k >= 0 && th->seg[i].phase != k)
+			continue;
+		s0 = fmax(a, energy_model_tl(m, th->seg[i].t0_ns));
+		s1 = fmin(b, energy_model_tl(m, th->seg[i].t1_ns));
+		if (s1 > s0)
+			c += s1 - s0;
+	}
+	return c;
+}
+
+/* 1 when a window of group g whose reading was repaired overlaps row k's
+ * time: phase k's segments on th, or (k >= np) the time of no phase. */
+static int touches_glitch(const struct energy_model *m, const struct phase_thread *th, size_t k, size_t g)
+{
+	size_t np = m->ph.nnames;
+	for (size_t s = 0; s < m->nsen; s++) {
+		const struct em_sensor *es = &m->sen[s];
+		if (!es->fix.bad || energy_model_group_of(m, es) != g)
+			continue;
+		for (size_t i = 1; i < es->ser.n; i++) {
+			double a = es->t_tl[i - 1], b = es->t_tl[i];
+			if (!es->fix.bad[i])
+				continue;
+			if (!th)
+				return 1;
+			if (k < np ? covered_s(th, (int)k, a, b, m) > 0 : covered_s(th, -1, a, b, m) < (b - a) * (1 - 1e-9))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int phase_flags_group_glitched(const struct energy_model *m, size_t g)
+{
+	for (size_t s = 0; s < m->nsen; s++)
+		if (m->sen[s].fix.bad && energy_model_group_of(m, &m->sen[s]) == g)
+			return 1;
+	return 0;
+}
+
 /* Highest and lowest window power of sensor s over timeline [a, b]:
- * window i is (t_tl[i-1], t_tl[i]] at values[i] (perun's mean over it). */
+ * window i is (t_tl[i-1], t_tl[i]] at window_w(s, i). */
 static void window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo)
 {
 	const double *t = s->t_tl;
@@ -22,7 +79,7 @@ static void window_range(const struct em_sensor *s, double a, double b, double *
 			r = mid;
 	}
 	for (size_t i = l; i < n && t[i - 1] < b; i++) {
-		double w = s->ps->values[i];
+		double w = window_w(s, i);
 		if (!isfinite(w))
 			continue;
 		*hi = fmax(*hi, w);
@@ -45,6 +102,8 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 		f |= PHASE_FLAG_TOOL;
 	if (isfinite(r->lo_j) && isfinite(r->hi_j) && sr->total_j[g] > 0 && r->hi_j - r->lo_j > sr->total_j[g])
 		f |= PHASE_FLAG_WIDE;
+	if (touches_glitch(m, th, k, g))
+		f |= PHASE_FLAG_GLITCH;
 	if (k >= np || !th || !(self_s > 0) || !isfinite(r->energy_j))
 		return f;
 	for (size_t s = 0; s < m->nsen; s++) {
@@ -101,6 +160,7 @@ void phase_flags_text(unsigned f, char *buf, size_t cap)
 		{PHASE_FLAG_POINT_ABOVE_MAX, "point-above-window-max"},
 		{PHASE_FLAG_ZERO_UNDER_LOAD, "zero-power-under-load"},
 		{PHASE_FLAG_WIDE, "interval-wider-than-total"},
+		{PHASE_FLAG_GLITCH, "sensor-glitch"},
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		if (!(f & names[i].bit))

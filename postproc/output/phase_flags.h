@@ -18,7 +18,11 @@
  *   interval-wider-than-total  the 95 % interval is wider than the group's
  *                            total energy: the row says nothing;
  *   tool                     the tools' own activity (phase_set_is_tool),
- *                            hidden from the terminal table and pictures.
+ *                            hidden from the terminal table and pictures;
+ *   sensor-glitch            its time overlaps a sensor window whose
+ *                            reading was impossible and was repaired
+ *                            (sensor_glitch.h): part of its energy is the
+ *                            repair's, not a measurement.
  */
 #ifndef ANCHORPOST_PHASE_FLAGS_H
 #define ANCHORPOST_PHASE_FLAGS_H
@@ -30,6 +34,11 @@
 #define PHASE_FLAG_ZERO_UNDER_LOAD 0x400u
 #define PHASE_FLAG_WIDE 0x800u
 #define PHASE_FLAG_TOOL 0x1000u
+#define PHASE_FLAG_GLITCH 0x2000u
+
+/* 1 when some sensor of group g had a reading repaired (the total row's
+ * flag). */
+int phase_flags_group_glitched(const struct energy_model *m, size_t g);
 
 /* Flags of row k (a phase, or nnames for unattributed) in group g of the
  * scope; *maxw_out: the highest window power around it (NAN if none). */

@@ -201,6 +201,20 @@ static void flags_text(unsigned f, char *buf, size_t cap)
 		buf[strlen(buf) - 1] = '\0';
 }
 
+/* What the sensors' impossible readings were and what replaced them
+ * (sensor_glitch.h): the (total) rows include the repairs too. */
+static void phase_table_glitch_notes(FILE *tty, const struct energy_model *m)
+{
+	char line[512];
+	for (size_t s = 0; s < m->nsen; s++) {
+		if (!m->sen[s].fix.g.nbad)
+			continue;
+		sensor_glitch_describe(m->sen[s].ps, &m->sen[s].fix, line, sizeof line);
+		fprintf(tty, "  perun %s %s (rows flagged sensor-glitch; the (total) includes the repair)\n",
+			m->sen[s].group, line);
+	}
+}
+
 /* Under the table: what was hidden, and why each flagged row is suspect. */
 static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np, size_t ng, const unsigned *pf,
 			      const double *maxw, size_t nflagged, size_t nhidden)
@@ -233,7 +247,11 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 			if (f & PHASE_FLAG_WIDE)
 				fprintf(tty, "  %s %s: the 95%% interval is wider than the total: this row says nothing\n",
 					name, m->groups[g]);
+			if (f & PHASE_FLAG_GLITCH)
+				fprintf(tty, "  %s %s: overlaps a sensor window whose reading was impossible (repaired, "
+					     "below)\n", name, m->groups[g]);
 		}
+	phase_table_glitch_notes(tty, m);
 }
 
 /* The readable table's heading of one scope. */
@@ -374,6 +392,11 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 			o->nflagged++;
 	} else if (hide) {
 		phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
+	} else if (total && m->nsen && phase_flags_group_glitched(m, g)) {
+		/* the total holds the repaired windows' energy */
+		o->pf[k * ng + g] = PHASE_FLAG_GLITCH;
+		phase_flags_text(PHASE_FLAG_GLITCH, fl, sizeof fl);
+		o->nflagged++;
 	}
 	csv_str(c, fl);
 	csv_str(c, m->align.method);

@@ -25,6 +25,34 @@
  * than any run; a larger value is a damaged file, not a measurement. */
 #define PERUN_TIME_MAX_S 1e9
 
+/* --- perun's impossible readings (model/sensor_glitch.c, attrib_glitch.c) --- */
+
+/* The most power a reading of one sensor can show, W; above it a reading
+ * is a glitch, not a measurement.  What a glitch looks like: a RAPL
+ * counter that steps back once (a reset, a read racing an update) is
+ * taken by perun 1.0 for a full wrap, 262,143 J on many Intel parts: 2.6
+ * MW in a 0.1 s window, 262 kW at perun's default 1 s, still 2.6 kW at
+ * 100 s; NVML's power read fails as 0 or as garbage up to uint32 mW
+ * (4.3 MW).  Why not the run's own distribution (median/MAD): training
+ * alternates idle and busy phases, so legitimate windows sit hundreds of
+ * MADs above the median (60 W idle GPU, 700 W bursts); a hard bound far
+ * above any hardware and far below any glitch separates them.
+ *
+ * CPU package (RAPL): the largest server parts are rated 500 W (AMD EPYC
+ * 9965, Intel Xeon 6980P); short-term limits (PL2) allow ~1.2-1.5x that. */
+#define ANCHOR_GLITCH_CPU_MAX_W 1500.0
+/* DRAM (RAPL): 24 DDR5 RDIMMs at 10-15 W each, ~360 W; 4x room. */
+#define ANCHOR_GLITCH_RAM_MAX_W 1500.0
+/* GPU (NVML): B200 1 kW, the largest boards up to 1.2 kW per GPU. */
+#define ANCHOR_GLITCH_GPU_MAX_W 3000.0
+/* Any other device group perun reports power for. */
+#define ANCHOR_GLITCH_OTHER_MAX_W 10000.0
+/* NVML: perun stores the GPU's default power limit (valid_max); readings
+ * stay within the enforced limit but for short excursions, and a user may
+ * raise the limit above the default (RTX 4090: 450 -> 600 W, 1.33x).
+ * Twice the default is above both, and tighter than the hard bound. */
+#define ANCHOR_GLITCH_LIMIT_FACTOR 2.0
+
 /* --- attribution (attrib_regress.c) --- */
 
 /* Bootstrap resamples for regression intervals: 200 gives stable 95 %

@@ -24,7 +24,7 @@ SHARED_FIXTURES = os.path.join(SHARED, "fixtures", "perun")
 TMP = os.environ.get("ANCHOR_TEST_TMP") or "/tmp"
 PYTHON = os.environ.get("PYTHON", sys.executable)
 
-COLS = ["multirun", "round", "host", "device_group", "sensor", "metric", "unit", "t_rel_s", "value"]
+COLS = ["multirun", "round", "host", "device_group", "sensor", "metric", "unit", "t_rel_s", "value", "flags"]
 
 
 def die(msg):

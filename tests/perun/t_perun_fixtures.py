@@ -154,5 +154,5 @@ for label, folder in fixture_sets():
 
 # 6. anchorpost CSV column set
 check(COLS == ["multirun", "round", "host", "device_group", "sensor", "metric", "unit", "t_rel_s",
-               "value"], "columns")
+               "value", "flags"], "columns")
 print("PASS")

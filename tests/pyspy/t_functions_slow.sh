@@ -171,10 +171,10 @@ for fmt, limit_periods in (("chrometrace", 2), ("speedscope", 5)):
 	print(f"ok   {fmt}: energy speedscope valid, {len(es['profiles'])} profiles, weights sum {wsum:.3f} J")
 
 	# timeline
-	# timeline.csv is long (t_s,unix_s,pid,phase,group,power_w,top_frame): one
+	# timeline.csv is long (t_s,unix_s,pid,phase,group,power_w,top_frame,flags): one
 	# row per bin, pid and group; pivoted back to one row per bin here
 	long = list(csv.DictReader(open(f"{T}/{fmt}/timeline.csv")))
-	assert list(long[0]) == ["t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame"], list(long[0])
+	assert list(long[0]) == ["t_s", "unix_s", "pid", "phase", "group", "power_w", "top_frame", "flags"], list(long[0])
 	tl, at = [], {}
 	for r in long:
 		if r["t_s"] not in at:

@@ -971,6 +971,93 @@ static void bench_scale(void)
 	free(s.seg);
 }
 
+/* Impossible readings (attrib_glitch.c): known answers on constant power,
+ * where the truth of every window is 5 J (50 W over 0.1 s). */
+static void test_glitch(void)
+{
+	enum { N = 101 };
+	const double R = 262143.32885; /* max_energy_range_uj of many Intel parts, J */
+	double t[N], c[N], out[N], p[N], w[N];
+	unsigned char bad[N];
+	struct attrib_glitch g;
+	int nbad;
+
+	for (int i = 0; i < N; i++) {
+		t[i] = 0.1 * i;
+		c[i] = 1000.0 + 5.0 * i;
+	}
+	/* (a) a reset: the counter steps back by 20 J at sample 50 and counts
+	 * on from there; perun would see a full wrap (2.6 MW). */
+	for (int i = 50; i < N; i++)
+		c[i] -= 20.0;
+	CHECK(attrib_glitch_counter(t, c, N, R, 1500, out, bad, &g) == 0, "counter: rc");
+	nbad = 0;
+	for (int i = 0; i < N; i++)
+		nbad += bad[i];
+	CHECK(g.nbad == 1 && nbad == 1 && bad[50] && g.nruns == 1 && g.nexact == 0,
+	      "reset: one window estimated (nbad %zu runs %zu exact %zu)", g.nbad, g.nruns, g.nexact);
+	CHECK(fabs(out[N - 1] - out[0] - 5.0 * (N - 1)) < 1e-6, "reset: total %.6f J, want %.1f", out[N - 1] - out[0],
+	      5.0 * (N - 1));
+	CHECK(fabs(g.raw_j - (R - 15.0)) < 1e-6 && fabs(g.used_j - 5.0) < 1e-9 && g.max_w > 2e6,
+	      "reset: raw %.3f J used %.3f J max %.3g W", g.raw_j, g.used_j, g.max_w);
+	for (int i = 50; i < N; i++)
+		c[i] += 20.0;
+	/* (b) one bad read (perun's RAPL callback returns 0 on a read error):
+	 * the readings around it give the two windows' energy exactly. */
+	c[30] = 0;
+	CHECK(attrib_glitch_counter(t, c, N, R, 1500, out, bad, &g) == 0, "bad read: rc");
+	CHECK(g.nbad == 2 && bad[30] && bad[31] && g.nexact == 1, "bad read: two windows, exact (nbad %zu exact %zu)",
+	      g.nbad, g.nexact);
+	CHECK(fabs(out[31] - out[29] - 10.0) < 1e-9 && fabs(out[N - 1] - out[0] - 5.0 * (N - 1)) < 1e-6,
+	      "bad read: window pair %.6f J, want 10", out[31] - out[29]);
+	c[30] = 1000.0 + 5.0 * 30;
+	/* (c) a real wrap is no glitch: counter near the range, then past it */
+	for (int i = 0; i < N; i++)
+		c[i] = fmod(R - 100.0 + 5.0 * i, R);
+	CHECK(attrib_glitch_counter(t, c, N, R, 1500, out, bad, &g) == 0 && g.nbad == 0, "wrap: flagged %zu", g.nbad);
+	CHECK(fabs(out[N - 1] - out[0] - 5.0 * (N - 1)) < 1e-6, "wrap: total %.6f J", out[N - 1] - out[0]);
+	/* (d) window means: one 2.6 MW window becomes its neighbours' 50 W */
+	for (int i = 0; i < N; i++)
+		p[i] = 50.0;
+	p[70] = 2.6e6;
+	CHECK(attrib_glitch_power(t, p, N, ATTRIB_WINDOW_AVG_W, 1500, w, bad, &g) == 0, "windows: rc");
+	CHECK(g.nbad == 1 && bad[70] && fabs(w[70] - 50.0) < 1e-9 && fabs(g.raw_j - 2.6e5) < 1e-3,
+	      "windows: w[70] %.3f raw %.3f J", w[70], g.raw_j);
+	/* (e) reads: one 3 MW read becomes the mean of the reads around it;
+	 * both windows it bounds are touched */
+	p[70] = 50.0;
+	p[40] = 3e6;
+	p[39] = 40.0;
+	p[41] = 60.0;
+	CHECK(attrib_glitch_power(t, p, N, ATTRIB_INSTANT_W, 1400, w, bad, &g) == 0, "reads: rc");
+	CHECK(g.nbad == 2 && bad[40] && bad[41] && fabs(w[40] - 50.0) < 1e-9 && g.nruns == 1,
+	      "reads: w[40] %.3f nbad %zu runs %zu", w[40], g.nbad, g.nruns);
+	/* (f) legitimate bursts (700 W among 60 W idle windows) stay */
+	for (int i = 0; i < N; i++)
+		p[i] = i % 17 == 3 ? 700.0 : 60.0;
+	CHECK(attrib_glitch_power(t, p, N, ATTRIB_INSTANT_W, 1400, w, bad, &g) == 0 && g.nbad == 0,
+	      "bursts: %zu flagged", g.nbad);
+	/* (g) a read of 0 on a counter near 0 (5 W): the next window looks
+	 * possible (155 W) but the readings around say one bad read */
+	for (int i = 0; i < N; i++)
+		c[i] = 0.5 * i;
+	c[30] = 0;
+	CHECK(attrib_glitch_counter(t, c, N, R, 1500, out, bad, &g) == 0 && g.nexact == 1 && bad[30] && bad[31],
+	      "read of 0: exact %zu, bad %d %d", g.nexact, bad[30], bad[31]);
+	CHECK(fabs(out[N - 1] - out[0] - 0.5 * (N - 1)) < 1e-6, "read of 0: total %.6f J", out[N - 1] - out[0]);
+	/* (h) a read 50 J too high: its window looks possible (550 W), the
+	 * next goes down (a wrap: impossible) */
+	c[30] = 15.0;
+	c[60] += 50.0;
+	CHECK(attrib_glitch_counter(t, c, N, R, 1500, out, bad, &g) == 0 && g.nexact == 1 && bad[60] && bad[61],
+	      "high read: exact %zu, bad %d %d", g.nexact, bad[60], bad[61]);
+	CHECK(fabs(out[61] - out[59] - 1.0) < 1e-9, "high read: window pair %.6f J, want 1", out[61] - out[59]);
+	/* timesteps that do not increase: refused */
+	t[5] = t[4];
+	CHECK(attrib_glitch_power(t, p, N, ATTRIB_INSTANT_W, 1400, w, bad, &g) == -EINVAL, "bad times: not refused");
+	printf("ok   glitches: reset estimated, bad reads (0, 0 near 0, too high) exact, real wrap and bursts kept\n");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -979,6 +1066,7 @@ int main(void)
 	test_eig_sym();
 	test_integrate_exact();
 	test_bad_input();
+	test_glitch();
 	print_header();
 	test_integrate_long();
 	test_regress_short(600, 0, 1);

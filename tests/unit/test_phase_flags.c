@@ -74,6 +74,10 @@ static void setup(void)
 		sen[s].ps = &ps[s];
 		sen[s].group = s < 2 ? "cpu" : "gpu";
 		sen[s].ser.n = NW;
+		/* what attribution reads (phase_flags takes window powers from it) */
+		sen[s].ser.value = ps[s].values;
+		sen[s].ser.t_s = t_tl;
+		sen[s].ser.kind = ATTRIB_WINDOW_AVG_W;
 		sen[s].t_tl = t_tl;
 	}
 	m.base_ns = 0;

@@ -78,7 +78,7 @@ def _env(libanchor, ring, preload):
 
 def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None,
-	gpu=False, gpu_avg_ms=0.0, gpu_coverage=1.0):
+	gpu=False, gpu_avg_ms=0.0, gpu_coverage=1.0, updater_args=()):
 	python = python or sys.executable
 	libanchor = libanchor or os.path.join(ROOT, "build", "libanchor.so")
 	if preload and not os.path.exists(libanchor):
@@ -106,6 +106,7 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 		"--gpu-avg-ms", str(gpu_avg_ms), "--gpu-coverage", str(gpu_coverage)]
 	if trace:
 		ucmd += ["--trace", p("counters.csv")]
+	ucmd += list(updater_args)  # e.g. glitches (anchor_emul.updater --help)
 	if os.path.exists(p("updater.ready")):
 		os.unlink(p("updater.ready"))
 	upd = subprocess.Popen(ucmd, env=plain)

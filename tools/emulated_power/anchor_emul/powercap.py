@@ -97,6 +97,13 @@ class Counter:
 		self.value_uj = (self.value_uj + delta_uj) % self.modulus
 		os.pwrite(self.fd, format_counter(self.value_uj).encode(), 0)
 
+	def step_back(self, delta_uj):
+		"""The counter goes back by delta_uj (to 0 at most) and counts on
+		from there, as a RAPL counter does after a reset; what went in
+		(total_uj) is unchanged.  Tests of glitch handling only."""
+		self.value_uj = max(0, self.value_uj - delta_uj)
+		os.pwrite(self.fd, format_counter(self.value_uj).encode(), 0)
+
 	def close(self):
 		os.close(self.fd)
 

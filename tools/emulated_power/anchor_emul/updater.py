@@ -69,6 +69,15 @@ def parse_args(argv):
 	ap.add_argument("--truth", help="write the ledger here (JSON) at the end")
 	ap.add_argument("--trace", help="write every tick (t_mono_ns, phase, counters) here (CSV)")
 	ap.add_argument("--ready-file", help="created once the updater is ticking")
+	ap.add_argument("--step-back-at-s", type=float, default=None,
+			help="glitch: this many seconds after the workload's first phase, the package counter steps "
+			     "back once by --step-back-uj (a RAPL reset; the truth ledger is unchanged)")
+	ap.add_argument("--step-back-uj", type=int, default=5_000_000)
+	ap.add_argument("--gpu-glitch-at-s", type=float, default=None,
+			help="glitch: this many seconds after the workload's first phase, the GPU power reading "
+			     "shows --gpu-glitch-w for --gpu-glitch-ms (an impossible NVML read; the truth is unchanged)")
+	ap.add_argument("--gpu-glitch-w", type=float, default=3.0e6)
+	ap.add_argument("--gpu-glitch-ms", type=float, default=150.0)
 	ap.add_argument("--no-realtime", action="store_true",
 			help="do not ask for SCHED_FIFO (by default the updater tries it, then nice -10)")
 	return ap.parse_args(argv)
@@ -132,6 +141,8 @@ class Updater:
 		self.cpu_hist = collections.deque()
 		self.trace = [] if a.trace else None
 		self.stop = False
+		self.t_work0 = None  # the workload's first phase, CLOCK_MONOTONIC ns
+		self.glitches = []   # what was injected, for truth.json
 
 	def power_w(self, now_ns):
 		if self.a.model == "phase":
@@ -277,8 +288,11 @@ class Updater:
 			prev_now = now
 			t_last = now
 			self.write_counters()
+			if self.t_work0 is None and self.transitions:
+				self.t_work0 = now
+			self.inject_step_back(now)
 			if self.gpu_power:
-				self.gpu_power.write_w(self.gpu_reading(now, w["gpu"]))
+				self.gpu_power.write_w(self.gpu_glitch(now, self.gpu_reading(now, w["gpu"])))
 			self.ticks += 1
 			if self.trace is not None:
 				self.trace.append((now, self.phase, self.counters["package"].total_uj,
@@ -287,6 +301,31 @@ class Updater:
 				break
 		self.t_end = t_last
 		self.finish()
+
+	def since_work_s(self, now):
+		return None if self.t_work0 is None else (now - self.t_work0) / 1e9
+
+	def inject_step_back(self, now):
+		a = self.a
+		t = self.since_work_s(now)
+		if a.step_back_at_s is None or t is None or t < a.step_back_at_s or \
+				any(g["kind"] == "step_back" for g in self.glitches):
+			return
+		c = self.counters["package"]
+		before = c.value_uj
+		c.step_back(a.step_back_uj)
+		self.glitches.append({"kind": "step_back", "device": "package", "t_mono_ns": now,
+				      "from_uj": before, "to_uj": c.value_uj})
+
+	def gpu_glitch(self, now, reading_w):
+		a = self.a
+		t = self.since_work_s(now)
+		if a.gpu_glitch_at_s is None or t is None or not (a.gpu_glitch_at_s <= t < a.gpu_glitch_at_s + a.gpu_glitch_ms / 1e3):
+			return reading_w
+		if not any(g["kind"] == "gpu_reading" for g in self.glitches):
+			self.glitches.append({"kind": "gpu_reading", "device": "gpu", "t_mono_ns": now,
+					      "reading_w": a.gpu_glitch_w, "ms": a.gpu_glitch_ms})
+		return a.gpu_glitch_w
 
 	def on_signal(self, signum, frame):
 		self.stop = True
@@ -362,6 +401,7 @@ class Updater:
 			"late_transitions": self.late,
 			"late_seconds": self.late_ns / 1e9,
 			"powercap": os.path.abspath(a.powercap),
+			"glitches": self.glitches,
 		}
 
 	def table_by_name(self):
