@@ -111,6 +111,95 @@ def read_samples(path):
     return rows
 
 
+# A run of unchanged samples (no event in chrometrace) this many periods
+# long is py-spy not sampling: a spinning thread changes line every
+# sample or two, so 25 periods (probability ~2^-25 by chance) is a stall.
+STALL_PERIODS = 25
+
+
+CLOCK_SLOT_S = 0.025  # tests/pyspy_victim.py's clock thread
+CROWDED = 3          # a slot visit with 3x its samples is a catch-up burst
+
+
+def clock_lag(doc, rate, run_s):
+    """speedscope: the victim's clock thread (clock_0..3, one per 25 ms
+    slot, cycling) dates the samples.  A visit to a slot should hold
+    slot x rate samples; py-spy that stalls skips slots, then catches up
+    by sampling without sleeping, crowding one visit.  lag = the skipped
+    slots' time + the crowded samples' nominal time, plus run_s minus
+    what the sample count covers."""
+    frames = doc["shared"]["frames"]
+    slot_of = {i: int(f["name"][-1]) for i, f in enumerate(frames) if re_clock(f["name"])}
+    best = None
+    for p in doc["profiles"]:
+        seq = []
+        for s in p["samples"]:
+            k = next((slot_of[i] for i in reversed(s) if i in slot_of), None)
+            if k is not None:
+                seq.append(k)
+        if len(seq) > len(best or []):
+            best = seq
+    n = max(len(p["samples"]) for p in doc["profiles"])
+    if not best:
+        return max(0.0, run_s - n / rate), "no clock thread in the profile"
+    visits = []
+    for k in best:
+        if visits and visits[-1][0] == k:
+            visits[-1][1] += 1
+        else:
+            visits.append([k, 1])
+    want = CLOCK_SLOT_S * rate
+    skipped = sum((b[0] - a[0]) % 4 - 1 for a, b in zip(visits, visits[1:]))
+    crowded = sum(c - CROWDED * want for _, c in visits if c > CROWDED * want)
+    lag = skipped * CLOCK_SLOT_S + crowded / rate + max(0.0, run_s - n / rate)
+    return lag, "clock thread: %d slot(s) of %.0f ms skipped, %d sample(s) crowded, %d samples = %.3f s at %g Hz " \
+        "over a %.3f s run" % (skipped, 1e3 * CLOCK_SLOT_S, crowded, n, n / rate, rate, run_s)
+
+
+def re_clock(name):
+    return len(name) == 7 and name.startswith("clock_") and name[-1] in "0123"
+
+
+def pyspy_lag(path, fmt, rate, run_s, busy_frame):
+    """How far py-spy fell behind while recording `path`, from the profile
+    itself: (lag_s, why).  Its sampler falls behind on a loaded machine
+    (the thread that reads the stacks is not scheduled): no fault of
+    anchor's.  A test comparing py-spy's times with the victim's own clock
+    adapts its tolerance by lag_s (or skips when lag_s swallows it).
+
+    speedscope: times are nominal (i/rate): the victim's clock thread
+    dates the samples (clock_lag).
+    chrometrace: real stamps, an event only when a stack changes; while
+    busy_frame (a function whose stacks change every sample or two) is
+    open, a gap of more than STALL_PERIODS periods between events is a
+    stall; lag = the stalls (minus a period each) plus what of run_s the
+    trace's span misses."""
+    period = 1.0 / rate
+    with open(path) as f:
+        doc = json.load(f)
+    if fmt == "speedscope":
+        return clock_lag(doc, rate, run_s)
+    by_thread = collections.defaultdict(list)
+    for e in doc:
+        by_thread[(e["pid"], e["tid"])].append(e)
+    events = max(by_thread.values(), key=lambda ev: sum(e["name"] == busy_frame for e in ev))
+    stack, stalls, last = [], [], None
+    for e in events:  # in file order: per thread chronological
+        t = e["ts"] / 1e6
+        if last is not None and t - last > STALL_PERIODS * period and busy_frame in stack:
+            stalls.append(t - last)
+        if e["ph"] == "B":
+            stack.append(e["name"])
+        elif e["ph"] == "E" and e["name"] in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(e["name"])]
+        last = t
+    ts = [e["ts"] / 1e6 for e in doc]
+    span = max(ts) - min(ts) if ts else 0.0
+    lag = sum(g - period for g in stalls) + max(0.0, run_s - span)
+    return lag, "%d stall(s) > %d periods in %s (largest %.0f ms), trace span %.3f s over a %.3f s run" % (
+        len(stalls), STALL_PERIODS, busy_frame, 1e3 * max(stalls, default=0.0), span, run_s)
+
+
 def check(cond, what):
     if not cond:
         print("FAIL:", what)

@@ -12,10 +12,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from pyanchor_util import PYTHON, TMP, base_env, check, dump, need_build, ranges, run_py  # noqa: E402
 
 SCRIPT = r'''
-import json, sys, time, anchor
+import json, os, sys, time
+t0 = time.perf_counter()
+import anchor
 time.sleep(0.3)   # let py-spy attach
 costs = [anchor.sync_pulse() for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3)]
 print(json.dumps(costs))
+if os.environ.get("PULSE_RUN_S_OUT"):  # how long py-spy had to sample this script
+    with open(os.environ["PULSE_RUN_S_OUT"], "w") as f:
+        f.write("%.6f" % (time.perf_counter() - t0))
 '''
 
 
@@ -66,12 +71,17 @@ def main():
     with open(script, "w") as f:
         f.write(SCRIPT)
     raw = os.path.join(TMP, "pulse.raw")
-    q = subprocess.run([spy, "record", "--rate", "500", "--format", "raw", "-o", raw, "--", PYTHON, script],
-                       env=base_env(ring + ".spy", False), capture_output=True, text=True, timeout=60)
+    run_s_out = os.path.join(TMP, "pulse.run_s")
+    env = dict(base_env(ring + ".spy", False), PULSE_RUN_S_OUT=run_s_out)
+    # --idle: the count then covers the whole script (its sleep too), as kept below needs
+    q = subprocess.run([spy, "record", "--rate", "500", "--idle", "--format", "raw", "-o", raw, "--", PYTHON,
+                        script], env=env, capture_output=True, text=True, timeout=60)
     if q.returncode != 0 and "Permission" in q.stderr:
         print("py-spy cannot trace here (%s); skipped the sampling half" % q.stderr.strip()[-200:])
         return
     check(q.returncode == 0, "py-spy failed: %s" % q.stderr[-2000:])
+    with open(run_s_out) as f:
+        run_s = float(f.read())
     busy = 0
     total = 0
     with open(raw) as f:
@@ -81,8 +91,18 @@ def main():
             if "_anchor_sync_pulse_busy" in stack:
                 busy += int(count)
     # 9 bursts x 20 ms at 500 Hz ~ 90 samples; allow for py-spy's jitter.
-    check(busy >= 30, "py-spy saw _anchor_sync_pulse_busy in %d of %d samples" % (busy, total))
-    print("ok: py-spy sampled _anchor_sync_pulse_busy %d times (of %d)" % (busy, total))
+    # py-spy falls behind on a loaded machine (its sampler is not
+    # scheduled): the raw profile's count against the script's own run
+    # time (py-spy sampled at least that long) says how much it kept, and
+    # the expectation shrinks with it.  That is py-spy's rate, not anchor's
+    # pulse; the pulse must still be seen.  (A stall py-spy made up for by
+    # catching up later is not visible in a raw profile.)
+    kept = min(1.0, total / (run_s * 500.0)) if run_s > 0 else 1.0
+    need = max(3, int(30 * kept)) if kept < 0.9 else 30
+    note = "" if need == 30 else "; py-spy kept %.0f %% of its 500 Hz over the script's %.2f s: want %d" % (
+        100 * kept, run_s, need)
+    check(busy >= need, "py-spy saw _anchor_sync_pulse_busy in %d of %d samples%s" % (busy, total, note))
+    print("ok: py-spy sampled _anchor_sync_pulse_busy %d times (of %d)%s" % (busy, total, note))
 
 
 main()
