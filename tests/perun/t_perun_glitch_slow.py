@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.environ.get("ANCHOR_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+ROOT = os.environ.get("ANCHOR_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()
 POST = os.path.join(BUILD, "anchorpost")

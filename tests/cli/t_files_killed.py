@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.environ.get("ANCHOR_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+ROOT = os.environ.get("ANCHOR_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 TMP = os.environ.get("ANCHOR_TEST_TMP") or tempfile.mkdtemp()
 POST = os.path.join(BUILD, "anchorpost")
