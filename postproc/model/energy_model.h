@@ -17,6 +17,7 @@
 #include "attrib/attrib.h"
 #include "input/perun.h"
 #include "input/ringload.h"
+#include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
 
@@ -42,7 +43,8 @@ struct em_opts {
 struct energy_model {
 	const char *ring_path, *perun_path; /* as opened (the caller's strings) */
 	struct ringload rl;
-	struct phase_set ph;
+	struct phase_set ph;    /* ph.primary: the lead training process's primary thread */
+	struct train_procs train; /* the training processes (train_procs.h) */
 	struct perun_file pf;
 	const struct perun_multirun *run;
 	const struct perun_round *round;
