@@ -112,6 +112,29 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 	return cb - ca;
 }
 
+void energy_model_window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo)
+{
+	const double *t = s->t_tl;
+	size_t n = s->ser.n, l = 1, r = n;
+	if (n < 2 || b <= t[0] || a >= t[n - 1])
+		return;
+	/* First window whose end is after a. */
+	while (l < r) {
+		size_t mid = (l + r) / 2;
+		if (t[mid] <= a)
+			l = mid + 1;
+		else
+			r = mid;
+	}
+	for (size_t i = l; i < n && t[i - 1] < b; i++) {
+		double w = s->ps->values[i];
+		if (!isfinite(w))
+			continue;
+		*hi = fmax(*hi, w);
+		*lo = fmin(*lo, w);
+	}
+}
+
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s)
 {
 	for (size_t g = 0; g < m->ngroups; g++)

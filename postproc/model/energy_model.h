@@ -72,6 +72,12 @@ double energy_model_tl(const struct energy_model *m, uint64_t ts_ns);
 /* Energy of one sensor over timeline [a, b] (clipped to its span). */
 double energy_model_slice_j(const struct em_sensor *s, double a, double b);
 
+/* Highest and lowest window power of sensor s over timeline [a, b] into
+ * *hi / *lo (only raised / lowered: start them at -INFINITY / INFINITY):
+ * window i is (t_tl[i-1], t_tl[i]] at values[i] (perun's mean over it).
+ * What the plausibility flags compare a phase's power with. */
+void energy_model_window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo);
+
 /* Index of a group name in m->groups. */
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s);
 
