@@ -17,6 +17,13 @@
  * moved into OUTDIR only when every one is written; a failure removes that
  * directory and leaves OUTDIR as it was.  `report DIR` (no --ring/--perun)
  * finds the run's files in DIR (run_find.h) and writes DIR/report.
+ *
+ * A distributed run (several rings, or one ring of several ranks or
+ * training processes: report_ranks.h) gets phases.csv with a scope per
+ * host and per rank, its joules shared over each node's ranks (the node
+ * split, mring.h), stragglers.csv and ranks.csv; the terminal shows the
+ * ranks, every scope and the stragglers.  The other files follow the
+ * ring of the lowest rank, its timeline explaining its node's power.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +42,7 @@
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "cmd/report_ranks.h"
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
@@ -56,6 +64,7 @@ struct report {
 	size_t nfiles;
 	int progress;      /* stderr is a terminal */
 	struct timespec t_start;
+	const struct mring *ranks; /* a distributed run (report_ranks.h), else NULL */
 };
 
 static const struct cmd_usage report_usage = {
@@ -66,7 +75,8 @@ static const struct cmd_usage report_usage = {
 		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
 		 "  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
 		 "  the alignment quality and the list of files.  RUNDIR: the files `record` wrote\n"
-		 "  (one ring, one perun file, at most one profile), OUTDIR then RUNDIR/report.\n"
+		 "  (one ring, or one per rank; one perun file; at most one profile), OUTDIR then\n"
+		 "  RUNDIR/report.  Several ranks: also stragglers.csv and ranks.csv, every rank's rows.\n"
 		 "  All or nothing: built beside OUTDIR, moved in when every file is written\n",
 };
 
@@ -250,6 +260,27 @@ static void write_phases_csv(struct report *r, const struct energy_model *m, con
 	outfile_commit(&of);
 }
 
+/* A distributed run: phases.csv of every scope, stragglers.csv, ranks.csv;
+ * the ranks' tables into *table, and which ring the other files show. */
+static void write_ranks(struct report *r, const struct energy_model *m, char **table)
+{
+	size_t len = 0;
+	FILE *tty = open_memstream(table, &len);
+	const struct ring_proc *lead = m->ph.nthr ? ring_procs_find(&m->rl.procs, m->ph.thr[m->ph.primary].pid) : NULL;
+	if (!tty)
+		diag_fatal(NULL, "out of memory");
+	progress(r, "phases.csv (every rank), stragglers.csv, ranks.csv");
+	report_ranks_write(r->ranks, out_path(r, "phases.csv"), out_path(r, "stragglers.csv"), out_path(r, "ranks.csv"),
+			   tty);
+	if (lead && lead->rank >= 0)
+		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
+			     "rank %d (pid %u); per-rank joules: phases.csv\n", m->ring_path, lead->rank, lead->pid);
+	else if (lead)
+		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
+			     "pid %u; per-process joules: phases.csv\n", m->ring_path, lead->pid);
+	fclose(tty);
+}
+
 /* perun.csv and samples.csv come from commands that know nothing of the
  * sensor; EMULATED_SENSOR.txt says it beside them. */
 static void write_emulated_note(struct report *r, const struct energy_model *m, const char *perun)
@@ -328,7 +359,10 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	all.pid = 0;
 	if (phase_scope_attribute(m, method, ao, &all, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	write_phases_csv(r, m, &all, table);
+	if (r->ranks)
+		write_ranks(r, m, table);
+	else
+		write_phases_csv(r, m, &all, table);
 	if (m->emulated)
 		write_emulated_note(r, m, o->perun);
 	progress(r, "perun.csv");
@@ -361,6 +395,7 @@ static int from_run_dir(const char *run_dir, struct em_opts *o, const char **pro
 		return 1;
 	}
 	o->ring = found->ring, o->perun = found->perun, *profile = found->profile;
+	/* Several rings: the ranks of one run (one ring per rank). */
 	if (!r->final) {
 		if (asprintf(dir_buf, "%s/report", run_dir) < 0)
 			diag_fatal(NULL, "out of memory");
@@ -386,6 +421,7 @@ int cmd_report(int argc, char **argv)
 	struct report r = {0};
 	struct run_opts ro = {0};
 	struct run_model rm;
+	struct mring mr;
 	struct em_error e;
 	struct run_files found;
 	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL;
@@ -427,11 +463,24 @@ int cmd_report(int argc, char **argv)
 
 	progress(&r, profile ? "loading the ring, perun and the py-spy profile, aligning" :
 			       "loading the ring and perun, aligning");
+	/* Several rings: the per-rank model first; the other files follow
+	 * the ring of the lowest rank. */
+	if (found.nrings > 1) {
+		report_ranks_open(&mr, (const char *const *)found.rings, found.nrings, &o, method, &ao);
+		r.ranks = &mr;
+		o.ring = mring_lead_ring(&mr);
+	}
 	ro.em = o;
 	ro.profile = profile;
 	ro.need_power = profile != NULL; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
+		const char *one[1] = {o.ring};
+		progress(&r, "several ranks in the ring: the per-rank model");
+		report_ranks_open(&mr, one, 1, &o, method, &ao);
+		r.ranks = &mr;
+	}
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
 	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
@@ -445,6 +494,8 @@ int cmd_report(int argc, char **argv)
 	free(table);
 	print_files(&r);
 	run_model_close(&rm);
+	if (r.ranks)
+		mring_close(&mr);
 	run_find_free(&found);
 	for (size_t i = 0; i < r.nfiles; i++)
 		free(r.files[i]);

@@ -117,9 +117,7 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 		if (c.n[k] > 1)
 			qsort(c.v[k], c.n[k], sizeof *c.v[k], cmp_str);
 	rc = 0;
-	if (c.n[K_RING] > 1)
-		several(err, errlen, "rings", "--ring", &c, K_RING), rc = -EEXIST;
-	else if (c.n[K_PERUN] > 1)
+	if (c.n[K_PERUN] > 1)
 		several(err, errlen, "perun files", "--perun", &c, K_PERUN), rc = -EEXIST;
 	else if (c.n[K_PROFILE] > 1)
 		several(err, errlen, "py-spy profiles", "--profile", &c, K_PROFILE), rc = -EEXIST;
@@ -131,8 +129,10 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 	}
 	if (!rc || (rc == -ENOENT && (c.n[K_RING] || c.n[K_PERUN]))) {
 		/* Hand over what was found; the caller needs to know a half run. */
-		if (c.n[K_RING])
-			f->ring = c.v[K_RING][0], c.n[K_RING] = 0;
+		if (c.n[K_RING]) {
+			f->rings = c.v[K_RING], f->nrings = c.n[K_RING], f->ring = f->rings[0];
+			c.v[K_RING] = NULL, c.n[K_RING] = 0;
+		}
 		if (c.n[K_PERUN])
 			f->perun = c.v[K_PERUN][0], c.n[K_PERUN] = 0;
 		if (c.n[K_PROFILE])
@@ -144,7 +144,9 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 
 void run_find_free(struct run_files *f)
 {
-	free(f->ring);
+	for (size_t i = 0; i < f->nrings; i++)
+		free(f->rings[i]);
+	free(f->rings);
 	free(f->perun);
 	free(f->profile);
 	memset(f, 0, sizeof *f);
