@@ -353,11 +353,20 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	const struct energy_model *m = &rm->m;
 	struct phase_scope all;
 	struct em_error e;
+	int rc;
 
 	progress(r, "attributing energy to phases");
 	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
 	all.pid = 0;
-	if (phase_scope_attribute(m, method, ao, &all, &e))
+	if ((rc = phase_scope_attribute(m, method, ao, &all, &e)) == -ENODATA && r->ranks) {
+		/* Too few perun windows for the lead rank's phases: its ranks'
+		 * table says so per rank; the pictures show times alone. */
+		diag_warn(e.file, "%s; the pictures and trace.json show times only", e.msg);
+		phase_scope_free(&all);
+		all.thr = -1;
+		rc = phase_scope_attribute(m, method, ao, &all, &e);
+	}
+	if (rc)
 		diag_fatal(e.file, "%s", e.msg);
 	if (r->ranks)
 		write_ranks(r, m, table);

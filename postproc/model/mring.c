@@ -531,8 +531,17 @@ static int attribute_unit(const struct mring *m, const struct mring_opts *o, con
 		int rc;
 		memset(&r, 0, sizeof r);
 		rc = attrib_choose(o->method, &es->ser, iv, niv, np, &ao, &r);
-		if (rc == -ENODATA)
-			continue; /* this rank ran outside perun's span on its host */
+		if (rc == -ENODATA) {
+			/* Outside perun's span on its host, or in too few of its
+			 * windows: the data cannot give this rank joules; it keeps
+			 * its times and says why. */
+			double span = es->ser.n > 1 ? es->ser.t_s[es->ser.n - 1] - es->ser.t_s[0] : 0;
+			snprintf(u->no_energy, sizeof u->no_energy,
+				 "too few of perun's %zu sample windows (%.3g s apart) over its %zu phase intervals to "
+				 "attribute %zu phases (a short run: perun monitor --sampling_period 0.1)",
+				 es->ser.n ? es->ser.n - 1 : 0, es->ser.n > 1 ? span / (double)(es->ser.n - 1) : 0.0, niv, np);
+			continue;
+		}
 		if (rc) {
 			free(iv);
 			return diag_error(e, rc, m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name,
@@ -876,6 +885,8 @@ static int add_unit(const struct ring_ctx *x, const struct ring_proc *pr, long t
 		return OOM(e);
 	if (u->host_idx >= 0 && (rc = attribute_unit(m, x->o, x->ps, thr, u, &l->clock, e)))
 		return rc;
+	if (u->host_idx >= 0 && u->no_energy[0])
+		u->host_idx = -1; /* times only (rank_table says why) */
 	return unit_steps(m, x->ps, &l->clock, th, x->step_idx, x->is_coll, u, e);
 }
 

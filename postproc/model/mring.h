@@ -99,6 +99,7 @@ struct mr_unit {
 	double coll_s;             /* all time in collectives */
 	double first_s, last_s;    /* the process's first and last record */
 	char status[64];           /* "exit 0", "signal 9", "no exit record" */
+	char no_energy[256];       /* why perun's data gave it no joules ("" it has them) */
 	int abnormal;              /* killed, crashed or vanished */
 };
 

@@ -24,7 +24,7 @@ void rank_table_print_ranks(FILE *tty, const struct mring *m)
 		m->nrings, m->nunits, hosts);
 	if (!mring_slurm_job(m, job, sizeof job, step, sizeof step))
 		fprintf(tty, "Slurm job SLURM_JOB_ID=%s%s%s\n", job, step[0] ? ", step SLURM_STEP_ID=" : "", step);
-	fprintf(tty, "%-16s %8s %-14s %6s %8s %8s %10s %10s  %s\n", "rank@host", "pid", "rank from", "steps", "coll_s",
+	fprintf(tty, "%-16s %8s %-28s %6s %8s %8s %10s %10s  %s\n", "rank@host", "pid", "rank from", "steps", "coll_s",
 		"events", "first_s", "last_s", "status");
 	for (size_t i = 0; i < m->nunits; i++) {
 		const struct mr_unit *u = m->units[i];
@@ -35,11 +35,17 @@ void rank_table_print_ranks(FILE *tty, const struct mring *m)
 			snprintf(from, sizeof from, "%s, SLURM_PROCID=%d", u->rank_var, u->slurm_procid);
 		else
 			snprintf(from, sizeof from, "%s", u->rank >= 0 ? u->rank_var : "(no rank)");
-		fprintf(tty, "%-16.16s %8u %-14s %6zu %8.3f %8llu %10.3f %10.3f  %s%s\n", lab, u->pid, from, u->nsteps,
+		fprintf(tty, "%-16.16s %8u %-28s %6zu %8.3f %8llu %10.3f %10.3f  %s%s\n", lab, u->pid, from, u->nsteps,
 			u->coll_s, (unsigned long long)r->nev, u->first_s, u->last_s, u->status,
 			r->stats.torn ? " (torn records in ring)" : "");
 		abnormal += (size_t)u->abnormal;
 	}
+	for (size_t i = 0; i < m->nunits; i++)
+		if (m->units[i]->no_energy[0]) {
+			char lab[96];
+			mring_unit_label(m->units[i], lab, sizeof lab);
+			fprintf(tty, "%s: no joules, times only: %s\n", lab, m->units[i]->no_energy);
+		}
 	for (size_t i = 0; i < m->nrings; i++)
 		if (!m->rings[i].nunits)
 			diag_warn(m->rings[i].path, "no training process with phases in this ring");
@@ -134,10 +140,11 @@ struct scope {
 	const struct mring *m;
 	const struct names *nm;
 	size_t ng, np, nmem, nen;        /* members; those with energy */
+	size_t nfew;                     /* members perun's data gave no joules (no_energy) */
 	struct agg *a;                   /* per phase name */
 	double *unattr, *un_lo, *un_hi, *total; /* per group */
 	double span_s;                   /* perun's span, summed over the scope's hosts */
-	char kind[8], host[64], rank[16];
+	char kind[8], host[64], rank[16], pid[16];
 	char align[96], unc[32];
 };
 
@@ -206,6 +213,7 @@ static void scope_add(struct scope *s, const struct mr_unit *u, int one)
 	const struct mring *m = s->m;
 	int en = u->host_idx >= 0;
 	s->nmem++;
+	s->nfew += u->no_energy[0] != '\0';
 	for (size_t p = 0; p < u->nph; p++) {
 		const struct mr_phase *ph = &u->ph[p];
 		struct agg *x = &s->a[name_index(s->nm, ph->name)];
@@ -292,14 +300,14 @@ static void cell_of(const struct scope *s, size_t k, size_t g, struct cell *c)
 {
 	int un = k == s->np, tot = k == s->np + 1;
 	const struct agg *x = k < s->np ? &s->a[k] : NULL;
-	int one_rank = !strcmp(s->kind, "rank");
+	int one_rank = !strcmp(s->kind, "rank") || !strcmp(s->kind, "process");
 	double total = s->total[g];
 	memset(c, 0, sizeof *c);
 	c->node_j = c->split = NAN;
 	c->lo = c->hi = NAN;
 	if (!s->nen) {
 		c->e = c->w = c->share = NAN;
-		c->method = "no-power-sensor";
+		c->method = s->nfew ? "too-few-windows" : "no-power-sensor";
 		if (x && x->tool)
 			phase_flags_text(PHASE_FLAG_TOOL, c->flags, sizeof c->flags);
 		return;
@@ -371,17 +379,21 @@ static void csv_row(struct csv *c, const struct scope *s, size_t k, size_t g, co
 	csv_str(c, s->nen && m->emulated ? "emulated sensor, not a measurement" : "");
 	csv_f64(c, cl->node_j, 9);
 	csv_f64(c, cl->split, 6);
+	csv_str(c, s->pid);
 	csv_row_end(c);
 }
 
 static void tty_header(FILE *tty, const struct scope *s)
 {
 	const struct mring *m = s->m;
-	fprintf(tty, "\nscope %s%s%s%s%s: %zu rank(s)", s->kind, s->host[0] ? " " : "", s->host,
-		s->rank[0] ? " rank " : "", s->rank, s->nmem);
+	fprintf(tty, "\nscope %s%s%s%s%s%s%s: %zu rank(s)", s->kind, s->host[0] ? " " : "", s->host,
+		s->rank[0] ? " rank " : "", s->rank, !s->rank[0] && s->pid[0] ? " pid " : "", !s->rank[0] ? s->pid : "",
+		s->nmem);
 	if (s->nen)
 		fprintf(tty, ", energy: %s%s%s", s->align, m->split ? ", node split" : "",
 			m->emulated ? "; emulated sensor, not a measurement" : "");
+	else if (s->nfew)
+		fprintf(tty, ", no energy (too few perun sample windows over the phases: see above)");
 	else
 		fprintf(tty, ", no energy (no perun host data)");
 	fprintf(tty, "\n%-22s %7s %10s %9s", "phase", "count", "total_s", "mean_ms");
@@ -448,8 +460,10 @@ static int write_scope(struct csv *c, FILE *tty, const struct mring *m, const st
 	snprintf(s.host, sizeof s.host, "%s", host ? host : "");
 	if (rank >= 0)
 		snprintf(s.rank, sizeof s.rank, "%d", rank);
+	if (!strcmp(kind, "rank") || !strcmp(kind, "process"))
+		snprintf(s.pid, sizeof s.pid, "%u", mem[0]->pid);
 	for (size_t i = 0; i < nmem; i++)
-		scope_add(&s, mem[i], nmem == 1 && !strcmp(kind, "rank"));
+		scope_add(&s, mem[i], nmem == 1 && (!strcmp(kind, "rank") || !strcmp(kind, "process")));
 	scope_hosts(&s, mem, nmem);
 	if (tty)
 		tty_header(tty, &s);
@@ -468,7 +482,7 @@ int rank_table_write(const struct mring *m, struct csv *c, FILE *tty, int by_ran
 	static const char *const cols[] = {"scope", "host", "rank", "row", "phase", "device_group", "count", "total_s",
 					   "self_s", "mean_ms", "p50_ms", "p95_ms", "energy_j", "mean_power_w",
 					   "share", "ci95_low_j", "ci95_high_j", "method", "flags", "alignment",
-					   "align_uncert_ms", "sensor_note", "node_energy_j", "node_share", NULL};
+					   "align_uncert_ms", "sensor_note", "node_energy_j", "node_share", "pid", NULL};
 	struct names nm = {0};
 	const struct mr_unit **mem = calloc(m->nunits + 1, sizeof *mem);
 	FILE *each = m->nunits <= max_tty_units ? tty : NULL;
@@ -506,7 +520,9 @@ int rank_table_write(const struct mring *m, struct csv *c, FILE *tty, int by_ran
 	}
 	for (size_t i = 0; by_rank && !rc && i < m->nunits; i++) {
 		const struct mr_unit *one[1] = {m->units[i]};
-		rc = write_scope(c, each, m, &nm, "rank", m->units[i]->host, m->units[i]->rank, one, 1);
+		/* A training process without a rank variable: scope "process". */
+		rc = write_scope(c, each, m, &nm, m->units[i]->rank >= 0 ? "rank" : "process", m->units[i]->host,
+				 m->units[i]->rank, one, 1);
 	}
 	if (!rc && tty && by_rank && !each)
 		fprintf(tty, "\n(%zu ranks: per-host and per-rank rows are in the CSV only)\n", m->nunits);

@@ -5,8 +5,9 @@
  * write for a run of several ranks, from one writer.
  *
  * phases CSV, one row per (scope, phase, device_group):
- *   scope        all | host | rank
- *   host, rank   empty for "all"; rank empty for "host"
+ *   scope        all | host | rank | process (a training process without a
+ *                rank variable: a shell script's Python processes)
+ *   host, rank   empty for "all"; rank empty for "host" and "process"
  *   row          phase | unattributed | total
  *   phase, device_group, count, total_s, self_s, mean_ms, p50_ms, p95_ms
  *   energy_j, mean_power_w (energy_j / self_s), share (of the scope's total)
@@ -19,7 +20,8 @@
  *   node_energy_j  rank rows: the node's joules while this rank was in
  *                the phase, before the node split (mring.h)
  *   node_share   rank rows: the split factor c (1: alone on its node)
- * Rank rows carry the rank's share of its node (the node split, its rule
+ *   pid          rank and process rows: the process
+ * Rank (and process) rows carry the rank's share of its node (the node split, its rule
  * in mring.h and in the table's closing line); a host's rows are the sums
  * of its ranks', "all" the sums of the hosts'.  Counts and times add up
  * over the scope's ranks; quantiles only in one-rank scopes.  Intervals

@@ -107,7 +107,7 @@ static void print_stragglers(FILE *tty, const struct mring *m, const char *out, 
 int straggler_table_write(const struct mring *m, struct csv *c, FILE *tty, const char *shown, struct em_error *e)
 {
 	static const char *const cols[] = {"step", "rank", "host", "t0_utc", "t0_unix_ns", "dur_ms", "compute_ms",
-					   "wait_ms", "wait_j", "slowest", "behind_ms", NULL};
+					   "wait_ms", "wait_j", "slowest", "behind_ms", "pid", NULL};
 	size_t nmax = 0, matched = 0;
 	int64_t last_sec = INT64_MIN;
 	char iso_prefix[48] = "";
@@ -153,7 +153,8 @@ int straggler_table_write(const struct mring *m, struct csv *c, FILE *tty, const
 			if (!isnan(s->wait_j))
 				wait_j[i] += s->wait_j;
 			int64_t t0_ns = m->t0_unix_ns + (int64_t)llround(s->t0_s * 1e9);
-			snprintf(rk, sizeof rk, "%d", u->rank);
+			/* A process without a rank: empty, its pid in the last column. */
+			snprintf(rk, sizeof rk, u->rank >= 0 ? "%d" : "", u->rank);
 			put_u64(c, k);
 			csv_str(c, rk);
 			csv_str(c, u->host);
@@ -165,6 +166,7 @@ int straggler_table_write(const struct mring *m, struct csv *c, FILE *tty, const
 			put_fixed(c, s->wait_j, 9, 1e9);
 			put_u64(c, (size_t)slow == i);
 			put_fixed(c, (slow_compute - comp) * 1e3, 6, 1e6);
+			put_u64(c, u->pid);
 			csv_row_end(c);
 		}
 	}

@@ -6,7 +6,8 @@
  * occurrence of the step phase on each rank's primary thread):
  *   step, rank, host, t0_utc, t0_unix_ns, dur_ms, compute_ms, wait_ms, wait_j,
  *   slowest (1 for the rank with the most compute time: the one the others
- *   waited for), behind_ms (slowest's compute_ms minus this rank's)
+ *   waited for), behind_ms (slowest's compute_ms minus this rank's), pid
+ *   (rank empty for a training process without a rank variable)
  * wait = time inside collectives (MPI_*, dist.*) within the step; wait_j =
  * joules spent in those intervals at the collective phase's attributed
  * power on that rank's node, its node-split share (mring.c says why not a
