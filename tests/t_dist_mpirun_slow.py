@@ -7,7 +7,8 @@ libanchor), on 2 ranks of Debian's OpenMPI under `anchorpost record`
 (perun runs record's launcher, which runs mpirun; perun's own process
 makes mpi4py calls of its own).  The shell script starts two Python
 workers in the background and waits: no launcher sets a rank, so the
-training processes are told apart by pid (scope "process").
+training processes are told apart by pid (scope "process"); worker b
+ends first, so a's node share of its compute phase is above b's.
 Before: report explained the node's power by perun's own process and
 exited 1 (mpirun), or gave one table for one process and nothing for the
 other (the script).  Checked for each (dist_testlib.check_report): report
@@ -106,5 +107,19 @@ check(log.count("worker ") >= 2, "script: the workers did not finish:\n%s" % log
 tty, rows, units = check_report(out, ["", ""], os.path.join(out, "perun", "two.sh.hdf5"), "shell script",
                                 not_pids={meta["training_pid"]}, want_tty=("(no rank)",))
 check(len({u["pid"] for u in units}) == 2, "script: the two workers are not two units: %s" % units)
+# The split follows who is busy: worker b's steps are shorter, so it ends
+# first and a computes alone for its last second or so; a's share of the
+# node during its compute phase is then above one half, b's about one half.
+share = {}
+for u in units:
+    x = [r for r in rows if r["scope"] == "process" and r["pid"] == u["pid"] and r["phase"] == "compute" and
+         r["device_group"] == "cpu"]
+    share[u["pid"]] = float(x[0]["node_share"])
+worker = {u["pid"]: ("a" if float(u["last_s"]) == max(float(v["last_s"]) for v in units) else "b") for u in units}
+sa = [v for k, v in share.items() if worker[k] == "a"][0]
+sb = [v for k, v in share.items() if worker[k] == "b"][0]
+check(sa > sb + 0.05 and 0.45 <= sb <= 0.62 and sa <= 1.0, "script: node_share of compute a %.3f, b %.3f "
+      "(a ran alone after b ended: want a > b, b about 0.5)" % (sa, sb))
+print("script: compute's node_share: worker a %.3f (alone at the end), worker b %.3f" % (sa, sb))
 print("ok: a shell script's two Python processes: one scope each (by pid), node split adds up")
 print("PASS")

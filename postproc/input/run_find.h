@@ -9,8 +9,9 @@
  * (*.hdf5 or *.h5, in DIR or DIR/perun/), and optionally one py-spy
  * profile (*.speedscope.json, *.chrometrace.json, profile*.json,
  * profile*.txt; report's own energy.speedscope.json is not one).  Several
- * rings are the ranks of one run; several perun files or profiles are not
- * guessed between.
+ * rings are the ranks of one run (but two rings with one creator process
+ * and creation instant are a copy, refused); several perun files or
+ * profiles are not guessed between.
  */
 #ifndef ANCHORPOST_RUN_FIND_H
 #define ANCHORPOST_RUN_FIND_H
@@ -26,7 +27,7 @@ struct run_files {
 /* Look in dir.  Returns 0 with ring(s) and perun set (profile if one is
  * there); -ENOENT when a ring or perun file is missing (both missing:
  * *f all NULL); -EEXIST when there are several perun files or profiles,
- * err naming them; -ENOMEM.  err gets one line either way. */
+ * or a ring and its copy, err naming them; -ENOMEM.  err gets one line either way. */
 int run_find(const char *dir, struct run_files *f, char *err, size_t errlen);
 
 void run_find_free(struct run_files *f);
