@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))  # tests/lib
 from dist_testlib import check, check_report, read_csv  # noqa: E402
 from pyanchor_util import ANCHORPOST, PYDIR, PYTHON, ROOT, TMP, need_build, skip  # noqa: E402
 

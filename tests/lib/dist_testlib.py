@@ -1,4 +1,4 @@
-"""Checks shared by the distributed-run tests (t_dist_*_slow.py, t_slurm_slow.py).
+"""Checks shared by the distributed-run tests (tests/mpi/t_dist_*_slow.py, t_slurm_slow.py).
 
 `check_report(run_dir, ranks)` runs `anchorpost report RUNDIR` on a
 recording of several ranks (or several training processes) and checks
@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 
-ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD") or os.path.join(ROOT, "build")
 ANCHORPOST = os.path.join(BUILD, "anchorpost")
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))  # tests/lib
 from dist_testlib import check, check_report  # noqa: E402
 from pyanchor_util import ANCHORPOST, BUILD, LIB, PYDIR, PYTHON, ROOT, TMP, need_build, skip  # noqa: E402
 from slurm_testlib import SlurmCluster, missing_programs  # noqa: E402
