@@ -31,7 +31,7 @@ static struct ring_proc *add(struct ring_procs *t, uint32_t pid, const char *hos
 	p = &t->p[t->n++];
 	memset(p, 0, sizeof *p);
 	p->pid = pid;
-	p->rank = p->local_rank = -1;
+	p->rank = p->local_rank = p->slurm_procid = -1;
 	if (host)
 		strncpy(p->host, host, sizeof p->host - 1);
 	return p;
@@ -45,12 +45,16 @@ static void copy_field(char *dst, size_t cap, const char *src)
 	dst[cap - 1] = '\0';
 }
 
-static int first_int(const struct ring_event *e, const char *const *keys)
+/* The first of keys set in e, its name into *which (NULL: none). */
+static int first_int(const struct ring_event *e, const char *const *keys, const char **which)
 {
 	for (int i = 0; keys[i]; i++) {
 		const char *v = ring_event_field(e, keys[i]);
-		if (v && *v)
+		if (v && *v) {
+			if (which)
+				*which = keys[i];
 			return atoi(v);
+		}
 	}
 	return -1;
 }
@@ -93,8 +97,13 @@ int ring_procs_build(const struct ring_event *ev, size_t n, const char *default_
 				copy_field(p->host, sizeof p->host, ring_event_field(e, "host"));
 				copy_field(p->exe, sizeof p->exe, ring_event_field(e, "exe"));
 				copy_field(p->argv, sizeof p->argv, ring_event_field(e, "argv"));
-				p->rank = first_int(e, rank_keys);
-				p->local_rank = first_int(e, local_keys);
+				static const char *const procid_key[] = {"SLURM_PROCID", NULL};
+				p->rank_var = NULL;
+				p->rank = first_int(e, rank_keys, &p->rank_var);
+				p->local_rank = first_int(e, local_keys, NULL);
+				p->slurm_procid = first_int(e, procid_key, NULL);
+				copy_field(p->job_id, sizeof p->job_id, ring_event_field(e, "SLURM_JOB_ID"));
+				copy_field(p->step_id, sizeof p->step_id, ring_event_field(e, "SLURM_STEP_ID"));
 			}
 		} else if (!p) {
 			p = add(t, e->pid, default_host);

@@ -20,6 +20,9 @@ struct ring_proc {
 	int exit_signal;             /* 1: exit_value is a signal */
 	int exit_value;
 	int rank, local_rank;        /* -1 when absent */
+	const char *rank_var;        /* the variable the rank came from (ring_rank.h), NULL */
+	int slurm_procid;            /* SLURM_PROCID, -1 when absent */
+	char job_id[24], step_id[16]; /* SLURM_JOB_ID, SLURM_STEP_ID; "" when absent */
 	uint64_t events;             /* records of this pid */
 	char host[64];
 	char exe[256];

@@ -29,7 +29,7 @@ static size_t procstart_field(char *buf, size_t n, size_t cap, const char *key, 
 void ring_procstart_emit(const char *args, size_t args_len)
 {
 	static const char *const rank_vars[] = {ANCHOR_RANK_VARS, ANCHOR_LOCAL_RANK_VARS, ANCHOR_WORLD_SIZE_VARS,
-						NULL};
+						ANCHOR_JOB_VARS, NULL};
 	char buf[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
 	char host[256] = "", exe[512] = "";
 	size_t n = 0;

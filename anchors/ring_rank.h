@@ -18,4 +18,10 @@
 /* The job's size. */
 #define ANCHOR_WORLD_SIZE_VARS "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"
 
+/* The batch job and job step: what the scheduler's accounting (sacct -j
+ * JOB.STEP) knows the run by.  (Every rank variable that is set is
+ * written, not only the first: under srun --mpi=pmix the rank comes from
+ * PMIX_RANK and SLURM_PROCID is there too, for the report to name.) */
+#define ANCHOR_JOB_VARS "SLURM_JOB_ID", "SLURM_STEP_ID"
+
 #endif

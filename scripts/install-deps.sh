@@ -9,7 +9,8 @@ DEBS=(build-essential pkg-config libhdf5-dev libcjson-dev libyajl-dev
       libcairo2-dev fonts-dejavu-core
       strace      # strace: t_report_once_slow counts how often report opens each input
       stress-ng   # stress-ng: scripts/test-under-load.sh (the suite beside a CPU hog)
-      chromium)   # chromium: t_trace_perfetto_slow opens trace.json in the Perfetto UI
+      chromium    # chromium: t_trace_perfetto_slow opens trace.json in the Perfetto UI
+      slurmctld slurmd slurm-client munge) # a one-node Slurm cluster: tests/mpi/t_slurm_slow
 
 missing=()
 for d in "${DEBS[@]}"; do

@@ -33,6 +33,7 @@
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "cmd/report_ranks.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
 #include "output/counter_table.h"
@@ -117,7 +118,9 @@ int cmd_phases(int argc, char **argv)
 }
 
 /* `anchorpost` alone: the run in this directory (run_find.h), its table
- * and phases.csv, with the defaults of `phases`. */
+ * and phases.csv, with the defaults of `phases`; a distributed run (several
+ * rings, or a ring of several ranks) also every host's and rank's, and
+ * stragglers.csv and ranks.csv (report_ranks.h). */
 int cmd_here(void)
 {
 	/* The defaults of `phases`' option table. */
@@ -139,10 +142,33 @@ int cmd_here(void)
 	}
 	o.ring = f.ring;
 	o.perun = f.perun;
-	printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun);
+	if (f.nrings > 1)
+		printf("run in this directory: %zu rings (%s ...), perun %s\n", f.nrings, f.ring, f.perun);
+	else
+		printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun);
+	if (report_ranks_wanted(f.nrings, NULL)) {
+		struct mring mr;
+		report_ranks_open(&mr, (const char *const *)f.rings, f.nrings, &o, ATTRIB_CHOICE_AUTO, &ao);
+		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
+		mring_close(&mr);
+		run_find_free(&f);
+		return 0;
+	}
 	if (energy_model_open(&m, &o, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	phase_table_warn(&m, &o);
+	if (report_ranks_wanted(1, &m)) {
+		struct mring mr;
+		const char *one[1] = {f.ring};
+		energy_model_close(&m);
+		report_ranks_open(&mr, one, 1, &o, ATTRIB_CHOICE_AUTO, &ao);
+		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
+		mring_close(&mr);
+		run_find_free(&f);
+		return 0;
+	}
 	phases_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, 0);
 	energy_model_close(&m);
 	run_find_free(&f);

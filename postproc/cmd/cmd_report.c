@@ -18,6 +18,13 @@
  * moved into OUTDIR only when every one is written; a failure removes that
  * directory and leaves OUTDIR as it was.  `report DIR` (no --ring/--perun)
  * finds the run's files in DIR (run_find.h) and writes DIR/report.
+ *
+ * A distributed run (several rings, or one ring of several ranks or
+ * training processes: report_ranks.h) gets phases.csv with a scope per
+ * host and per rank, its joules shared over each node's ranks (the node
+ * split, mring.h), stragglers.csv and ranks.csv; the terminal shows the
+ * ranks, every scope and the stragglers.  The other files follow the
+ * ring of the lowest rank, its timeline explaining its node's power.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +43,7 @@
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "cmd/report_ranks.h"
 #include "input/input_file.h"
 #include "input/pyspy.h"
 #include "input/run_find.h"
@@ -59,6 +67,7 @@ struct report {
 	size_t nfiles;
 	int progress;      /* stderr is a terminal */
 	struct timespec t_start;
+	const struct mring *ranks; /* a distributed run (report_ranks.h), else NULL */
 };
 
 static const struct cmd_usage report_usage = {
@@ -69,7 +78,8 @@ static const struct cmd_usage report_usage = {
 		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
 		 "  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
 		 "  the alignment quality and the list of files.  RUNDIR: the files `record` wrote\n"
-		 "  (one ring, one perun file, at most one profile), OUTDIR then RUNDIR/report.\n"
+		 "  (one ring, or one per rank; one perun file; at most one profile), OUTDIR then\n"
+		 "  RUNDIR/report.  Several ranks: also stragglers.csv and ranks.csv, every rank's rows.\n"
 		 "  All or nothing: built beside OUTDIR, moved in when every file is written\n",
 };
 
@@ -202,7 +212,7 @@ static void start_tmp_dir(struct report *r)
 /* Every file report may write into OUTDIR, and when (write_all is the
  * truth; a name missing here is still checked before the commit, only
  * later).  Checked before anything is written. */
-enum { ALWAYS, WITH_PROFILE, EMULATED };
+enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS };
 static const struct {
 	const char *name;
 	int when;
@@ -226,6 +236,8 @@ static const struct {
 	{"phases.svg", ALWAYS},
 	{"phases.png", ALWAYS},
 	{"trace.json", ALWAYS},
+	{"stragglers.csv", WITH_RANKS},
+	{"ranks.csv", WITH_RANKS},
 };
 
 /* OUTDIR/base may be replaced by the rename only when it does not exist or
@@ -266,7 +278,7 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		return; /* a new OUTDIR (or not a directory: the commit says so) */
 	for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
 		if (planned[i].when == ALWAYS || (planned[i].when == WITH_PROFILE && rm->have_profile) ||
-		    (planned[i].when == EMULATED && rm->m.emulated))
+		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks))
 			check_target(r->final, planned[i].name);
 }
 
@@ -336,6 +348,27 @@ static void write_phases_csv(struct report *r, const struct energy_model *m, con
 		diag_fatal(e.file, "%s", e.msg);
 	fclose(tty);
 	outfile_commit(&of);
+}
+
+/* A distributed run: phases.csv of every scope, stragglers.csv, ranks.csv;
+ * the ranks' tables into *table, and which ring the other files show. */
+static void write_ranks(struct report *r, const struct energy_model *m, char **table)
+{
+	size_t len = 0;
+	FILE *tty = open_memstream(table, &len);
+	const struct ring_proc *lead = m->ph.nthr ? ring_procs_find(&m->rl.procs, m->ph.thr[m->ph.primary].pid) : NULL;
+	if (!tty)
+		diag_fatal(NULL, "out of memory");
+	progress(r, "phases.csv (every rank), stragglers.csv, ranks.csv");
+	report_ranks_write(r->ranks, out_path(r, "phases.csv"), out_path(r, "stragglers.csv"), out_path(r, "ranks.csv"),
+			   tty);
+	if (lead && lead->rank >= 0)
+		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
+			     "rank %d (pid %u); per-rank joules: phases.csv\n", m->ring_path, lead->rank, lead->pid);
+	else if (lead)
+		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
+			     "pid %u; per-process joules: phases.csv\n", m->ring_path, lead->pid);
+	fclose(tty);
 }
 
 /* perun.csv and samples.csv come from commands that know nothing of the
@@ -410,13 +443,25 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	const struct energy_model *m = &rm->m;
 	struct phase_scope all;
 	struct em_error e;
+	int rc;
 
 	progress(r, "attributing energy to phases");
 	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
 	all.pid = 0;
-	if (phase_scope_attribute(m, method, ao, &all, &e))
+	if ((rc = phase_scope_attribute(m, method, ao, &all, &e)) == -ENODATA && r->ranks) {
+		/* Too few perun windows for the lead rank's phases: its ranks'
+		 * table says so per rank; the pictures show times alone. */
+		diag_warn(e.file, "%s; the pictures and trace.json show times only", e.msg);
+		phase_scope_free(&all);
+		all.thr = -1;
+		rc = phase_scope_attribute(m, method, ao, &all, &e);
+	}
+	if (rc)
 		diag_fatal(e.file, "%s", e.msg);
-	write_phases_csv(r, m, &all, table);
+	if (r->ranks)
+		write_ranks(r, m, table);
+	else
+		write_phases_csv(r, m, &all, table);
 	if (m->emulated)
 		write_emulated_note(r, m, o->perun);
 	progress(r, "perun.csv");
@@ -449,6 +494,7 @@ static int from_run_dir(const char *run_dir, struct em_opts *o, const char **pro
 		return 1;
 	}
 	o->ring = found->ring, o->perun = found->perun, *profile = found->profile;
+	/* Several rings: the ranks of one run (one ring per rank). */
 	if (!r->final) {
 		if (asprintf(dir_buf, "%s/report", run_dir) < 0)
 			diag_fatal(NULL, "out of memory");
@@ -474,6 +520,7 @@ int cmd_report(int argc, char **argv)
 	struct report r = {0};
 	struct run_opts ro = {0};
 	struct run_model rm;
+	struct mring mr;
 	struct em_error e;
 	struct run_files found;
 	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL;
@@ -515,11 +562,24 @@ int cmd_report(int argc, char **argv)
 
 	progress(&r, profile ? "loading the ring, perun and the py-spy profile, aligning" :
 			       "loading the ring and perun, aligning");
+	/* Several rings: the per-rank model first; the other files follow
+	 * the ring of the lowest rank. */
+	if (found.nrings > 1) {
+		report_ranks_open(&mr, (const char *const *)found.rings, found.nrings, &o, method, &ao);
+		r.ranks = &mr;
+		o.ring = mring_lead_ring(&mr);
+	}
 	ro.em = o;
 	ro.profile = profile;
 	ro.need_power = profile != NULL; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
+		const char *one[1] = {o.ring};
+		progress(&r, "several ranks in the ring: the per-rank model");
+		report_ranks_open(&mr, one, 1, &o, method, &ao);
+		r.ranks = &mr;
+	}
 	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
@@ -535,6 +595,8 @@ int cmd_report(int argc, char **argv)
 	free(table);
 	print_files(&r);
 	run_model_close(&rm);
+	if (r.ranks)
+		mring_close(&mr);
 	run_find_free(&found);
 	for (size_t i = 0; i < r.nfiles; i++)
 		free(r.files[i]);

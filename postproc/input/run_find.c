@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "anchors/ring_format.h"
 
 enum kind { K_RING, K_PERUN, K_PROFILE, K_N };
 
@@ -36,6 +40,31 @@ static int kind_of(const char *name, int in_perun_dir)
 	    (!strncmp(name, "profile", 7) && (ends_with(name, ".json") || ends_with(name, ".txt"))))
 		return K_PROFILE;
 	return -1;
+}
+
+/* Two rings created by the same process at the same instant on the same
+ * host are one ring twice (a copy beside it), not two ranks: 1 then, with
+ * their indices in *a, *b.  Unreadable headers are left to the reader. */
+static int same_ring(const struct cands *c, size_t *a, size_t *b)
+{
+	struct anchor_ring_hdr *h = calloc(c->n[K_RING] ? c->n[K_RING] : 1, sizeof *h);
+	int found = 0;
+	if (!h)
+		return 0;
+	for (size_t i = 0; i < c->n[K_RING]; i++) {
+		int fd = open(c->v[K_RING][i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || pread(fd, &h[i], sizeof h[i], 0) != (ssize_t)sizeof h[i])
+			memset(&h[i], 0, sizeof h[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+	for (size_t i = 0; i < c->n[K_RING] && !found; i++)
+		for (size_t j = i + 1; j < c->n[K_RING] && !found; j++)
+			if (h[i].create_realtime_ns && h[i].create_realtime_ns == h[j].create_realtime_ns &&
+			    h[i].creator_pid == h[j].creator_pid && !strncmp(h[i].hostname, h[j].hostname, sizeof h[i].hostname))
+				found = 1, *a = i, *b = j;
+	free(h);
+	return found;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -117,8 +146,10 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 		if (c.n[k] > 1)
 			qsort(c.v[k], c.n[k], sizeof *c.v[k], cmp_str);
 	rc = 0;
-	if (c.n[K_RING] > 1)
-		several(err, errlen, "rings", "--ring", &c, K_RING), rc = -EEXIST;
+	size_t d1 = 0, d2 = 0;
+	if (c.n[K_RING] > 1 && same_ring(&c, &d1, &d2))
+		snprintf(err, errlen, "several rings of one process (a copy?): %s, %s; pick one with `anchorpost phases "
+				      "--ring FILE` (or report)", c.v[K_RING][d1], c.v[K_RING][d2]), rc = -EEXIST;
 	else if (c.n[K_PERUN] > 1)
 		several(err, errlen, "perun files", "--perun", &c, K_PERUN), rc = -EEXIST;
 	else if (c.n[K_PROFILE] > 1)
@@ -131,8 +162,10 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 	}
 	if (!rc || (rc == -ENOENT && (c.n[K_RING] || c.n[K_PERUN]))) {
 		/* Hand over what was found; the caller needs to know a half run. */
-		if (c.n[K_RING])
-			f->ring = c.v[K_RING][0], c.n[K_RING] = 0;
+		if (c.n[K_RING]) {
+			f->rings = c.v[K_RING], f->nrings = c.n[K_RING], f->ring = f->rings[0];
+			c.v[K_RING] = NULL, c.n[K_RING] = 0;
+		}
 		if (c.n[K_PERUN])
 			f->perun = c.v[K_PERUN][0], c.n[K_PERUN] = 0;
 		if (c.n[K_PROFILE])
@@ -144,7 +177,9 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 
 void run_find_free(struct run_files *f)
 {
-	free(f->ring);
+	for (size_t i = 0; i < f->nrings; i++)
+		free(f->rings[i]);
+	free(f->rings);
 	free(f->perun);
 	free(f->profile);
 	memset(f, 0, sizeof *f);

@@ -3,11 +3,15 @@
  * no arguments and `anchorpost report DIR` read.
  *
  * A run directory is what `anchorpost record` writes (run.ring,
- * perun/NAME.hdf5, profile.FORMAT.json) or the same made by hand: one ring
- * (*.ring), one perun file (*.hdf5 or *.h5, in DIR or DIR/perun/), and
- * optionally one py-spy profile (*.speedscope.json, *.chrometrace.json,
- * profile*.json, profile*.txt; report's own energy.speedscope.json is not
- * one).  Several candidates of one kind are not guessed between.
+ * perun/NAME.hdf5, profile.FORMAT.json), what a distributed job writes
+ * with ANCHOR_FILE=DIR/run-%h-%r.ring (one ring per rank, docs/mpi.md), or
+ * the same made by hand: one or more rings (*.ring), one perun file
+ * (*.hdf5 or *.h5, in DIR or DIR/perun/), and optionally one py-spy
+ * profile (*.speedscope.json, *.chrometrace.json, profile*.json,
+ * profile*.txt; report's own energy.speedscope.json is not one).  Several
+ * rings are the ranks of one run (but two rings with one creator process
+ * and creation instant are a copy, refused); several perun files or
+ * profiles are not guessed between.
  */
 #ifndef ANCHORPOST_RUN_FIND_H
 #define ANCHORPOST_RUN_FIND_H
@@ -15,13 +19,15 @@
 #include <stddef.h>
 
 struct run_files {
-	char *ring, *perun, *profile; /* NULL: none found */
+	char *ring, *perun, *profile; /* NULL: none found; ring: the first by name */
+	char **rings;                 /* every ring, sorted by name (ring is rings[0]) */
+	size_t nrings;
 };
 
-/* Look in dir.  Returns 0 with ring and perun set (profile if one is
+/* Look in dir.  Returns 0 with ring(s) and perun set (profile if one is
  * there); -ENOENT when a ring or perun file is missing (both missing:
- * *f all NULL); -EEXIST when a kind has several candidates, err naming
- * them; -ENOMEM.  err gets one line either way. */
+ * *f all NULL); -EEXIST when there are several perun files or profiles,
+ * or a ring and its copy, err naming them; -ENOMEM.  err gets one line either way. */
 int run_find(const char *dir, struct run_files *f, char *err, size_t errlen);
 
 void run_find_free(struct run_files *f);

@@ -118,6 +118,39 @@ double energy_model_slice_j(const struct em_sensor *s, double a, double b)
 	return cb - ca;
 }
 
+/* Power of window i (t_tl[i-1], t_tl[i]] from the series attribution
+ * reads (impossible readings repaired, sensor_glitch.h): the counter's
+ * difference, or the value stored for it (perun's mean, NVML's read). */
+static double window_w(const struct em_sensor *s, size_t i)
+{
+	if (s->ser.kind == ATTRIB_COUNTER_J)
+		return (s->ser.value[i] - s->ser.value[i - 1]) / (s->ser.t_s[i] - s->ser.t_s[i - 1]);
+	return s->ser.value[i];
+}
+
+void energy_model_window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo)
+{
+	const double *t = s->t_tl;
+	size_t n = s->ser.n, l = 1, r = n;
+	if (n < 2 || b <= t[0] || a >= t[n - 1])
+		return;
+	/* First window whose end is after a. */
+	while (l < r) {
+		size_t mid = (l + r) / 2;
+		if (t[mid] <= a)
+			l = mid + 1;
+		else
+			r = mid;
+	}
+	for (size_t i = l; i < n && t[i - 1] < b; i++) {
+		double w = window_w(s, i);
+		if (!isfinite(w))
+			continue;
+		*hi = fmax(*hi, w);
+		*lo = fmin(*lo, w);
+	}
+}
+
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s)
 {
 	for (size_t g = 0; g < m->ngroups; g++)
@@ -268,6 +301,20 @@ int energy_model_emulated(const char *perun_path)
 	return file_exists_beside(perun_path, "EMULATED_SENSOR.txt");
 }
 
+/* The training processes below root (0: anywhere) and the primary thread
+ * of the first: the timeline perun's power is explained by.  A ring with
+ * none (no user phases outside the tools') keeps phase_set's choice.
+ * 0 or -ENOMEM. */
+static int pick_training(struct energy_model *m, uint32_t root)
+{
+	train_procs_free(&m->train);
+	if (train_procs_find(&m->rl.procs, &m->ph, root, &m->train))
+		return -ENOMEM;
+	if (m->train.n && m->train.p[0].thr >= 0)
+		m->ph.primary = (size_t)m->train.p[0].thr;
+	return 0;
+}
+
 /* The ring, its phases, the perun file, its run, round and host, and the
  * host's power sensors. */
 static int load_inputs(struct energy_model *m, const struct em_opts *o, struct em_error *e)
@@ -281,7 +328,7 @@ static int load_inputs(struct energy_model *m, const struct em_opts *o, struct e
 			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"
 						    : "");
 	m->base_ns = m->rl.rf.ev[0].ts_ns;
-	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph))
+	if (phase_set_build(m->rl.rf.ev, m->rl.rf.nev, &m->rl.procs, &m->ph) || pick_training(m, 0))
 		EM_FAIL_OOM();
 	if (!m->ph.nnames)
 		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
@@ -316,13 +363,15 @@ static int align_by_hook(struct energy_model *m, const struct em_opts *o, const 
 			   m->align.hook_runs > 1 ? "any" : "the", o->ring, m->align.hook_runs > 1 ? "the first has " : "its ",
 			   m->align.hook_samples, ref ? ref->n : (size_t)0, m->run->id, o->round);
 	if (hook > 0) {
-		/* Several runs in one ring: attribute on the run whose sampler
-		 * stamped this file (its parent is the perun process). */
+		/* Attribute on the run whose sampler stamped this file (several
+		 * runs may share a ring): its parent is the perun process, and
+		 * the training is that process or below it (a launcher's ranks).
+		 * Ranks started outside perun's tree (srun's tasks come from
+		 * slurmstepd) leave none there: then any training process. */
 		const struct ring_proc *sp = ring_procs_find(&m->rl.procs, m->align.hook_pid);
-		long thr = sp ? phase_set_primary_of(&m->ph, sp->ppid) : -1;
-		if (thr >= 0 && (size_t)thr != m->ph.primary)
-			m->ph.primary = (size_t)thr;
-		if (thr >= 0 && m->align.hook_runs > 1)
+		if (sp && (pick_training(m, sp->ppid) || (!m->train.n && pick_training(m, 0))))
+			EM_FAIL_OOM();
+		if (sp && m->align.hook_runs > 1 && m->train.n)
 			diag_warn(o->ring, "%zu perun runs in this ring: using the one this file belongs to (pid %u, "
 					   "sampler %u, by its stamps)",
 				  m->align.hook_runs, sp->ppid, sp->pid);
@@ -455,6 +504,7 @@ void energy_model_close(struct energy_model *m)
 	free(m->sen);
 	free(m->groups);
 	perun_free(&m->pf);
+	train_procs_free(&m->train);
 	phase_set_free(&m->ph);
 	ringload_close(&m->rl);
 	memset(m, 0, sizeof *m);

@@ -18,6 +18,7 @@
 #include "input/perun.h"
 #include "input/ringload.h"
 #include "model/sensor_glitch.h"
+#include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
 
@@ -44,7 +45,8 @@ struct em_opts {
 struct energy_model {
 	const char *ring_path, *perun_path; /* as opened (the caller's strings) */
 	struct ringload rl;
-	struct phase_set ph;
+	struct phase_set ph;    /* ph.primary: the lead training process's primary thread */
+	struct train_procs train; /* the training processes (train_procs.h) */
 	struct perun_file pf;
 	const struct perun_multirun *run;
 	const struct perun_round *round;
@@ -74,6 +76,12 @@ void energy_model_sensor_free(struct em_sensor *s);
 
 /* Energy of one sensor over timeline [a, b] (clipped to its span). */
 double energy_model_slice_j(const struct em_sensor *s, double a, double b);
+
+/* Highest and lowest window power of sensor s over timeline [a, b] into
+ * *hi / *lo (only raised / lowered: start them at -INFINITY / INFINITY):
+ * window i is (t_tl[i-1], t_tl[i]] at values[i] (perun's mean over it).
+ * What the plausibility flags compare a phase's power with. */
+void energy_model_window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo);
 
 /* Index of a group name in m->groups. */
 size_t energy_model_group_of(const struct energy_model *m, const struct em_sensor *s);

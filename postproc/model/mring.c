@@ -23,6 +23,7 @@
 #include "attrib/attrib.h"
 #include "input/input_file.h"
 #include "input/ringload.h"
+#include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "phase/phase_stats.h"
 #include "util/diag.h"
@@ -48,6 +49,11 @@ void mring_unit_label(const struct mr_unit *u, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "pid%u@%s", u->pid, u->host);
 }
+
+const char mring_split_rule[] =
+	"a node's power is shared at each instant equally by its ranks that are in a phase then "
+	"(collectives included), each rank's phase power taken from its own attribution; what no phase "
+	"explains is split equally over the node's ranks, so a node's ranks add up to its perun total";
 
 #define OOM(e) diag_error(e, -ENOMEM, NULL, "out of memory")
 
@@ -434,47 +440,108 @@ static void add_result(const struct phase_set *ps, const struct attrib_result *r
 {
 	size_t np = ps->nnames;
 	u->total_j[g] += r->total_j;
+	u->node_total_j[g] += r->total_j;
 	u->unattr_j[g] += r->row[np].energy_j;
+	u->unattr_lo_j[g] += r->row[np].ci_low_j;
+	u->unattr_hi_j[g] += r->row[np].ci_high_j;
 	for (size_t k = 0; k < u->nph; k++) {
 		int idx = phase_set_find(ps, u->ph[k].name);
 		const struct attrib_row *ar = &r->row[idx];
 		struct mr_phase *p = &u->ph[k];
+		if (p->tool)
+			continue; /* no power of its own: its time is unattributed */
 		if (isnan(p->energy_j[g]))
-			p->energy_j[g] = p->lo_j[g] = p->hi_j[g] = 0;
+			p->energy_j[g] = p->lo_j[g] = p->hi_j[g] = p->node_j[g] = 0;
 		p->energy_j[g] += ar->energy_j;
+		p->node_j[g] += ar->energy_j;
 		p->lo_j[g] += ar->ci_low_j;
 		p->hi_j[g] += ar->ci_high_j;
+		p->flags[g] |= ar->flags;
 		if (!p->method)
 			p->method = (int)ar->method;
 	}
 }
 
+/* The highest and lowest window power of group g around the unit's
+ * occurrences of each phase (what the plausibility flags compare with,
+ * phase_flags.h), sensors of the group summed. */
+static void window_facts(const struct mring *m, const struct phase_set *ps, const struct phase_thread *th,
+			 const struct ring_clock *clk, size_t g, struct mr_unit *u)
+{
+	const struct mr_host *h = &m->hosts[u->host_idx];
+	for (size_t k = 0; k < u->nph; k++) {
+		struct mr_phase *p = &u->ph[k];
+		int idx = phase_set_find(ps, p->name);
+		double maxw = 0, minw = 0;
+		int seen = 0;
+		if (p->tool)
+			continue;
+		for (size_t s = 0; s < h->nsen; s++) {
+			double hi = -INFINITY, lo = INFINITY;
+			if (group_index(m, h->sen[s].group) != g)
+				continue;
+			for (size_t i = 0; i < th->nseg; i++)
+				if (th->seg[i].phase == idx)
+					energy_model_window_range(&h->sen[s], tl_s(m, clk, th->seg[i].t0_ns),
+								  tl_s(m, clk, th->seg[i].t1_ns), &hi, &lo);
+			if (hi > -INFINITY) {
+				maxw += hi;
+				minw += lo;
+				seen = 1;
+			}
+		}
+		p->maxw_w[g] = seen ? maxw : NAN;
+		p->minw_w[g] = seen ? minw : NAN;
+	}
+}
+
 /* The unit's host power explained by its primary thread, with the same
- * methods (attrib_choose) and default as single-ring `phases`. */
+ * methods (attrib_choose), default, tool rule and interval widening as
+ * single-ring `phases` (phase_table.c). */
 static int attribute_unit(const struct mring *m, const struct mring_opts *o, const struct phase_set *ps, long thr,
 			  struct mr_unit *u, const struct ring_clock *clk, struct em_error *e)
 {
 	const struct mr_host *h = &m->hosts[u->host_idx];
 	const struct phase_thread *th = &ps->thr[thr];
 	struct attrib_interval *iv = calloc(th->nseg ? th->nseg : 1, sizeof *iv);
-	size_t np = ps->nnames;
+	struct attrib_opts ao = o->ao;
+	size_t np = ps->nnames, niv = 0;
 
 	if (!iv)
 		return OOM(e);
-	/* Sensor time = timeline - the host's offset (same for its sensors). */
+	/* Sensor time = timeline - the host's offset (same for its sensors).
+	 * The tools' own activity (perun's MPI set-up in a rank that runs
+	 * `perun monitor`) gets no power of its own. */
 	for (size_t i = 0; i < th->nseg; i++) {
-		iv[i].t0_s = tl_s(m, clk, th->seg[i].t0_ns) - h->offset_s;
-		iv[i].t1_s = tl_s(m, clk, th->seg[i].t1_ns) - h->offset_s;
-		iv[i].phase = th->seg[i].phase;
+		if (phase_set_is_tool(ps, th->seg[i].phase))
+			continue;
+		iv[niv].t0_s = tl_s(m, clk, th->seg[i].t0_ns) - h->offset_s;
+		iv[niv].t1_s = tl_s(m, clk, th->seg[i].t1_ns) - h->offset_s;
+		iv[niv].phase = th->seg[i].phase;
+		niv++;
 	}
+	/* An offset known only to within its 95 % interval (no stamps) moves
+	 * every phase by up to that much: the intervals widen by the change
+	 * such a shift makes, as for one ring. */
+	if (h->ci95_ms / 1e3 > ao.offset_sigma_s && h->ci95_ms > 3.0)
+		ao.offset_sigma_s = h->ci95_ms / 1e3;
 	for (size_t s = 0; s < h->nsen; s++) {
 		const struct em_sensor *es = &h->sen[s];
 		struct attrib_result r;
 		int rc;
 		memset(&r, 0, sizeof r);
-		rc = attrib_choose(o->method, &es->ser, iv, th->nseg, np, &o->ao, &r);
-		if (rc == -ENODATA)
-			continue; /* this rank ran outside perun's span on its host */
+		rc = attrib_choose(o->method, &es->ser, iv, niv, np, &ao, &r);
+		if (rc == -ENODATA) {
+			/* Outside perun's span on its host, or in too few of its
+			 * windows: the data cannot give this rank joules; it keeps
+			 * its times and says why. */
+			double span = es->ser.n > 1 ? es->ser.t_s[es->ser.n - 1] - es->ser.t_s[0] : 0;
+			snprintf(u->no_energy, sizeof u->no_energy,
+				 "too few of perun's %zu sample windows (%.3g s apart) over its %zu phase intervals to "
+				 "attribute %zu phases (a short run: perun monitor --sampling_period 0.1)",
+				 es->ser.n ? es->ser.n - 1 : 0, es->ser.n > 1 ? span / (double)(es->ser.n - 1) : 0.0, niv, np);
+			continue;
+		}
 		if (rc) {
 			free(iv);
 			return diag_error(e, rc, m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name,
@@ -484,6 +551,8 @@ static int attribute_unit(const struct mring *m, const struct mring_opts *o, con
 		attrib_result_free(&r);
 	}
 	free(iv);
+	for (size_t g = 0; g < (m->ngroups ? m->ngroups : 1); g++)
+		window_facts(m, ps, th, clk, g, u);
 	return 0;
 }
 
@@ -666,6 +735,27 @@ static int unit_steps(const struct mring *m, const struct phase_set *ps, const s
 	return rc;
 }
 
+/* The unit's steps once more (pass 3: after the node split changed the
+ * power its waits are counted at). */
+static int ring_steps(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk, struct mr_unit *u,
+		      struct em_error *e)
+{
+	long thr = phase_set_primary_of(ps, u->pid);
+	char *is_coll = calloc(ps->nnames ? ps->nnames : 1, 1);
+	int rc;
+	if (!is_coll)
+		return OOM(e);
+	for (size_t k = 0; k < ps->nnames; k++)
+		is_coll[k] = (char)mring_is_collective(ps->names[k]);
+	free(u->steps);
+	u->steps = NULL;
+	u->nsteps = 0;
+	u->coll_s = 0;
+	rc = thr < 0 ? 0 : unit_steps(m, ps, clk, &ps->thr[thr], m->step[0] ? phase_set_find(ps, m->step) : -1, is_coll, u, e);
+	free(is_coll);
+	return rc;
+}
+
 static void unit_status(const struct ring_proc *p, struct mr_unit *u)
 {
 	if (p && p->exit_known && p->exit_signal) {
@@ -706,14 +796,47 @@ static int unit_phases(const struct phase_set *ps, const struct phase_thread *th
 		ph->p50_ms = st.p50_ms;
 		ph->p95_ms = st.p95_ms;
 		ph->name = strdup(ps->names[k]);
+		ph->tool = phase_set_is_tool(ps, (int)k);
+		ph->split = 1;
 		ph->energy_j = calloc(ng, sizeof(double));
 		ph->lo_j = calloc(ng, sizeof(double));
 		ph->hi_j = calloc(ng, sizeof(double));
-		if (!ph->name || !ph->energy_j || !ph->lo_j || !ph->hi_j)
+		ph->node_j = calloc(ng, sizeof(double));
+		ph->maxw_w = calloc(ng, sizeof(double));
+		ph->minw_w = calloc(ng, sizeof(double));
+		ph->flags = calloc(ng, sizeof(unsigned));
+		if (!ph->name || !ph->energy_j || !ph->lo_j || !ph->hi_j || !ph->node_j || !ph->maxw_w || !ph->minw_w ||
+		    !ph->flags)
 			return -ENOMEM;
 		for (size_t g = 0; g < ng; g++)
-			ph->energy_j[g] = ph->lo_j[g] = ph->hi_j[g] = NAN;
+			ph->energy_j[g] = ph->lo_j[g] = ph->hi_j[g] = ph->node_j[g] = ph->maxw_w[g] = ph->minw_w[g] = NAN;
 	}
+	return 0;
+}
+
+/* The unit's busy time: its primary thread's segments in the user's
+ * phases on the timeline, touching ones merged (a training step is one
+ * interval, not five): what the node split counts ranks with. */
+static int unit_busy(const struct mring *m, const struct phase_set *ps, const struct phase_thread *th,
+		     const struct ring_clock *clk, struct mr_unit *u)
+{
+	size_t n = 0;
+	if (!(u->busy = malloc((th->nseg ? th->nseg : 1) * sizeof *u->busy)))
+		return -ENOMEM;
+	for (size_t i = 0; i < th->nseg; i++) {
+		if (phase_set_is_tool(ps, th->seg[i].phase))
+			continue;
+		double a = tl_s(m, clk, th->seg[i].t0_ns), b = tl_s(m, clk, th->seg[i].t1_ns);
+		if (n && a <= u->busy[n - 1][1]) {
+			if (b > u->busy[n - 1][1])
+				u->busy[n - 1][1] = b;
+			continue;
+		}
+		u->busy[n][0] = a;
+		u->busy[n][1] = b;
+		n++;
+	}
+	u->nbusy = n;
 	return 0;
 }
 
@@ -741,6 +864,10 @@ static int add_unit(const struct ring_ctx *x, const struct ring_proc *pr, long t
 	u->ring = x->ri;
 	u->pid = pr->pid;
 	u->rank = pr->rank;
+	snprintf(u->rank_var, sizeof u->rank_var, "%s", pr->rank_var ? pr->rank_var : "");
+	u->slurm_procid = pr->slurm_procid;
+	snprintf(u->job_id, sizeof u->job_id, "%s", pr->job_id);
+	snprintf(u->step_id, sizeof u->step_id, "%s", pr->step_id);
 	snprintf(u->host, sizeof u->host, "%s", pr->host[0] ? pr->host : x->r->host);
 	u->host_idx = m->have_perun ? host_of(m, u->host) : -1;
 	if (u->host_idx >= 0 && !m->hosts[u->host_idx].nsen)
@@ -750,32 +877,33 @@ static int add_unit(const struct ring_ctx *x, const struct ring_proc *pr, long t
 	unit_status(pr, u);
 	u->unattr_j = calloc(ng, sizeof(double));
 	u->total_j = calloc(ng, sizeof(double));
-	if (!u->unattr_j || !u->total_j || unit_phases(x->ps, th, ng, u))
+	u->unattr_lo_j = calloc(ng, sizeof(double));
+	u->unattr_hi_j = calloc(ng, sizeof(double));
+	u->node_total_j = calloc(ng, sizeof(double));
+	if (!u->unattr_j || !u->total_j || !u->unattr_lo_j || !u->unattr_hi_j || !u->node_total_j ||
+	    unit_phases(x->ps, th, ng, u) || unit_busy(m, x->ps, th, &l->clock, u))
 		return OOM(e);
 	if (u->host_idx >= 0 && (rc = attribute_unit(m, x->o, x->ps, thr, u, &l->clock, e)))
 		return rc;
+	if (u->host_idx >= 0 && u->no_energy[0])
+		u->host_idx = -1; /* times only (rank_table says why) */
 	return unit_steps(m, x->ps, &l->clock, th, x->step_idx, x->is_coll, u, e);
 }
 
-/* Units: ranked processes, else every process with phases. */
+/* Units: the ring's training processes (train_procs.h). */
 static int ring_units(const struct ring_ctx *x, struct em_error *e)
 {
-	const struct ring_procs *procs = &x->l->procs;
-	int any_rank = 0, rc = 0;
-	for (size_t p = 0; p < procs->n; p++)
-		any_rank |= procs->p[p].rank >= 0 && phase_set_primary_of(x->ps, procs->p[p].pid) >= 0;
-	if (!(x->r->units = calloc(procs->n ? procs->n : 1, sizeof *x->r->units)))
+	struct train_procs tp;
+	int rc = 0;
+	if (train_procs_find(&x->l->procs, x->ps, 0, &tp))
 		return OOM(e);
-	for (size_t p = 0; p < procs->n && !rc; p++) {
-		const struct ring_proc *pr = &procs->p[p];
-		long thr = phase_set_primary_of(x->ps, pr->pid);
-		int dup = 0;
-		for (size_t q = 0; q < x->r->nunits; q++)
-			dup |= x->r->units[q].pid == pr->pid;
-		if (thr < 0 || dup || (any_rank && (pr->rank < 0 || pr->forked)))
-			continue;
-		rc = add_unit(x, pr, thr, e);
+	if (!(x->r->units = calloc(tp.n ? tp.n : 1, sizeof *x->r->units))) {
+		train_procs_free(&tp);
+		return OOM(e);
 	}
+	for (size_t i = 0; i < tp.n && !rc; i++)
+		rc = add_unit(x, tp.p[i].proc, tp.p[i].thr, e);
+	train_procs_free(&tp);
 	return rc;
 }
 
@@ -810,6 +938,241 @@ static int pass2(struct mring *m, const struct mring_opts *o, size_t ri, struct 
 	return rc;
 }
 
+/* ---- the node split (mring.h) ----------------------------------------------- */
+
+struct edge {
+	double t;
+	int d; /* +1 a unit becomes busy, -1 it stops */
+};
+
+static int cmp_edge(const void *a, const void *b)
+{
+	const struct edge *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* How many of host h's units are in a phase, as a step function over the
+ * timeline: busy_n[k] on [busy_t[k], busy_t[k+1]). */
+static int host_busy(struct mring *m, size_t h)
+{
+	struct mr_host *mh = &m->hosts[h];
+	struct edge *ev;
+	size_t ne = 0, k = 0;
+	int n = 0;
+	for (size_t i = 0; i < m->nunits; i++)
+		if (m->units[i]->host_idx == (long)h)
+			ne += 2 * m->units[i]->nbusy;
+	if (!(ev = malloc((ne ? ne : 1) * sizeof *ev)) || !(mh->busy_t = malloc((ne ? ne : 1) * sizeof *mh->busy_t)) ||
+	    !(mh->busy_n = malloc((ne ? ne : 1) * sizeof *mh->busy_n))) {
+		free(ev);
+		return -ENOMEM;
+	}
+	ne = 0;
+	for (size_t i = 0; i < m->nunits; i++) {
+		const struct mr_unit *u = m->units[i];
+		if (u->host_idx != (long)h)
+			continue;
+		for (size_t b = 0; b < u->nbusy; b++) {
+			ev[ne++] = (struct edge){u->busy[b][0], +1};
+			ev[ne++] = (struct edge){u->busy[b][1], -1};
+		}
+	}
+	qsort(ev, ne, sizeof *ev, cmp_edge);
+	for (size_t i = 0; i < ne;) {
+		double t = ev[i].t;
+		for (; i < ne && ev[i].t == t; i++)
+			n += ev[i].d;
+		mh->busy_t[k] = t;
+		mh->busy_n[k] = n > 0 ? (unsigned)n : 0;
+		k++;
+	}
+	mh->nbusy = k;
+	free(ev);
+	return 0;
+}
+
+/* The integral of 1 / (busy units) over [a, b] (at least the unit asking
+ * is busy: a count of 0 from rounding at an edge counts as 1); *hint:
+ * where the last call ended, for calls in time order. */
+static double inv_busy(const struct mr_host *h, double a, double b, size_t *hint)
+{
+	size_t k = *hint;
+	double sum = 0;
+	if (k >= h->nbusy || h->busy_t[k] > a) {
+		size_t lo = 0, hi = h->nbusy;
+		while (lo < hi) { /* the last step starting at or before a */
+			size_t mid = (lo + hi) / 2;
+			if (h->busy_t[mid] <= a)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		k = lo ? lo - 1 : 0;
+	}
+	while (k + 1 < h->nbusy && h->busy_t[k + 1] <= a)
+		k++;
+	for (double t = a; t < b && k < h->nbusy; k++) {
+		double end = k + 1 < h->nbusy ? h->busy_t[k + 1] : b;
+		if (end > b)
+			end = b;
+		if (end > t)
+			sum += (end - t) / (h->busy_n[k] ? h->busy_n[k] : 1);
+		t = end;
+		if (end >= b)
+			break;
+	}
+	*hint = k;
+	return sum;
+}
+
+/* c[r,p] for each of unit u's phases: the mean of 1 / (busy units of its
+ * node) over its time in p inside perun's span; the phase joules scaled
+ * by it. */
+static int split_unit(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk,
+		      struct mr_unit *u)
+{
+	const struct mr_host *h = &m->hosts[u->host_idx];
+	long thr = phase_set_primary_of(ps, u->pid);
+	size_t ng = m->ngroups ? m->ngroups : 1, hint = 0;
+	size_t np = ps->nnames ? ps->nnames : 1;
+	double *inv = calloc(np, sizeof *inv), *in_span = calloc(np, sizeof *in_span);
+	double s0 = h->sen[0].t_tl[0], s1 = h->sen[0].t_tl[h->sen[0].ser.n - 1];
+	if (!inv || !in_span) {
+		free(inv);
+		free(in_span);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; thr >= 0 && i < ps->thr[thr].nseg; i++) {
+		const struct phase_seg *sg = &ps->thr[thr].seg[i];
+		double a = tl_s(m, clk, sg->t0_ns), b = tl_s(m, clk, sg->t1_ns);
+		if (phase_set_is_tool(ps, sg->phase))
+			continue;
+		a = a > s0 ? a : s0;
+		b = b < s1 ? b : s1;
+		if (b <= a)
+			continue;
+		inv[sg->phase] += inv_busy(h, a, b, &hint);
+		in_span[sg->phase] += b - a;
+	}
+	for (size_t k = 0; k < u->nph; k++) {
+		struct mr_phase *p = &u->ph[k];
+		int idx = phase_set_find(ps, p->name);
+		p->split = idx >= 0 && in_span[idx] > 0 ? inv[idx] / in_span[idx] : 1;
+		for (size_t g = 0; g < ng; g++) {
+			p->energy_j[g] *= p->split;
+			p->lo_j[g] *= p->split;
+			p->hi_j[g] *= p->split;
+		}
+	}
+	free(inv);
+	free(in_span);
+	return 0;
+}
+
+static int ring_steps(const struct mring *m, const struct phase_set *ps, const struct ring_clock *clk, struct mr_unit *u,
+		      struct em_error *e);
+
+/* Pass 3: the split for this ring's units on nodes of several units, and
+ * their steps again (their wait joules at the split power). */
+static int pass3(struct mring *m, const struct mring_opts *o, size_t ri, struct em_error *e)
+{
+	struct mr_ring *r = &m->rings[ri];
+	struct ringload l;
+	struct phase_set ps;
+	int rc = 0, any = 0;
+	for (size_t k = 0; k < r->nunits; k++)
+		any |= r->units[k].host_idx >= 0 && m->hosts[r->units[k].host_idx].nunits > 1;
+	if (!any)
+		return 0;
+	if ((rc = load_ring(r->path, &l, e)))
+		return rc;
+	if (phase_set_build(l.rf.ev, l.rf.nev, &l.procs, &ps)) {
+		ringload_close(&l);
+		return diag_error(e, -ENOMEM, r->path, "out of memory");
+	}
+	for (size_t k = 0; k < r->nunits && !rc; k++) {
+		struct mr_unit *u = &r->units[k];
+		if (u->host_idx < 0 || m->hosts[u->host_idx].nunits < 2)
+			continue;
+		if (split_unit(m, &ps, &l.clock, u))
+			rc = OOM(e);
+		else
+			rc = ring_steps(m, &ps, &l.clock, u, e);
+	}
+	phase_set_free(&ps);
+	ringload_close(&l);
+	return rc;
+}
+
+/* What no phase explains on each node of several units: the node's total
+ * minus its units' phase joules, in equal parts; each unit's total is
+ * then its phases plus that part. */
+static void split_remainder(struct mring *m)
+{
+	size_t ng = m->ngroups ? m->ngroups : 1;
+	for (size_t h = 0; h < m->nhosts; h++) {
+		const struct mr_host *mh = &m->hosts[h];
+		if (mh->nunits < 2)
+			continue;
+		for (size_t g = 0; g < ng; g++) {
+			double node = 0, sum = 0, lo = 0, hi = 0, part, part_lo, part_hi;
+			for (size_t i = 0; i < m->nunits; i++) {
+				const struct mr_unit *u = m->units[i];
+				if (u->host_idx != (long)h)
+					continue;
+				node = fmax(node, u->node_total_j[g]);
+				for (size_t p = 0; p < u->nph; p++)
+					if (!isnan(u->ph[p].energy_j[g])) {
+						sum += u->ph[p].energy_j[g];
+						lo += u->ph[p].lo_j[g];
+						hi += u->ph[p].hi_j[g];
+					}
+			}
+			part = (node - sum) / (double)mh->nunits;
+			/* Energy is not negative: the bound stops at 0 (or at the
+			 * estimate, when inconsistent fits leave it below). */
+			part_lo = fmax((node - hi) / (double)mh->nunits, fmin(0, (node - sum) / (double)mh->nunits));
+			part_hi = (node - lo) / (double)mh->nunits;
+			for (size_t i = 0; i < m->nunits; i++) {
+				struct mr_unit *u = m->units[i];
+				double own = 0;
+				if (u->host_idx != (long)h)
+					continue;
+				for (size_t p = 0; p < u->nph; p++)
+					if (!isnan(u->ph[p].energy_j[g]))
+						own += u->ph[p].energy_j[g];
+				u->node_total_j[g] = node;
+				u->unattr_j[g] = part;
+				u->unattr_lo_j[g] = part_lo;
+				u->unattr_hi_j[g] = part_hi;
+				u->total_j[g] = own + part;
+			}
+		}
+	}
+}
+
+/* The units of each node; for nodes of several, the split. */
+static int node_split(struct mring *m, const struct mring_opts *o, struct em_error *e)
+{
+	int rc;
+	for (size_t i = 0; i < m->nunits; i++)
+		if (m->units[i]->host_idx >= 0)
+			m->hosts[m->units[i]->host_idx].nunits++;
+	for (size_t h = 0; h < m->nhosts; h++) {
+		if (m->hosts[h].nunits < 2)
+			continue;
+		m->split = 1;
+		if (host_busy(m, h))
+			return OOM(e);
+	}
+	if (!m->split)
+		return 0;
+	if ((rc = run_pool(m, o, pass3, e)))
+		return rc;
+	split_remainder(m);
+	return 0;
+}
+
 /* ---- perun hosts ----------------------------------------------------------- */
 
 /* The perun file as energy_model opens it (guarded read, run, round), then
@@ -829,6 +1192,12 @@ static int load_hosts(struct mring *m, const struct mring_opts *o, struct em_err
 		mh->offset_s = NAN;
 		if (energy_model_add_sensors(mh->ph, &mh->sen, &mh->nsen, &m->groups, &m->ngroups))
 			return OOM(e);
+		mh->period_s = INFINITY;
+		for (size_t k = 0; k < mh->nsen; k++) {
+			const struct perun_sensor *ps = mh->sen[k].ps;
+			mh->period_s = fmin(mh->period_s, (ps->timesteps_s[ps->n - 1] - ps->timesteps_s[0]) /
+								  (double)(ps->n - 1));
+		}
 	}
 	if ((m->emulated = energy_model_emulated(o->perun)) < 0)
 		return OOM(e);
@@ -1004,7 +1373,11 @@ int mring_open(struct mring *m, const struct mring_opts *o, struct em_error *e)
 	if ((rc = run_pool(m, o, pass2, e)))
 		return rc;
 	stage("pass 2 (phases, attribution, steps)");
-	return collect_units(m, e);
+	if ((rc = collect_units(m, e)) || (m->have_perun && (rc = node_split(m, o, e))))
+		return rc;
+	if (m->split)
+		stage("pass 3 (node split)");
+	return 0;
 }
 
 void mring_close(struct mring *m)
@@ -1018,11 +1391,19 @@ void mring_close(struct mring *m)
 				free(u->ph[p].energy_j);
 				free(u->ph[p].lo_j);
 				free(u->ph[p].hi_j);
+				free(u->ph[p].node_j);
+				free(u->ph[p].maxw_w);
+				free(u->ph[p].minw_w);
+				free(u->ph[p].flags);
 			}
 			free(u->ph);
 			free(u->steps);
 			free(u->unattr_j);
 			free(u->total_j);
+			free(u->unattr_lo_j);
+			free(u->unattr_hi_j);
+			free(u->node_total_j);
+			free(u->busy);
 		}
 		free(r->units);
 		free(r->path);
@@ -1033,10 +1414,50 @@ void mring_close(struct mring *m)
 		for (size_t s = 0; s < m->hosts[h].nsen; s++)
 			energy_model_sensor_free(&m->hosts[h].sen[s]);
 		free(m->hosts[h].sen);
+		free(m->hosts[h].busy_t);
+		free(m->hosts[h].busy_n);
 	}
 	free(m->hosts);
 	free(m->groups);
 	if (m->have_perun)
 		perun_free(&m->pf);
 	memset(m, 0, sizeof *m);
+}
+
+int mring_open_run(struct mring *m, const char *const *rings, size_t nrings, const struct em_opts *o,
+		   enum attrib_choice method, const struct attrib_opts *ao, struct em_error *e)
+{
+	struct mring_opts mo = {
+		.inputs = rings, .ninputs = nrings, .perun = o->perun, .run = o->run, .round = o->round, .tz = o->tz,
+		.method = method, .threads = 2, .no_fit = o->no_fit, .no_hook = o->no_hook,
+		.fit_range_s = o->fit_range_s,
+	};
+	if (ao)
+		mo.ao = *ao;
+	return mring_open(m, &mo, e);
+}
+
+const char *mring_lead_ring(const struct mring *m)
+{
+	return m->nunits ? m->rings[m->units[0]->ring].path : NULL;
+}
+
+int mring_slurm_job(const struct mring *m, char *job, size_t jcap, char *step, size_t scap)
+{
+	const char *j = NULL, *st = NULL;
+	int same_step = 1;
+	job[0] = step[0] = '\0';
+	for (size_t i = 0; i < m->nunits; i++) {
+		const struct mr_unit *u = m->units[i];
+		if (!u->job_id[0] || (j && strcmp(j, u->job_id)))
+			return -1;
+		same_step &= !st || !strcmp(st, u->step_id);
+		j = u->job_id;
+		st = u->step_id;
+	}
+	if (!j)
+		return -1;
+	snprintf(job, jcap, "%s", j);
+	snprintf(step, scap, "%s", same_step && st ? st : "");
+	return 0;
 }

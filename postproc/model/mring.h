@@ -11,17 +11,39 @@
  * own offset: from perun.sample anchors in a ring of that host (exact,
  * "perun-hook"), else execution_dt refined by fitting the host's first
  * power sensor to the phases of the host's lowest rank ("execution_dt+fit",
- * the single-ring method), else execution_dt alone (+-2 s, --no-fit).  A rank's energy is its host's power explained by that
- * rank's primary thread (the --by-process rule); a host's energy is the
- * one explained by its lowest rank (the rank perun samples from).
+ * the single-ring method), else execution_dt alone (+-2 s, --no-fit).
  *
- * Units.  One unit per process that carries a rank variable; a ring with
- * no ranked process contributes its processes with phases as rank -1.
+ * Energy per rank: the node split.  perun measures a node, not a rank:
+ * every rank of a node draws from the same CPU packages and memory.  Each
+ * rank's phases are first attributed against its node's power on that
+ * rank's own timeline (the single-ring method: E[r,p], the node's joules
+ * while rank r was in phase p).  Then the node's joules are shared out:
+ * at every instant the node's power goes in equal parts to those of its
+ * ranks that are inside one of their phases then (collectives included:
+ * a rank spinning in MPI_Allreduce draws power), so rank r's row for p is
+ *     E'[r,p] = E[r,p] * c[r,p],  c[r,p] = mean over r's time in p of
+ *                                          1 / (ranks of the node in a phase)
+ * (c = 1 for a rank alone on its node, 1/2 for two ranks in lock step),
+ * its interval scaled alike.  What no phase explains (time when no rank
+ * is in a phase, and the fits' remainder) is the node's total minus every
+ * rank's phase joules, split equally over the node's ranks as their
+ * (unattributed).  So a node's ranks add up to its perun total exactly,
+ * hosts add up to the run's, and a host's phase row is the sum of its
+ * ranks'.  The rule assumes a node's power during a rank's phase does not
+ * depend on which other rank is busy; the data (one meter per node)
+ * cannot tell ranks apart any better.
+ *
+ * Units: the training processes of each ring (train_procs.h): its ranks,
+ * else its processes with phases of their own, labelled by pid (rank -1);
+ * never a tool's or a launcher's process.
  *
  * Memory stays bounded by two loaded rings at a time: pass 1 loads each
  * ring for its clock, host and perun anchors; pass 2 loads it again and
- * keeps only per-unit summaries (phase rows, steps).  Both passes run on
- * `threads` threads, one ring per task.
+ * keeps only per-unit summaries (phase rows, steps, the unit's busy time
+ * as merged intervals); pass 3, only for rings with a rank on a node of
+ * several ranks, loads it once more for the node split (it needs every
+ * rank of the node's busy time).  Each pass runs on `threads` threads,
+ * one ring per task.
  */
 #ifndef ANCHORPOST_MRING_H
 #define ANCHORPOST_MRING_H
@@ -38,8 +60,14 @@ struct mr_phase {
 	char *name;
 	size_t count;
 	double total_s, self_s, mean_ms, p50_ms, p95_ms;
-	double *energy_j, *lo_j, *hi_j; /* per group; NAN when not attributed */
+	double *energy_j, *lo_j, *hi_j; /* per group, after the node split; NAN when not attributed */
+	double *node_j;                 /* per group: E[r,p] before the split (the node's joules) */
+	unsigned *flags;                /* per group: ATTRIB_FLAG_* of the attribution */
+	double *maxw_w, *minw_w;        /* per group: highest / lowest window power around its
+					 * occurrences, sensors of the group summed (NAN: none) */
+	double split;                   /* c[r,p] of the node split (1: alone on the node) */
 	int method;                     /* attrib_method of the first group */
+	int tool;                       /* the tools' own activity (phase_set_is_tool): no joules */
 };
 
 /* One occurrence of the step phase on a unit's primary thread. */
@@ -54,16 +82,24 @@ struct mr_unit {
 	size_t ring;
 	uint32_t pid;
 	int rank;
+	char rank_var[24];         /* the variable the rank came from ("" none) */
+	int slurm_procid;          /* -1: not a Slurm task */
+	char job_id[24], step_id[16]; /* SLURM_JOB_ID, SLURM_STEP_ID ("" none) */
 	char host[64];
 	long host_idx;             /* into mring.hosts, -1 without perun data */
 	struct mr_phase *ph;
 	size_t nph;
-	double *unattr_j, *total_j; /* per group */
+	double *unattr_j, *total_j; /* per group: the unit's share of its node (node split) */
+	double *unattr_lo_j, *unattr_hi_j; /* per group: 95 % interval of unattr_j */
+	double *node_total_j;      /* per group: the node's joules over perun's span */
+	double (*busy)[2];         /* timeline intervals inside its user phases, merged */
+	size_t nbusy;
 	struct mr_step *steps;
 	size_t nsteps;
 	double coll_s;             /* all time in collectives */
 	double first_s, last_s;    /* the process's first and last record */
 	char status[64];           /* "exit 0", "signal 9", "no exit record" */
+	char no_energy[256];       /* why perun's data gave it no joules ("" it has them) */
 	int abnormal;              /* killed, crashed or vanished */
 };
 
@@ -94,6 +130,11 @@ struct mr_host {
 	const struct perun_host *ph;
 	struct em_sensor *sen;     /* power sensors, t_tl on the timeline */
 	size_t nsen;
+	double period_s;           /* the sensors' shortest mean sampling period */
+	size_t nunits;             /* training processes on this node */
+	double *busy_t;            /* with nunits > 1: how many of them are in a phase, */
+	unsigned *busy_n;          /* busy_n[k] on [busy_t[k], busy_t[k+1]) (the node split) */
+	size_t nbusy;
 	double offset_s;           /* timeline = perun t + offset_s */
 	double uncert_ms;
 	double ci95_ms;            /* without stamps: 95 % half width of offset_s, else 0 */
@@ -133,6 +174,7 @@ struct mring {
 	struct perun_file pf;
 	const struct perun_multirun *run;
 	int have_perun, emulated;
+	int split;                 /* some node has several ranks (the node split applied) */
 };
 
 /* Expand inputs and load everything.  Returns 0, or a negative errno with
@@ -142,11 +184,30 @@ int mring_open(struct mring *m, const struct mring_opts *o, struct em_error *e);
 
 void mring_close(struct mring *m);
 
+/* mring_open over the rings of one run with the single-ring options
+ * (perun file, its run and round, alignment) and attribution method of
+ * `report`: what a distributed recording's per-rank view is built from. */
+int mring_open_run(struct mring *m, const char *const *rings, size_t nrings, const struct em_opts *o,
+		   enum attrib_choice method, const struct attrib_opts *ao, struct em_error *e);
+
+/* The Slurm job (SLURM_JOB_ID) every unit shares into job, and the step
+ * (SLURM_STEP_ID) when they share that too ("" else); 0, or -1 when the
+ * units are not all tasks of one Slurm job. */
+int mring_slurm_job(const struct mring *m, char *job, size_t jcap, char *step, size_t scap);
+
+/* The ring of the lowest rank (the rank perun samples on its node; the
+ * first unit), or NULL without units. */
+const char *mring_lead_ring(const struct mring *m);
+
 /* 1 for a collective/wait range name: MPI_* (not MPI_Init*, MPI_Finalize)
  * and dist.* (torch.distributed). */
 int mring_is_collective(const char *name);
 
 /* "r3@node7" style label of a unit into buf. */
 void mring_unit_label(const struct mr_unit *u, char *buf, size_t cap);
+
+/* The node split's rule in one sentence, for every output that shows
+ * per-rank joules. */
+extern const char mring_split_rule[];
 
 #endif

@@ -5,16 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Power of window i (t_tl[i-1], t_tl[i]] from the series attribution
- * reads (impossible readings repaired, sensor_glitch.h): the counter's
- * difference, or the value stored for it (perun's mean, NVML's read). */
-static double window_w(const struct em_sensor *s, size_t i)
-{
-	if (s->ser.kind == ATTRIB_COUNTER_J)
-		return (s->ser.value[i] - s->ser.value[i - 1]) / (s->ser.t_s[i] - s->ser.t_s[i - 1]);
-	return s->ser.value[i];
-}
-
 /* Seconds of window (a, b] that the primary thread's segments of phase k
  * cover (k < 0: of any phase). */
 static double covered_s(const struct phase_thread *th, int k, double a, double b, const struct energy_model *m)
@@ -62,31 +52,6 @@ int phase_flags_group_glitched(const struct energy_model *m, size_t g)
 	return 0;
 }
 
-/* Highest and lowest window power of sensor s over timeline [a, b]:
- * window i is (t_tl[i-1], t_tl[i]] at window_w(s, i). */
-static void window_range(const struct em_sensor *s, double a, double b, double *hi, double *lo)
-{
-	const double *t = s->t_tl;
-	size_t n = s->ser.n, l = 1, r = n;
-	if (n < 2 || b <= t[0] || a >= t[n - 1])
-		return;
-	/* First window whose end is after a. */
-	while (l < r) {
-		size_t mid = (l + r) / 2;
-		if (t[mid] <= a)
-			l = mid + 1;
-		else
-			r = mid;
-	}
-	for (size_t i = l; i < n && t[i - 1] < b; i++) {
-		double w = window_w(s, i);
-		if (!isfinite(w))
-			continue;
-		*hi = fmax(*hi, w);
-		*lo = fmin(*lo, w);
-	}
-}
-
 unsigned phase_flags_check(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g,
 			   double self_s, double mean_s, double *maxw_out)
 {
@@ -115,8 +80,8 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 			period = fmin(period, (es->t_tl[es->ser.n - 1] - es->t_tl[0]) / (double)(es->ser.n - 1));
 		for (size_t i = 0; i < th->nseg; i++)
 			if (th->seg[i].phase == (int)k)
-				window_range(es, energy_model_tl(m, th->seg[i].t0_ns), energy_model_tl(m, th->seg[i].t1_ns),
-					     &hi, &lo);
+				energy_model_window_range(es, energy_model_tl(m, th->seg[i].t0_ns),
+							  energy_model_tl(m, th->seg[i].t1_ns), &hi, &lo);
 		if (hi > -INFINITY) {
 			/* Sensors of a group add up (two packages): the
 			 * group's power in any window lies between the sums
@@ -129,22 +94,34 @@ unsigned phase_flags_check(const struct energy_model *m, const struct phase_scop
 	if (!seen)
 		return f;
 	*maxw_out = maxw;
+	struct phase_flag_facts x = {
+		.energy_j = r->energy_j, .lo_j = r->lo_j, .hi_j = r->hi_j, .self_s = self_s, .mean_s = mean_s,
+		.maxw_w = maxw, .minw_w = minw, .period_s = period,
+	};
+	return f | phase_flags_judge(&x);
+}
+
+unsigned phase_flags_judge(const struct phase_flag_facts *x)
+{
+	unsigned f = 0;
+	if (!(x->self_s > 0) || !isfinite(x->energy_j) || !isfinite(x->maxw_w))
+		return 0;
 	/* Only a phase that lasts a window or more has a window inside it,
 	 * whose mean power its own must not exceed; a shorter burst may draw
 	 * more than any window's mean (measured: 70 W bwd of 95 ms under
 	 * 0.1 s windows that peak at 60 W, exact).  A little slack: perun
 	 * stores float32 and window edges are +-1 sample. */
-	if (mean_s >= period) {
-		if (r->lo_j / self_s > maxw * 1.01 + 1e-9)
+	if (x->mean_s >= x->period_s) {
+		if (x->lo_j / x->self_s > x->maxw_w * 1.01 + 1e-9)
 			f |= PHASE_FLAG_ABOVE_MAX;
-		else if (r->energy_j / self_s > maxw * 1.01 + 1e-9)
+		else if (x->energy_j / x->self_s > x->maxw_w * 1.01 + 1e-9)
 			f |= PHASE_FLAG_POINT_ABOVE_MAX;
 	}
 	/* Zero (or less) where every window around shows power, and the
 	 * interval does not even reach half the group's lowest over the
 	 * phase's time: a microsecond mark fitted at 0 J with an interval
 	 * up to a joule is not that. */
-	if (r->energy_j <= 0 && minw > 0 && r->hi_j < 0.5 * minw * self_s)
+	if (x->energy_j <= 0 && x->minw_w > 0 && x->hi_j < 0.5 * x->minw_w * x->self_s)
 		f |= PHASE_FLAG_ZERO_UNDER_LOAD;
 	return f;
 }
@@ -168,4 +145,19 @@ void phase_flags_text(unsigned f, char *buf, size_t cap)
 		size_t l = strlen(buf);
 		snprintf(buf + l, cap - l, "%s%s", l ? ";" : "", names[i].name);
 	}
+}
+
+void phase_flags_attrib_text(unsigned f, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (f & ATTRIB_FLAG_UNIDENTIFIABLE)
+		strncat(buf, "unidentifiable;", cap - strlen(buf) - 1);
+	if (f & ATTRIB_FLAG_AT_ZERO)
+		strncat(buf, "at-zero;", cap - strlen(buf) - 1);
+	if (f & ATTRIB_FLAG_NO_TIME)
+		strncat(buf, "no-time-in-span;", cap - strlen(buf) - 1);
+	if (f & ATTRIB_FLAG_REMAINDER)
+		strncat(buf, "remainder;", cap - strlen(buf) - 1);
+	if (buf[0])
+		buf[strlen(buf) - 1] = '\0';
 }

@@ -45,6 +45,25 @@ int phase_flags_group_glitched(const struct energy_model *m, size_t g);
 unsigned phase_flags_check(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g,
 			   double self_s, double mean_s, double *maxw_out);
 
+/* What the power checks (above-window-max, zero-power-under-load) look at:
+ * a row's self energy and interval, its exclusive and mean occurrence
+ * seconds, the highest and lowest window power around its occurrences
+ * (summed over its group's sensors; NAN: none) and the sensors' period. */
+struct phase_flag_facts {
+	double energy_j, lo_j, hi_j;
+	double self_s, mean_s;
+	double maxw_w, minw_w;
+	double period_s;
+};
+
+/* The power checks' flags of one row (phase_flags_check's rule, for a
+ * caller holding the facts without an energy_model: several rings). */
+unsigned phase_flags_judge(const struct phase_flag_facts *x);
+
+/* The attribution's own flags (ATTRIB_FLAG_*: unidentifiable, at-zero,
+ * no-time-in-span, remainder) as "a;b" into buf (replacing it). */
+void phase_flags_attrib_text(unsigned attrib_flags, char *buf, size_t cap);
+
 /* Append the flags' names ("a;b") to buf. */
 void phase_flags_text(unsigned f, char *buf, size_t cap);
 

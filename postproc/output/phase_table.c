@@ -186,21 +186,6 @@ static const char *method_name(const struct phase_group_row *r)
 	       : r->method == ATTRIB_SPLIT ? "split" : "";
 }
 
-static void flags_text(unsigned f, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	if (f & ATTRIB_FLAG_UNIDENTIFIABLE)
-		strncat(buf, "unidentifiable;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_AT_ZERO)
-		strncat(buf, "at-zero;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_NO_TIME)
-		strncat(buf, "no-time-in-span;", cap - strlen(buf) - 1);
-	if (f & ATTRIB_FLAG_REMAINDER)
-		strncat(buf, "remainder;", cap - strlen(buf) - 1);
-	if (buf[0])
-		buf[strlen(buf) - 1] = '\0';
-}
-
 /* What the sensors' impossible readings were and what replaced them
  * (sensor_glitch.h): the (total) rows include the repairs too. */
 static void phase_table_glitch_notes(FILE *tty, const struct energy_model *m)
@@ -383,7 +368,7 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 	csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
 	csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
 		   : on_primary ? method_name(r) : "off-primary");
-	flags_text(r ? r->flags : 0, fl, sizeof fl);
+	phase_flags_attrib_text(r ? r->flags : 0, fl, sizeof fl);
 	if (r && !total && !hide) {
 		unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3, &o->maxw[k * ng + g]);
 		o->pf[k * ng + g] = f;

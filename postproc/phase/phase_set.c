@@ -468,13 +468,33 @@ static int build_threads(struct phase_set *ps)
 		th->tid = ps->occ[lo].tid;
 		if (thread_timeline(ps, lo, hi, th))
 			return -1;
-		/* The primary is a host thread (device timelines: phase_set_device_of). */
-		if (th->tid != PHASE_DEVICE_TID &&
-		    (ps->thr[ps->primary].tid == PHASE_DEVICE_TID || th->phase_ns > ps->thr[ps->primary].phase_ns))
-			ps->primary = ps->nthr - 1;
 		lo = hi;
 	}
 	return 0;
+}
+
+/* More of the user's phase time, then more phase time. */
+static int busier(const struct phase_thread *a, const struct phase_thread *b)
+{
+	return a->user_ns != b->user_ns ? a->user_ns > b->user_ns : a->phase_ns > b->phase_ns;
+}
+
+/* Each thread's time in the user's phases, and the primary: a host thread
+ * (device timelines: phase_set_device_of) with the most of it.  After
+ * classify_tool: perun's own MPI calls (seconds of MPI_Init in a
+ * launcher's perun) are phase time, but not the user's. */
+static void pick_primary(struct phase_set *ps)
+{
+	for (size_t i = 0; i < ps->nthr; i++) {
+		struct phase_thread *th = &ps->thr[i];
+		th->user_ns = 0;
+		for (size_t k = 0; k < th->nseg; k++)
+			if (!phase_set_is_tool(ps, th->seg[k].phase))
+				th->user_ns += th->seg[k].t1_ns - th->seg[k].t0_ns;
+		if (th->tid != PHASE_DEVICE_TID &&
+		    (ps->thr[ps->primary].tid == PHASE_DEVICE_TID || busier(th, &ps->thr[ps->primary])))
+			ps->primary = i;
+	}
 }
 
 int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_procs *procs,
@@ -493,6 +513,7 @@ int phase_set_build(const struct ring_event *ev, size_t n, const struct ring_pro
 	close_open(&b, procs);
 	if (build_threads(ps) || classify_tool(ps, procs))
 		goto out;
+	pick_primary(ps);
 	rc = 0;
 out:
 	for (size_t k = 0; k < b.nts; k++)
@@ -529,7 +550,7 @@ long phase_set_primary_of(const struct phase_set *ps, uint32_t pid)
 	long best = -1;
 	for (size_t i = 0; i < ps->nthr; i++)
 		if (ps->thr[i].pid == pid && ps->thr[i].tid != PHASE_DEVICE_TID &&
-		    (best < 0 || ps->thr[i].phase_ns > ps->thr[best].phase_ns))
+		    (best < 0 || busier(&ps->thr[i], &ps->thr[best])))
 			best = (long)i;
 	return best;
 }

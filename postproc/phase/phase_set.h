@@ -31,7 +31,9 @@
  * the device timeline and CPU/DRAM on the host's.
  *
  * Exclusive timeline: on each thread, every instant belongs to the
- * innermost open range there.  The primary thread (most phase time) gives
+ * innermost open range there.  The primary thread (most time in the
+ * user's phases: a launcher's perun spends seconds in its own MPI_Init,
+ * which must not make it the run's primary) gives
  * the single timeline attributed against whole-machine power; other
  * threads' phases get time statistics, and with --by-process each process's
  * own primary thread gets its own attribution.
@@ -72,6 +74,7 @@ struct phase_seg {
 struct phase_thread {
 	uint32_t pid, tid;
 	uint64_t phase_ns;     /* total time inside any phase */
+	uint64_t user_ns;      /* of it, inside the user's phases (not phase_set_is_tool) */
 	struct phase_seg *seg;
 	size_t nseg;
 };
@@ -111,8 +114,8 @@ int phase_set_find(const struct phase_set *ps, const char *name);
  * over its sorted segments), or -1 where none does. */
 int phase_set_phase_at(const struct phase_thread *th, uint64_t ts);
 
-/* The primary thread of process pid (most phase time), or -1.  Never a
- * device timeline. */
+/* The primary thread of process pid (most time in the user's phases, then
+ * most phase time), or -1.  Never a device timeline. */
 long phase_set_primary_of(const struct phase_set *ps, uint32_t pid);
 
 /* The device timeline of process pid (pid 0: the one with most phase
