@@ -57,7 +57,19 @@ struct writer_thread {
 	struct anchor_ledger_lane spare;  /* counted into when the ring has no ledger */
 };
 
-static struct anchor_ring_hdr *g_hdr;
+/*
+ * Two pointers to the one header, on purpose.  g_ring is where the ring
+ * is mapped: set by ring_writer_open before writes are switched on, then
+ * never cleared and never unmapped (after a SIGBUS the guard puts
+ * anonymous memory in its place), so a writer in flight on any thread may
+ * always dereference it, as it may g_slots, g_lanes and g_headp.  g_live
+ * says whether records go there: ring_writer_disable and the SIGBUS guard
+ * clear it from any thread at any moment, so it is tested, never
+ * dereferenced (issue 23: a writer that loaded g_live->head just after
+ * another thread's guard had cleared it died of SIGSEGV).
+ */
+static struct anchor_ring_hdr *g_ring;
+static struct anchor_ring_hdr *g_live;
 static struct anchor_slot *g_slots;
 static uint64_t g_mask;
 static uint32_t g_mode;
@@ -123,17 +135,17 @@ int ring_writer_created(void)
 
 int ring_writer_attached(void)
 {
-	return __atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE) != NULL;
+	return __atomic_load_n(&g_live, __ATOMIC_ACQUIRE) != NULL;
 }
 
 const char *ring_writer_path(void)
 {
-	return g_hdr ? g_path : "";
+	return __atomic_load_n(&g_live, __ATOMIC_ACQUIRE) ? g_path : "";
 }
 
 void ring_writer_disable(void)
 {
-	__atomic_store_n(&g_hdr, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&g_live, NULL, __ATOMIC_RELEASE);
 }
 
 void ring_writer_set_stack_hook(ring_writer_stack_fn fn)
@@ -243,7 +255,7 @@ static inline void count_record(struct writer_thread *t, uint8_t kind, int neste
  * value errs towards writing, as a writer stalled after this check does
  * anyway (the check hash covers that).
  */
-static uint64_t *g_headp; /* &hdr->head, kept valid after a detach */
+static uint64_t *g_headp; /* &g_ring->head */
 
 static inline int ticket_lapped(uint64_t ticket)
 {
@@ -252,10 +264,8 @@ static inline int ticket_lapped(uint64_t ticket)
 
 static void give_up_lapped(struct writer_thread *t, int nested)
 {
-	struct anchor_ring_hdr *hdr = __atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE);
-
-	if (hdr && g_lanes)
-		__atomic_fetch_add(&hdr->lapped, 1, __ATOMIC_RELAXED);
+	if (g_lanes)
+		__atomic_fetch_add(&g_ring->lapped, 1, __ATOMIC_RELAXED);
 	if (!nested)
 		t->next = t->end;
 }
@@ -307,7 +317,7 @@ static int chunk_current(struct writer_thread *t, uint64_t now_ns)
 
 	if (now_ns - t->valid_ns <= g_stale_ns)
 		return 1;
-	head = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED);
+	head = __atomic_load_n(g_headp, __ATOMIC_RELAXED);
 	if (head - t->next > (g_mask + 1) / 2)
 		return 0;
 	t->valid_ns = now_ns;
@@ -322,20 +332,20 @@ static int chunk_current(struct writer_thread *t, uint64_t now_ns)
  */
 static int claim_discard(unsigned n, unsigned want, uint64_t *base, unsigned *took, int user)
 {
-	uint64_t cur = __atomic_load_n(&g_hdr->head, __ATOMIC_RELAXED), room;
+	uint64_t cur = __atomic_load_n(g_headp, __ATOMIC_RELAXED), room;
 	unsigned take;
 
 	do {
 		room = cur < g_mask + 1 ? g_mask + 1 - cur : 0;
 		if (room < n) {
-			__atomic_fetch_add(&g_hdr->dropped, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&g_ring->dropped, 1, __ATOMIC_RELAXED);
 			if (user && g_lanes)
-				__atomic_fetch_add(&g_hdr->dropped_user, 1, __ATOMIC_RELAXED);
+				__atomic_fetch_add(&g_ring->dropped_user, 1, __ATOMIC_RELAXED);
 			return -ENOSPC;
 		}
 		take = room < want ? (unsigned)room : want;
 		/* Relaxed: as the fetch_add below, tickets need only be unique. */
-	} while (!__atomic_compare_exchange_n(&g_hdr->head, &cur, cur + take, 1, __ATOMIC_RELAXED,
+	} while (!__atomic_compare_exchange_n(g_headp, &cur, cur + take, 1, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
 	*base = cur;
 	*took = take;
@@ -368,7 +378,7 @@ static int claim(struct writer_thread *t, unsigned n, int nested, uint64_t now_n
 	} else {
 		/* Relaxed: tickets only need to be unique; ordering of the
 		 * data is carried by each slot's commit word. */
-		base = __atomic_fetch_add(&g_hdr->head, take, __ATOMIC_RELAXED);
+		base = __atomic_fetch_add(g_headp, take, __ATOMIC_RELAXED);
 	}
 	*ticket = base;
 	if (!nested) {
@@ -491,7 +501,6 @@ static inline void publish(uint64_t ticket, const struct anchor_slot *head, cons
 static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
 		   size_t len, const uint64_t *stack, unsigned nstack)
 {
-	struct anchor_ring_hdr *hdr = __atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE);
 	struct writer_thread *t = &t_self;
 	struct anchor_slot head;
 	struct anchor_cont cont[ANCHOR_RECORD_MAX_SLOTS - 1];
@@ -499,7 +508,7 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	uint64_t ticket;
 	int saved_errno = errno, nested, rc, first;
 
-	if (!hdr)
+	if (!__atomic_load_n(&g_live, __ATOMIC_ACQUIRE))
 		return -ENODEV;
 	if (__builtin_expect(*g_genp == 0, 0))
 		ring_writer_after_fork_child(); /* forked without atfork handlers */
@@ -677,7 +686,7 @@ int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags,
 	uint64_t ips[ANCHOR_STACK_MAX];
 	int n = 0;
 
-	if (!__atomic_load_n(&g_hdr, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&g_live, __ATOMIC_ACQUIRE))
 		return -ENODEV;
 	if (!g_stack_fn && len <= ANCHOR_NAME_INLINE)
 		return event_one_slot(kind, name, len, flags, value);
@@ -843,7 +852,7 @@ static void bus_guard(int sig, siginfo_t *si, void *uc)
 
 	if (base && si && si->si_code > 0 && (char *)si->si_addr >= base &&
 	    (char *)si->si_addr < base + g_map_len) {
-		__atomic_store_n(&g_hdr, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&g_live, NULL, __ATOMIC_RELEASE);
 		if (mmap(base, g_map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 			 0) != MAP_FAILED) {
 			if (!__atomic_exchange_n(&g_lost_said, 1, __ATOMIC_RELAXED))
@@ -1214,6 +1223,10 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 
 	if (!o->path || !o->path[0] || strlen(o->path) >= sizeof g_path)
 		return fail(err, errlen, -EINVAL, "bad ring path", o->path ? o->path : "(null)");
+	/* One mapping per process for its whole life: writers in flight on
+	 * other threads hold g_slots and g_mask (see g_ring). */
+	if (__atomic_load_n(&g_ring, __ATOMIC_ACQUIRE))
+		return fail(err, errlen, -EALREADY, "this process has a ring mapped already", o->path);
 	g_created = 0;
 	/* Attach first (every process but the first finds the ring); else
 	 * create and publish; if another process published first, attach
@@ -1246,13 +1259,16 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
 	g_lanes = (hdr->feat_mask & ANCHOR_FEAT_LEDGER) ? hdr->lanes : NULL;
 	g_headp = &hdr->head;
+	g_ring = hdr;
 	g_pid = (uint32_t)getpid();
 	g_map_len = len;
 	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);
 	install_bus_guard();
 	/* Callers write PROC_START then an explicit SYNC; no lazy one before. */
 	g_last_sync_ns = ring_writer_now_ns();
-	__atomic_store_n(&g_hdr, hdr, __ATOMIC_RELEASE);
+	/* Release: every pointer above before writers may use them; pairs
+	 * with the acquire loads of g_live in emit_at and ring_writer_event. */
+	__atomic_store_n(&g_live, hdr, __ATOMIC_RELEASE);
 	if (!atfork_done) {
 		atfork_done = 1;
 		pthread_atfork(NULL, NULL, after_fork_child_handler);

@@ -445,8 +445,12 @@ void anchor_sensors_start(void)
 	snprintf(g_nvml_lib, sizeof g_nvml_lib, "%s", lib && *lib ? lib : "libnvidia-ml.so.1");
 	snprintf(owner, sizeof owner, "%ld %s", (long)getpid(), ring_writer_path());
 	setenv("ANCHOR_SENSORS_OWNER", owner, 1);
-	/* The thread takes no signal meant for the host. */
+	/* The thread takes no signal meant for the host.  Except SIGBUS: the
+	 * ring's guard must catch the fault of a SENSOR record written into a
+	 * truncated ring, and the kernel kills the whole process for a
+	 * synchronous fault on a thread that blocks it (issue 23). */
 	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

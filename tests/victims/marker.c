@@ -29,6 +29,14 @@
  *   marker rawbus [OWNFILE]       install a SIGBUS handler with a raw
  *                                 rt_sigaction, mark, then truncate the
  *                                 ring and mark on (or fault on OWNFILE)
+ *   marker busy N FORKS EXE       N threads mark until the parent has
+ *                                 forked FORKS children one after another
+ *                                 (each marks 500 times from 3 threads,
+ *                                 exits with status 3 + i % 5; every 4th
+ *                                 execs EXE threads 2 500); prints what the
+ *                                 children returned.  The host that
+ *                                 t_host_truncated_slow truncates the
+ *                                 ring under at a random moment.
  * Streams the tests check print "stream NAME COUNT" on stdout.
  */
 #include <pthread.h>
@@ -279,6 +287,64 @@ static int run_rawbus(const char *own)
 	return 0;
 }
 
+static int g_busy_stop;
+
+static void *busy_thread(void *arg)
+{
+	long i = 0;
+	(void)arg;
+	while (!__atomic_load_n(&g_busy_stop, __ATOMIC_RELAXED))
+		anchor_mark_value("busy", i++);
+	return NULL;
+}
+
+static void *busy_child_thread(void *arg)
+{
+	for (long i = 0; i < 500; i++)
+		anchor_mark_value((const char *)arg, i);
+	return NULL;
+}
+
+static int run_busy(int n, int forks, const char *exe)
+{
+	pthread_t th[64], ct[2];
+	int ok = 0, wrong = 0;
+
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, busy_thread, NULL);
+	for (int i = 0; i < forks; i++) {
+		pid_t pid = fork();
+		int st, want = i % 4 == 3 ? 0 : 3 + i % 5;
+		if (pid == 0) {
+			if (i % 4 == 3) {
+				execl(exe, exe, "threads", "2", "500", (char *)NULL);
+				_exit(127);
+			}
+			pthread_create(&ct[0], NULL, busy_child_thread, "c0");
+			pthread_create(&ct[1], NULL, busy_child_thread, "c1");
+			busy_child_thread("cm");
+			pthread_join(ct[0], NULL);
+			pthread_join(ct[1], NULL);
+			exit(want);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != want) {
+			wrong++;
+			fprintf(stderr, "busy: child %d: %s %d (wanted exit %d)\n", i,
+				pid > 0 && WIFSIGNALED(st) ? "killed by signal" : "exit status",
+				pid > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), want);
+		} else {
+			ok++;
+		}
+	}
+	__atomic_store_n(&g_busy_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	printf("children as expected %d of %d\n", ok, forks);
+	return wrong ? 1 : 0;
+}
+
 static volatile long g_dl_sigs;
 
 static void on_dl_alarm(int sig)
@@ -337,6 +403,8 @@ int main(int argc, char **argv)
 		g_count = atol(argv[3]);
 		return run_forks(atoi(argv[2]), argv[4]);
 	}
+	if (argc >= 5 && !strcmp(argv[1], "busy"))
+		return run_busy(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc >= 4 && !strcmp(argv[1], "dlsig"))
 		return run_dlsig(atof(argv[2]), argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "stale"))
