@@ -25,17 +25,25 @@
  *                               crash = torn record, never surfaced)
  *   anything else               empty, abandoned, or from an older lap
  * A record of n slots has tickets t..t+n-1: the head at t, continuations at
- * t+1..t+n-1.  The writer stores BUSY into the head first, then writes the
- * continuations, then the head payload, then commits the head last.
+ * t+1..t+n-1.  The writer takes each slot, head first, with one
+ * compare-and-swap of its commit word from an older lap's word to its
+ * BUSY word, then writes the continuations, then the head payload, then
+ * commits the head last.  A slot is written only by the writer whose swap
+ * put BUSY there, until it commits, so a writer stalled for any number of
+ * laps never writes over a newer record: finding a newer ticket's word it
+ * gives its record up (counted in hdr->lapped), finding an older ticket
+ * still BUSY (a writer stalled or killed mid-record) it leaves the slot
+ * to that writer and moves its record to the next ticket.  Overwrite mode
+ * therefore loses only a thread's oldest records.  (Before issue 23 the
+ * BUSY word was a plain store after a look at head, and a writer stalled
+ * right after that look could destroy a newer record.)
  *
  * Check word.  `check` hashes the ticket and every payload byte of the head
- * and its continuations (check field itself taken as 0).  It rejects the one
- * race the commit word cannot: a writer stalled for a whole lap of the ring
- * writing into a slot that a newer writer reuses (SQLite's WAL rejects torn
- * frames the same way).  Such a writer looks at head first and, finding
- * it more than a lap past its ticket, gives its record up (counted in
- * hdr->lapped); the hash covers the few instructions between that look
- * and its first store.
+ * and its continuations (check field itself taken as 0).  Readers surface
+ * only records whose hash matches: it rejects a payload mixed from two
+ * writes, which the slot ownership above rules out for these writers but
+ * not for a ring damaged on disk or written by an older writer (SQLite's
+ * WAL rejects torn frames the same way).
  *
  * Records (kind in the head):
  *   PROC_START  value = ppid; name = executable basename; continuations carry

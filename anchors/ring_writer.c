@@ -94,9 +94,11 @@ static uint64_t g_stale_ns = UINT64_MAX;
 /* The ledger lanes (ring_format.h), NULL when the ring has none. */
 static struct anchor_ledger_lane *g_lanes;
 #ifdef ANCHOR_TEST_HOOKS
-/* Tests only (tests/victims/lapped.c): called between taking a ticket
- * and writing it, to stall a writer there for a whole lap. */
-void (*ring_writer_test_hook)(uint64_t ticket);
+/* Tests only (tests/victims/lapped.c): called after taking a ticket
+ * (RING_HOOK_TICKET) and after taking its slot (RING_HOOK_OWNED), to
+ * stall a writer there for whole laps. */
+enum { RING_HOOK_TICKET, RING_HOOK_OWNED };
+void (*ring_writer_test_hook)(uint64_t ticket, int stage);
 #endif
 static int g_created; /* this process created the ring it attached */
 /* The whole mapping, for the SIGBUS guard (kept after a detach). */
@@ -243,23 +245,48 @@ static inline void count_record(struct writer_thread *t, uint8_t kind, int neste
 	}
 }
 
-/*
- * A writer stalled between taking its ticket and writing it (preempted,
- * stopped) for a whole lap would write over a newer record that owns the
- * slot now.  head says so: once head is more than a lap past the ticket,
- * the ticket is older than anything the ring keeps, and its record is
- * given up (overwritten, counted in `lapped`) and the chunk abandoned.
- * head, not the slot's commit word: its line is hot (this thread's own
- * claims), where the slot's line is cold on a fresh ring and a load
- * there would stall the mark path.  Relaxed: head only grows; a stale
- * value errs towards writing, as a writer stalled after this check does
- * anyway (the check hash covers that).
- */
 static uint64_t *g_headp; /* &g_ring->head */
 
-static inline int ticket_lapped(uint64_t ticket)
+/*
+ * Slot ownership (ring_format.h, "Commit word").  Ticket t's slot is
+ * reused by ticket t + nslots one lap later, and a writer can be stalled
+ * (preempted, stopped, its vCPU descheduled) between any two of its
+ * instructions for any number of laps.  A plain store of BUSY let such a
+ * writer, resuming after the others had lapped it, write over a newer
+ * committed record: in an 8 x 8 overwrite storm, a thread's record N
+ * vanished between N-1 and N+1 (issue 23).  No check of head before the
+ * store can close that window, since the stall may come right after the
+ * check.  So a writer takes each slot with one compare-and-swap of the
+ * commit word from what an older lap left there to its BUSY word, and a
+ * slot is written only by the writer whose swap put BUSY in it, until
+ * that writer commits:
+ *   - the slot holds a newer ticket's word: this ticket was lapped, its
+ *     record is given up (counted in `lapped`, part of overwritten);
+ *   - the slot is BUSY with an older ticket: its writer is stalled
+ *     mid-record (or was killed there) and may still store into it, so
+ *     the slot stays its own and this record takes the next ticket (a
+ *     ticket with no record, which the reader skips as an older lap);
+ *   - otherwise (empty, committed, abandoned: older laps) the swap.
+ * The swap is the one atomic the mark path pays per record (price and
+ * alternatives measured in BENCHMARKS.md).  Its expected value is the
+ * common case, the previous lap's record head at this ticket, so a warm
+ * ring pays one instruction; a miss returns what is there.  Relaxed: the
+ * release fence after it orders the payload (see publish).
+ */
+enum slot_take { SLOT_TAKEN, SLOT_HELD, SLOT_NEWER };
+
+static inline enum slot_take slot_take(uint64_t *commit, uint64_t ticket, uint64_t busy_word)
 {
-	return __atomic_load_n(g_headp, __ATOMIC_RELAXED) - ticket > g_mask + 1;
+	uint64_t c = ticket > g_mask ? ticket - g_mask : 0; /* (ticket - nslots) + 1 */
+
+	for (;;) {
+		if (__atomic_compare_exchange_n(commit, &c, busy_word, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return SLOT_TAKEN;
+		if ((c & ANCHOR_SLOT_TICKET_MASK) > ticket) /* holder's ticket + 1 > ticket */
+			return SLOT_NEWER;
+		if (c & ANCHOR_SLOT_BUSY)
+			return SLOT_HELD;
+	}
 }
 
 static void give_up_lapped(struct writer_thread *t, int nested)
@@ -472,21 +499,34 @@ static inline uint64_t record_check(uint64_t ticket, const struct anchor_slot *h
 	return anchor_check_fold(h);
 }
 
-/* Stores the record into its slots: head BUSY, each continuation BUSY,
- * payload, committed, then the head's payload and commit. */
+/* Takes the record's slots (slot_take), head first: SLOT_TAKEN, or what
+ * stopped it, with the slots it had taken emptied again (0: an older lap
+ * for every other writer and the reader). */
+static inline enum slot_take take_slots(uint64_t ticket, unsigned ncont)
+{
+	enum slot_take r = slot_take(&slot_at(ticket)->commit, ticket, (ticket + 1) | ANCHOR_SLOT_BUSY);
+
+	for (unsigned i = 0; i < ncont && r == SLOT_TAKEN; i++) {
+		r = slot_take(&slot_at(ticket + 1 + i)->commit, ticket + 1 + i, (ticket + 2 + i) | ANCHOR_SLOT_BUSY);
+		if (r != SLOT_TAKEN)
+			for (unsigned k = 0; k <= i; k++)
+				__atomic_store_n(&slot_at(ticket + k)->commit, 0, __ATOMIC_RELAXED);
+	}
+	return r;
+}
+
+/* Stores the record into the slots take_slots gave it: each
+ * continuation's payload and commit, then the head's payload and commit. */
 static inline void publish(uint64_t ticket, const struct anchor_slot *head, const struct anchor_cont *cont,
 			   unsigned ncont)
 {
 	struct anchor_slot *dst = slot_at(ticket);
-	__atomic_store_n(&dst->commit, (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
-	/* Release fence: the BUSY mark is ordered before every payload
+	/* Release fence: the BUSY words are ordered before every payload
 	 * store below; pairs with the acquire fence a live reader takes
 	 * after loading commit (ring_reader.c, slot_load). */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	for (unsigned i = 0; i < ncont; i++) {
 		struct anchor_cont *c = (struct anchor_cont *)(void *)slot_at(ticket + 1 + i);
-		__atomic_store_n(&c->commit, (ticket + 2 + i) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE); /* pairs as above */
 		store_words((uint64_t *)(void *)c->data, (const uint64_t *)(const void *)cont[i].data, 7);
 		/* Store-release: payload before commit; pairs with the
 		 * reader's load-acquire of this commit word. */
@@ -498,15 +538,32 @@ static inline void publish(uint64_t ticket, const struct anchor_slot *head, cons
 	__atomic_store_n(&dst->commit, ticket + 1, __ATOMIC_RELEASE);
 }
 
-static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
-		   size_t len, const uint64_t *stack, unsigned nstack)
+/* Count the record again under a new ticket (the count itself is
+ * already in): a kill -9 then finds the ticket the record went to. */
+static inline void recount_record(struct writer_thread *t, uint8_t kind, int nested, uint64_t ticket)
+{
+	uint64_t *pair = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
+
+	if (!nested && t->owned)
+		count_pair(pair, __atomic_load_n(pair, __ATOMIC_RELAXED), ticket);
+}
+
+/* A record moves past at most this many tickets whose slots stalled (or
+ * killed) writers hold before it is given up as lapped: each such slot
+ * is one writer stopped mid-record, so more than a few in a row means
+ * the ring is tiny and its writers are descheduled. */
+#define TAKE_TRIES 8
+
+static int emit_record(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
+		       size_t len, const uint64_t *stack, unsigned nstack, int counted)
 {
 	struct writer_thread *t = &t_self;
 	struct anchor_slot head;
 	struct anchor_cont cont[ANCHOR_RECORD_MAX_SLOTS - 1];
 	unsigned ncont;
 	uint64_t ticket;
-	int saved_errno = errno, nested, rc, first;
+	enum slot_take took = SLOT_HELD;
+	int saved_errno = errno, nested, rc = 0, first;
 
 	if (!__atomic_load_n(&g_live, __ATOMIC_ACQUIRE))
 		return -ENODEV;
@@ -525,18 +582,29 @@ static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, 
 	head.tid = t->tid;
 	ncont = build_record(&head, cont, kind, flags, value, text, len, stack, nstack);
 
-	rc = claim(t, 1 + ncont, nested, ts_ns, &ticket, kind);
-	if (rc)
-		goto out;
+	for (int try = 0; took == SLOT_HELD && try < TAKE_TRIES; try++) {
+		rc = claim(t, 1 + ncont, nested, ts_ns, &ticket, kind);
+		if (rc)
+			goto out;
 #ifdef ANCHOR_TEST_HOOKS
-	if (ring_writer_test_hook && !nested)
-		ring_writer_test_hook(ticket);
+		if (ring_writer_test_hook && !nested)
+			ring_writer_test_hook(ticket, RING_HOOK_TICKET);
 #endif
-	count_record(t, kind, nested, ticket);
-	if (ticket_lapped(ticket)) { /* the head slot is the record's oldest */
+		/* The count goes in before the first store to the slots. */
+		if (counted++)
+			recount_record(t, kind, nested, ticket);
+		else
+			count_record(t, kind, nested, ticket);
+		took = take_slots(ticket, ncont);
+	}
+	if (took != SLOT_TAKEN) {
 		give_up_lapped(t, nested);
 		goto out;
 	}
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook && !nested)
+		ring_writer_test_hook(ticket, RING_HOOK_OWNED);
+#endif
 	head.check = record_check(ticket, &head, cont, ncont);
 	publish(ticket, &head, cont, ncont);
 
@@ -551,6 +619,12 @@ out:
 		ring_writer_sync();
 	errno = saved_errno;
 	return rc;
+}
+
+static int emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t value, const char *text,
+		   size_t len, const uint64_t *stack, unsigned nstack)
+{
+	return emit_record(ts_ns, kind, flags, value, text, len, stack, nstack, 0);
 }
 
 int ring_writer_emit(uint8_t kind, uint8_t flags, uint64_t value, const char *text, size_t len,
@@ -633,7 +707,7 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	ticket = t->next++;
 #ifdef ANCHOR_TEST_HOOKS
 	if (ring_writer_test_hook)
-		ring_writer_test_hook(ticket);
+		ring_writer_test_hook(ticket, RING_HOOK_TICKET);
 #endif
 	w1 = ts_ns;
 	w2 = (uint64_t)g_pid | ((uint64_t)t->tid << 32);
@@ -654,15 +728,25 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	dst = (uint64_t *)(void *)slot_at(ticket);
 	cnt = kind_is_user(kind) ? &t->lane->user : &t->lane->other;
 	count_pair(cnt, __atomic_load_n(cnt, __ATOMIC_RELAXED) + 1, ticket); /* count_record */
-	if (__builtin_expect(ticket_lapped(ticket), 0)) {
+	switch (slot_take(&dst[0], ticket, (ticket + 1) | ANCHOR_SLOT_BUSY)) {
+	case SLOT_TAKEN:
+		break;
+	case SLOT_NEWER:
 		give_up_lapped(t, 0);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
 		return 0;
+	case SLOT_HELD: /* rare: emit_record takes the next ticket */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->in_write = 0;
+		return emit_record(ts_ns, kind, flags, value, name, len, NULL, 0, 1);
 	}
-	__atomic_store_n(&dst[0], (ticket + 1) | ANCHOR_SLOT_BUSY, __ATOMIC_RELAXED);
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook)
+		ring_writer_test_hook(ticket, RING_HOOK_OWNED);
+#endif
 	/* Release fence: BUSY before the payload; pairs with the acquire in
-	 * ring_reader.c (see emit_at). */
+	 * ring_reader.c (see publish). */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&dst[1], w1, __ATOMIC_RELAXED);
 	__atomic_store_n(&dst[2], w2, __ATOMIC_RELAXED);

@@ -1,14 +1,23 @@
 /*
  * lapped.c - a writer stalled for whole laps of the ring, made to happen
- * (issue 15): ring_writer.c built with ANCHOR_TEST_HOOKS calls a hook
- * between taking a ticket and writing it.  Thread A marks, then stalls in
- * that hook on its next mark (one slot: the mark fast path) while thread
- * B laps a 1024-slot ring one and a half times; then again on a mark with a long
- * name (continuation slots: emit_at).  Without the lap check, A's late
- * write lands on the slot that B's newest record owns and B's stream has
- * a gap; with it, A gives the record up and counts it (lapped).
+ * (issues 15 and 23): ring_writer.c built with ANCHOR_TEST_HOOKS calls a
+ * hook after a writer took its ticket and again after it took the
+ * ticket's slot.  Thread A marks, then stalls in the hook on its next
+ * mark (one slot: the mark fast path) while thread B laps a 1024-slot
+ * ring one and a half times; then again on a mark with a long name
+ * (continuation slots: emit_record).
  *
- *   lapped RING     prints "stream NAME COUNT" lines for ring_check account
+ *   lapped RING ticket   stall after the ticket: B takes the slot first,
+ *                        A finds B's newer record there and gives its own
+ *                        up (counted: lapped)
+ *   lapped RING owned    stall after A took the slot (BUSY): B must leave
+ *                        it to A and write its records beside it; A then
+ *                        commits a record of an old lap (counted: lost
+ *                        as overwritten).  A writer that stored over
+ *                        whatever the slot held (before issue 23) wrote
+ *                        into one of B's newest records here: a gap
+ *
+ * Prints "stream NAME COUNT" lines for ring_check account.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -18,7 +27,7 @@
 
 #include "ring_writer.h"
 
-extern void (*ring_writer_test_hook)(uint64_t ticket);
+extern void (*ring_writer_test_hook)(uint64_t ticket, int stage);
 
 #define LAP_MARKS 1536 /* 1.5 laps: the slot of the stalled ticket holds one of B's newest */
 #define LONG_NAME "tA_long_name_over_24_bytes"
@@ -27,10 +36,12 @@ static sem_t g_stalled, g_go;
 static pthread_t g_a;
 static int g_armed;
 
-static void stall(uint64_t ticket)
+static int g_stage; /* ring_writer.c: 0 after the ticket, 1 after the slot */
+
+static void stall(uint64_t ticket, int stage)
 {
 	(void)ticket;
-	if (!__atomic_load_n(&g_armed, __ATOMIC_ACQUIRE) || !pthread_equal(pthread_self(), g_a))
+	if (stage != g_stage || !__atomic_load_n(&g_armed, __ATOMIC_ACQUIRE) || !pthread_equal(pthread_self(), g_a))
 		return;
 	__atomic_store_n(&g_armed, 0, __ATOMIC_RELEASE);
 	sem_post(&g_stalled);
@@ -65,6 +76,7 @@ int main(int argc, char **argv)
 	char err[512];
 	uint64_t b = 0;
 
+	g_stage = argc > 2 && !strcmp(argv[2], "owned");
 	if (ring_writer_open(&o, err, sizeof err)) {
 		fprintf(stderr, "lapped: %s\n", err);
 		return 2;

@@ -29,6 +29,19 @@
  *   marker rawbus [OWNFILE]       install a SIGBUS handler with a raw
  *                                 rt_sigaction, mark, then truncate the
  *                                 ring and mark on (or fault on OWNFILE)
+ *   marker storm SECONDS N TAG [CTL]
+ *                                 N threads "TAG.t<i>" mark value=seq for
+ *                                 SECONDS, then print their streams (run
+ *                                 several at once on one ring: the
+ *                                 overwrite storm of t_ring_lapstorm).
+ *                                 CTL (a file of int64 req, go, arrived,
+ *                                 gone, shared by all writers): when req
+ *                                 grows, each thread, within 256 marks,
+ *                                 adds one to arrived and waits until go
+ *                                 reaches req (a finished thread adds
+ *                                 one to gone), so the test can
+ *                                 copy a ring whose last lap every
+ *                                 thread wrote up to the same moment
  *   marker busy N FORKS EXE       N threads mark until the parent has
  *                                 forked FORKS children one after another
  *                                 (each marks 500 times from 3 threads,
@@ -287,6 +300,81 @@ static int run_rawbus(const char *own)
 	return 0;
 }
 
+struct storm_thread {
+	pthread_t th;
+	char name[24];
+	double secs;
+	long count;
+};
+
+static int64_t *g_storm_ctl; /* req, go, arrived, gone (see the usage above) */
+
+/* A pause the test asked for: arrive, wait until it lets us go on. */
+static void storm_pause(int64_t *seen)
+{
+	int64_t req = __atomic_load_n(&g_storm_ctl[0], __ATOMIC_ACQUIRE);
+	struct timespec ms = {0, 1000000};
+
+	if (req <= *seen)
+		return;
+	*seen = req;
+	__atomic_fetch_add(&g_storm_ctl[2], 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&g_storm_ctl[1], __ATOMIC_ACQUIRE) < req)
+		nanosleep(&ms, NULL);
+}
+
+static void *storm_thread_main(void *arg)
+{
+	struct storm_thread *st = arg;
+	struct timespec t0, t;
+	int64_t seen = 0;
+	long i = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		/* The clock every 256 marks: the loop is the marks. */
+		for (int k = 0; k < 256; k++)
+			anchor_mark_value(st->name, i++);
+		if (g_storm_ctl)
+			storm_pause(&seen);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >= st->secs)
+			break;
+	}
+	st->count = i;
+	/* Gone: later pauses do not wait for this thread. */
+	if (g_storm_ctl)
+		__atomic_fetch_add(&g_storm_ctl[3], 1, __ATOMIC_ACQ_REL);
+	return NULL;
+}
+
+static int run_storm(double secs, int n, const char *tag, const char *ctl)
+{
+	static struct storm_thread th[64];
+
+	if (n > 64)
+		n = 64;
+	if (ctl) {
+		int fd = open(ctl, O_RDWR);
+		void *m = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			perror(ctl);
+			return 2;
+		}
+		g_storm_ctl = m;
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(th[i].name, sizeof th[i].name, "%.12s.t%u", tag, (unsigned)i & 63);
+		th[i].secs = secs;
+		pthread_create(&th[i].th, NULL, storm_thread_main, &th[i]);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i].th, NULL);
+	for (int i = 0; i < n; i++)
+		printf("stream %s %ld\n", th[i].name, th[i].count);
+	return 0;
+}
+
 static int g_busy_stop;
 
 static void *busy_thread(void *arg)
@@ -403,6 +491,8 @@ int main(int argc, char **argv)
 		g_count = atol(argv[3]);
 		return run_forks(atoi(argv[2]), argv[4]);
 	}
+	if (argc >= 5 && !strcmp(argv[1], "storm"))
+		return run_storm(atof(argv[2]), atoi(argv[3]), argv[4], argc >= 6 ? argv[5] : NULL);
 	if (argc >= 5 && !strcmp(argv[1], "busy"))
 		return run_busy(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc >= 4 && !strcmp(argv[1], "dlsig"))

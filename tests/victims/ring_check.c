@@ -16,6 +16,12 @@
  *                               counted exactly the marks the test wrote
  *                               (+ in-flight marks of killed writers),
  *                               and a ring that never wrapped lost none
+ *   ring_check window RING      every (pid, name) stream of marks with a
+ *                               value: the values read are one contiguous
+ *                               run (a ring copied while its writers were
+ *                               stopped: whatever the window holds of a
+ *                               thread must have no hole; only the oldest
+ *                               may be lost, and the newest in flight)
  *   ring_check loop RING LAST   "loop" marks: a contiguous run of values
  *                               that ends at LAST or LAST+1 (and starts at
  *                               0 unless the ring wrapped); no gaps
@@ -70,6 +76,51 @@ static int check_seqs(struct ring_file *rf)
 	       rf->stats.torn, rf->stats.bad_check);
 	free(keys);
 	return 0;
+}
+
+static int check_window(struct ring_file *rf)
+{
+	struct key *keys = NULL;
+	size_t nkeys = 0, k;
+	uint64_t n = 0;
+	int bad = 0;
+
+	for (size_t i = 0; i < rf->nev && !bad; i++) {
+		const struct ring_event *e = &rf->ev[i];
+		if (e->kind != ANCHOR_KIND_MARK || !(e->flags & ANCHOR_FLAG_VALUE))
+			continue;
+		for (k = 0; k < nkeys; k++)
+			if (keys[k].pid == e->pid && !strcmp(keys[k].name, e->text))
+				break;
+		if (k == nkeys) {
+			struct key *nk = realloc(keys, (nkeys + 1) * sizeof *keys);
+			if (!nk) {
+				printf("FAIL out of memory\n");
+				bad = 1;
+				break;
+			}
+			keys = nk;
+			memset(&keys[nkeys], 0, sizeof *keys);
+			keys[nkeys].pid = e->pid;
+			snprintf(keys[nkeys].name, sizeof keys[nkeys].name, "%s", e->text);
+			keys[nkeys].next = (int64_t)e->value;
+			nkeys++;
+		}
+		if ((int64_t)e->value != keys[k].next) {
+			printf("FAIL pid %u %s: %" PRId64 " after %" PRId64 " (a hole newer than the oldest record kept)\n",
+			       e->pid, e->text, (int64_t)e->value, keys[k].next - 1);
+			bad = 1;
+		}
+		keys[k].next = (int64_t)e->value + 1;
+		keys[k].count++;
+		n++;
+	}
+	if (!bad)
+		printf("ok window: %zu streams, %" PRIu64 " marks, each one contiguous run (torn %" PRIu64
+		       ", bad_check %" PRIu64 ")\n",
+		       nkeys, n, rf->stats.torn, rf->stats.bad_check);
+	free(keys);
+	return bad;
 }
 
 static int check_loop(struct ring_file *rf, int64_t last)
@@ -356,6 +407,8 @@ int main(int argc, char **argv)
 		rc = check_seqs(&rf);
 	else if (!strcmp(argv[1], "stacks") && argc >= 4)
 		rc = check_stacks(&rf, strtoull(argv[3], NULL, 16));
+	else if (!strcmp(argv[1], "window"))
+		rc = check_window(&rf);
 	else if (!strcmp(argv[1], "account"))
 		rc = check_account(&rf);
 	else if (!strcmp(argv[1], "loop") && argc >= 4)
