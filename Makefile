@@ -38,8 +38,11 @@ CFLAGS_LIB := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -DANCHOR_TLS_INITIAL_EX
 # "anchors/ring_reader.h"), so a crossing shows in the include line.
 CFLAGS_POST := $(CFLAGS_BASE) -I. -Ipostproc $(PKG_CFLAGS)
 
-LIB_SRC := $(wildcard preload/*.c) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c
-POST_SRC := $(wildcard postproc/*/*.c) $(filter-out anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c,$(wildcard anchors/*.c))
+# anchors/ holds both sides of the ring: what the writers compile in
+# (libanchor.so and the Python module) and what the reader needs.
+WRITER_SRC := anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c anchors/ring_env.c
+LIB_SRC := $(wildcard preload/*.c) $(WRITER_SRC)
+POST_SRC := $(wildcard postproc/*/*.c) $(filter-out $(WRITER_SRC),$(wildcard anchors/*.c))
 LIB_OBJ := $(patsubst %.c,$(B)/lib/%.o,$(LIB_SRC))
 POST_OBJ := $(patsubst %.c,$(B)/post/%.o,$(POST_SRC))
 HDRS := $(wildcard anchors/*.h preload/*.h postproc/*/*.h)
@@ -131,7 +134,7 @@ PY_PKG_FILES := $(wildcard python_hooks/anchor/*.py python_hooks/anchor/*.pyi py
 # TLS descriptors: the module is dlopen'ed, so without them every access to
 # the writer's thread chunk is a __tls_get_addr call (5 per record).
 PY_TLS := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
-$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) anchors/ring_writer.c anchors/ring_path.c anchors/ring_procstart.c $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py
+$(B)/python/anchor/_anchor$(PY_EXT_SUFFIX): $(PY_SRC) $(wildcard python_hooks/src/*.h) $(WRITER_SRC) $(HDRS) $(PY_PKG_FILES) python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py
 	@mkdir -p $(dir $@)
 	cp $(PY_PKG_FILES) $(dir $@)
 	cp python_hooks/site/sitecustomize.py python_hooks/site/_anchor_autostart.py $(B)/python/

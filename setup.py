@@ -75,7 +75,8 @@ setup(
             depends=sorted(glob.glob("python_hooks/src/*.h")) + [
                 "anchors/ring_writer.c", "anchors/ring_writer.h", "anchors/ring_format.h",
                 "anchors/ring_path.c", "anchors/ring_path.h", "anchors/ring_procstart.c",
-                "anchors/ring_procstart.h", "anchors/ring_rank.h", "preload/anchor_version.h"],
+                "anchors/ring_procstart.h", "anchors/ring_rank.h", "anchors/ring_env.c", "anchors/ring_env.h",
+                "preload/anchor_version.h"],
         )
     ],
     options={"build": {"build_base": PIP_BUILD}, "egg_info": {"egg_base": PIP_BUILD}},

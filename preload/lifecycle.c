@@ -16,11 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-#include "ring_path.h"
+#include "ring_env.h"
 #include "ring_procstart.h"
 #include "ring_writer.h"
 
@@ -42,12 +41,6 @@ static void resolve_exits(void)
 void *anchor_next_sym(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
-}
-
-static int env_true(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
 }
 
 void anchor_record_exit(int status_or_sig, int is_signal, int known)
@@ -155,7 +148,7 @@ static void python_auto_path(void)
 	char *lib, *slash, dir[4096], probe[4200];
 	const char *old;
 
-	if (!getenv("ANCHOR_AUTO") && !getenv("ANCHOR_SYNC_PULSE") && !dlsym(RTLD_DEFAULT, "Py_BytesMain") &&
+	if (!ring_env_get(RING_ENV_AUTO) && !ring_env_get(RING_ENV_SYNC_PULSE) && !dlsym(RTLD_DEFAULT, "Py_BytesMain") &&
 	    !dlsym(RTLD_DEFAULT, "Py_Main"))
 		return;
 	if (!dladdr((void *)python_auto_path, &info) || !info.dli_fname)
@@ -196,66 +189,29 @@ static void python_auto_path(void)
 
 /* ---- constructor ------------------------------------------------------- */
 
-/* Absolute: the path is exported as ANCHOR_FILE, and a child that starts
- * in another directory (subprocess cwd=, a launcher that chdir's) must
- * append to this ring, not create its own beside it. */
-static void default_path(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	char stamp[32], cwd[3072];
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	if (!getcwd(cwd, sizeof cwd))
-		strcpy(cwd, ".");
-	snprintf(out, cap, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
-}
-
 __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char **envp)
 {
-	struct ring_writer_opts o = {0};
+	struct ring_writer_opts o;
 	char path[4096], err[512];
-	const char *file, *size;
-	int saved = errno, rc;
+	const char *note;
+	int saved = errno, rc, named;
 
 	(void)envp;
 	resolve_exits();
-	anchor_debug = env_true("ANCHOR_DEBUG");
-	if (env_true("ANCHOR_DISABLE")) {
+	ring_env_init();
+	anchor_debug = ring_env_true(RING_ENV_DEBUG);
+	if (ring_env_true(RING_ENV_DISABLE)) {
 		if (anchor_debug)
 			anchor_log("ANCHOR_DISABLE is set; not recording", NULL);
 		goto out;
 	}
-	file = getenv("ANCHOR_FILE");
-	if (file && *file && strchr(file, '%')) {
-		/* A template (%r, %h, %p): one ring per rank; children keep the
-		 * template and expand it the same way. */
-		if (anchor_expand_path(file, path, sizeof path)) {
-			anchor_disable_once("ANCHOR_FILE expands to a path too long: ", file);
-			goto out;
-		}
-		o.path = path;
-	} else if (file && *file) {
-		o.path = file;
-	} else {
-		default_path(path, sizeof path);
-		o.path = path;
+	named = ring_env_ring(&o, path, sizeof path, err, sizeof err, &note);
+	if (named < 0) {
+		anchor_disable_once(err, NULL);
+		goto out;
 	}
-	size = getenv("ANCHOR_RING_SIZE");
-	if (size) {
-		const char *why;
-		int prc = anchor_parse_ring_size(size, &o.size_bytes, &why);
-		if (prc < 0) {
-			char msg[160];
-			snprintf(msg, sizeof msg, "ANCHOR_RING_SIZE=%.64s %s", size, why);
-			anchor_disable_once(msg, NULL);
-			goto out;
-		}
-		if (prc > 0)
-			anchor_log("ANCHOR_RING_SIZE=", size, " ", why, NULL);
-	}
-	if (getenv("ANCHOR_RING_MODE") && !strcmp(getenv("ANCHOR_RING_MODE"), "discard"))
-		o.mode = ANCHOR_RING_MODE_DISCARD;
+	if (note)
+		anchor_log("ANCHOR_RING_SIZE=", ring_env_get(RING_ENV_RING_SIZE), " ", note, NULL);
 	rc = ring_writer_open(&o, err, sizeof err);
 	if (rc) {
 		anchor_disable_once(err, NULL);
@@ -266,21 +222,22 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 	if (ring_writer_created() && o.size_bytes >= (1ull << 30)) {
 		char gib[24];
 		anchor_fmt_kv(gib, "", (unsigned)(o.size_bytes >> 30));
-		anchor_log(o.path, ": new ring preallocates ", gib, " GiB (ANCHOR_RING_SIZE=", size, ")", NULL);
+		anchor_log(o.path, ": new ring preallocates ", gib, " GiB (ANCHOR_RING_SIZE=",
+			   ring_env_get(RING_ENV_RING_SIZE), ")", NULL);
 	}
 	/* Children (exec'd or forked) append to the same ring. */
-	if (!file || !*file)
-		setenv("ANCHOR_FILE", o.path, 1);
+	if (named == 1)
+		ring_env_export(RING_ENV_FILE, o.path);
 	if (anchor_debug)
 		anchor_log("attached to ", o.path, NULL);
 	record_start(argc, argv);
 	ring_writer_sync();
 	python_auto_path();
-	if (env_true("ANCHOR_STACKS"))
+	if (ring_env_true(RING_ENV_STACKS))
 		anchor_stacks_enable();
 	anchor_sensors_start();
 	{
-		const char *s = getenv("ANCHOR_SIGNALS");
+		const char *s = ring_env_get(RING_ENV_SIGNALS);
 		if (!s || strcmp(s, "0") != 0)
 			install_crash_handlers();
 	}

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ring_env.h"
 #include "ring_writer.h"
 
 #ifdef ANCHOR_TLS_INITIAL_EXEC
@@ -120,7 +121,7 @@ static int mpi_records(void)
 	static int state; /* 0 unknown, 1 on, 2 off */
 	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
 	if (!s) {
-		const char *v = getenv("ANCHOR_MPI");
+		const char *v = ring_env_get(RING_ENV_MPI);
 		s = v && !strcmp(v, "0") ? 2 : 1;
 		__atomic_store_n(&state, s, __ATOMIC_RELAXED);
 	}

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_env.h"
 #include "ring_writer.h"
 
 #define SENSORS_MAX 16u           /* counters sampled (<= ANCHOR_SENSOR_MAX) */
@@ -399,7 +400,7 @@ out:
 /* 1 when this process should sample (see the opening comment). */
 static int this_process_samples(void)
 {
-	const char *owner = getenv("ANCHOR_SENSORS_OWNER");
+	const char *owner = ring_env_get(RING_ENV_SENSORS_OWNER);
 	const char *path = ring_writer_path();
 	char *end;
 	long pid;
@@ -416,8 +417,8 @@ static int this_process_samples(void)
 
 void anchor_sensors_start(void)
 {
-	const char *s = getenv("ANCHOR_SENSORS"), *hz = getenv("ANCHOR_SENSOR_HZ");
-	const char *root = getenv("ANCHOR_POWERCAP_ROOT"), *lib = getenv("ANCHOR_NVML_LIB");
+	const char *s = ring_env_get(RING_ENV_SENSORS), *hz = ring_env_get(RING_ENV_SENSOR_HZ);
+	const char *root = ring_env_get(RING_ENV_POWERCAP_ROOT), *lib = ring_env_get(RING_ENV_NVML_LIB);
 	char owner[4200];
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -444,7 +445,7 @@ void anchor_sensors_start(void)
 	snprintf(g_powercap_root, sizeof g_powercap_root, "%s", root && *root ? root : "/sys/class/powercap");
 	snprintf(g_nvml_lib, sizeof g_nvml_lib, "%s", lib && *lib ? lib : "libnvidia-ml.so.1");
 	snprintf(owner, sizeof owner, "%ld %s", (long)getpid(), ring_writer_path());
-	setenv("ANCHOR_SENSORS_OWNER", owner, 1);
+	ring_env_export(RING_ENV_SENSORS_OWNER, owner);
 	/* The thread takes no signal meant for the host.  Except SIGBUS: the
 	 * ring's guard must catch the fault of a SENSOR record written into a
 	 * truncated ring, and the kernel kills the whole process for a

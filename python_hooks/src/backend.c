@@ -26,11 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "ring_path.h"
+#include "ring_env.h"
 #include "ring_writer.h"
 
 struct pya_backend pya;
@@ -57,26 +55,6 @@ static void mirror_environ(const char *path)
 	Py_XDECREF(os);
 }
 
-static int env_true(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
-}
-
-/* "64M", "1G", "1048576" -> bytes; 0 when unparsable (as libanchor.so). */
-/* The one parser libanchor.so uses too (anchors/ring_path.c): overflow
- * and sizes above 64G refused, below 64K raised with a note. */
-static uint64_t parse_size(const char *s)
-{
-	uint64_t v = 0;
-	const char *why;
-	int rc = anchor_parse_ring_size(s, &v, &why);
-
-	if (rc > 0)
-		fprintf(stderr, "anchor[%ld]: ANCHOR_RING_SIZE=%s %s\n", (long)getpid(), s, why);
-	return rc < 0 ? 0 : v;
-}
-
 static void warn(const char *what, const char *detail)
 {
 	fprintf(stderr, "anchor[%ld]: %s%s; anchoring disabled\n", (long)getpid(), what, detail ? detail : "");
@@ -92,76 +70,52 @@ static void own_exit(void)
 		ring_writer_emit(ANCHOR_KIND_PROC_EXIT, 0, 0, NULL, 0, NULL, 0);
 }
 
-/* ./anchor-<UTC stamp>-<pid>.ring, absolute, so children that chdir
- * still find the same ring. */
-static void default_path(char *path, size_t cap)
-{
-	char cwd[3072], stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	if (!getcwd(cwd, sizeof cwd))
-		strcpy(cwd, ".");
-	snprintf(path, cap, "%s/anchor-%s-%ld.ring", cwd, stamp, (long)getpid());
-}
-
 /* At import: name the ring (ANCHOR_FILE, exported) without creating it,
  * so a child forked or spawned before this process's first event appends
  * to the same ring instead of starting its own (the writer's O_EXCL
  * create makes whoever comes first the creator). */
 static void own_name_ring(void)
 {
+	const char *file;
 	char path[4096];
-	const char *file = getenv("ANCHOR_FILE");
 
-	if (env_true("ANCHOR_DISABLE") || (file && *file))
+	ring_env_init();
+	file = ring_env_get(RING_ENV_FILE);
+	if (ring_env_true(RING_ENV_DISABLE) || (file && *file))
 		return;
-	default_path(path, sizeof path);
-	setenv("ANCHOR_FILE", path, 1);
+	ring_env_default_path(path, sizeof path);
+	ring_env_export(RING_ENV_FILE, path);
 	mirror_environ(path);
 }
 
 /* 0 when a ring is attached. */
 static int own_attach(void)
 {
-	struct ring_writer_opts o = {0};
+	struct ring_writer_opts o;
 	char path[4096], err[512];
-	const char *file = getenv("ANCHOR_FILE");
-	const char *size = getenv("ANCHOR_RING_SIZE");
-	const char *mode = getenv("ANCHOR_RING_MODE");
+	const char *note;
+	int named;
 
-	if (env_true("ANCHOR_DISABLE"))
+	/* Read again at the first event: the program may have set os.environ
+	 * (ANCHOR_FILE, ANCHOR_RING_SIZE) between the import and now. */
+	ring_env_init();
+	if (ring_env_true(RING_ENV_DISABLE))
 		return -1;
-	if (file && *file && strchr(file, '%')) {
-		/* %r/%h/%p template (docs/mpi.md): one ring per rank. */
-		if (anchor_expand_path(file, path, sizeof path)) {
-			warn("ANCHOR_FILE expands to a path too long: ", file);
-			return -1;
-		}
-		o.path = path;
-	} else if (file && *file) {
-		o.path = file;
-	} else { /* someone unset ANCHOR_FILE after import */
-		default_path(path, sizeof path);
-		o.path = path;
+	/* named == 1: someone unset ANCHOR_FILE after import. */
+	named = ring_env_ring(&o, path, sizeof path, err, sizeof err, &note);
+	if (named < 0) {
+		warn(err, NULL);
+		return -1;
 	}
-	if (size) {
-		o.size_bytes = parse_size(size);
-		if (!o.size_bytes) {
-			warn("ANCHOR_RING_SIZE is not a size like 64M: ", size);
-			return -1;
-		}
-	}
-	if (mode && !strcmp(mode, "discard"))
-		o.mode = ANCHOR_RING_MODE_DISCARD;
+	if (note)
+		fprintf(stderr, "anchor[%ld]: ANCHOR_RING_SIZE=%s %s\n", (long)getpid(),
+			ring_env_get(RING_ENV_RING_SIZE), note);
 	if (ring_writer_open(&o, err, sizeof err) != 0) {
 		warn(err, NULL);
 		return -1;
 	}
-	if (!file || !*file) {
-		setenv("ANCHOR_FILE", o.path, 1);
+	if (named == 1) {
+		ring_env_export(RING_ENV_FILE, o.path);
 		mirror_environ(o.path);
 	}
 	pya_record_start();
