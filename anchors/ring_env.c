@@ -43,6 +43,7 @@ static struct {
 	[RING_ENV_SENSORS_OWNER] = {"ANCHOR_SENSORS_OWNER", 0, NULL},
 	[RING_ENV_POWERCAP_ROOT] = {"ANCHOR_POWERCAP_ROOT", 1, NULL},
 	[RING_ENV_NVML_LIB] = {"ANCHOR_NVML_LIB", 1, NULL},
+	[RING_ENV_SAID] = {"ANCHOR_SAID", 0, NULL},
 };
 
 void ring_env_init(void)
@@ -75,6 +76,22 @@ int ring_env_export(enum ring_env v, const char *value)
 		return -1;
 	g_env[v].value = getenv(g_env[v].name);
 	return 0;
+}
+
+int ring_env_say(int debug)
+{
+	const char *s = ring_env_get(RING_ENV_SAID);
+	return debug || !s || !*s;
+}
+
+void ring_env_said(void)
+{
+	char pid[24];
+
+	if (ring_env_get(RING_ENV_SAID))
+		return; /* a parent's mark: keep it */
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	ring_env_export(RING_ENV_SAID, pid);
 }
 
 void ring_env_default_path(char *out, size_t cap)

@@ -34,6 +34,7 @@ enum ring_env {
 	RING_ENV_SENSORS_OWNER,  /* ANCHOR_SENSORS_OWNER: "pid ring" sampling */
 	RING_ENV_POWERCAP_ROOT,  /* ANCHOR_POWERCAP_ROOT: powercap tree */
 	RING_ENV_NVML_LIB,       /* ANCHOR_NVML_LIB: NVML library to dlopen */
+	RING_ENV_SAID,           /* ANCHOR_SAID: set by us, see ring_env_say */
 	RING_ENV_COUNT_
 };
 
@@ -55,6 +56,23 @@ int ring_env_true(enum ring_env v);
 /* Set name=value in the process environment, for children to inherit,
  * and in the table.  0, or -1 (no memory: the environment unchanged). */
 int ring_env_export(enum ring_env v, const char *value);
+
+/*
+ * "anchoring disabled" once per run, not once per process: a host that
+ * starts 300 children with a bad ring path (read-only or full directory,
+ * missing directory, ulimit -f) printed 301 lines, a Python spawn pool
+ * one per worker.  The first process that says why anchoring is off
+ * exports ANCHOR_SAID=<its pid>; a process started with it set stays
+ * quiet about its own failure to attach (ANCHOR_DEBUG=1 shows each).  An
+ * environment variable, not a file: it reaches exec'd children (vfork
+ * included) with nothing written anywhere, and a child the program gives
+ * an environment of its own tries and speaks for itself.
+ * ring_env_say: 1 when this process should print its line now; 0 when
+ * the run already said it.  ring_env_said: the line is out, export the
+ * mark (not from a signal handler: setenv).
+ */
+int ring_env_say(int debug);
+void ring_env_said(void);
 
 /* The run's default name for its ring: ./anchor-<UTC stamp>-<pid>.ring,
  * absolute, so that a child that starts in another directory (subprocess

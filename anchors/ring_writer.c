@@ -135,6 +135,13 @@ int ring_writer_created(void)
 	return g_created;
 }
 
+static int g_lost_said;
+
+int ring_writer_lost(void)
+{
+	return __atomic_load_n(&g_lost_said, __ATOMIC_RELAXED);
+}
+
 int ring_writer_attached(void)
 {
 	return __atomic_load_n(&g_live, __ATOMIC_ACQUIRE) != NULL;
@@ -891,7 +898,6 @@ static void fill_random(uint8_t *p, size_t n)
  */
 static struct sigaction g_prev_bus;
 static void (*g_bus_crash_hook)(int);
-static int g_lost_said;
 
 void ring_writer_set_bus_crash_hook(void (*fn)(int))
 {
@@ -1084,6 +1090,15 @@ static int failf(char *err, size_t errlen, int rc, const char *path, const char 
 	return fail(err, errlen, rc, what, path);
 }
 
+/* "<what> (<errno's text>)", -errno: for the failures of a system call,
+ * whose reason ("Permission denied", "No such file or directory") is
+ * what the user needs to fix it. */
+static int fail_errno(char *err, size_t errlen, const char *what, const char *path)
+{
+	int e = errno;
+	return failf(err, errlen, -e, path, "%s (%s)", what, strerror(e));
+}
+
 /* Size and fill a new ring in fd (a file nobody else can see yet). */
 static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size_t errlen,
 		       struct anchor_ring_hdr **out, uint64_t *out_len)
@@ -1108,7 +1123,7 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 			     (unsigned long long)(len >> 20),
 			     (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20));
 	if (ftruncate(fd, (off_t)len) != 0)
-		return fail(err, errlen, -errno, "cannot size ring file", o->path);
+		return fail_errno(err, errlen, "cannot size ring file", o->path);
 	/* Allocate the blocks now: a write into a sparse hole on a full disk
 	 * would SIGBUS the host process later. */
 	rc = posix_fallocate(fd, 0, (off_t)len);
@@ -1116,7 +1131,7 @@ static int create_ring(int fd, const struct ring_writer_opts *o, char *err, size
 		return fail(err, errlen, -rc, "cannot allocate ring file (disk full?)", o->path);
 	hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (hdr == MAP_FAILED)
-		return fail(err, errlen, -errno, "cannot map ring file", o->path);
+		return fail_errno(err, errlen, "cannot map ring file", o->path);
 	memcpy(hdr->magic, ANCHOR_RING_MAGIC, 8);
 	hdr->endian = ANCHOR_RING_ENDIAN;
 	hdr->version_major = ANCHOR_RING_VERSION_MAJOR;
@@ -1186,14 +1201,14 @@ static int create_and_publish(const struct ring_writer_opts *o, char *err, size_
 	snprintf(tmp, sizeof tmp, "%s.new.%ld", o->path, (long)getpid());
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot create ring file", o->path);
+		return fail_errno(err, errlen, "cannot create ring file", o->path);
 	rc = create_ring(fd, o, err, errlen, out, out_len);
 	if (!rc) {
 		rc = link(tmp, o->path) ? -errno : 0;
 		if (rc)
 			munmap(*out, *out_len);
 		if (rc && rc != -EEXIST)
-			fail(err, errlen, rc, "cannot create ring file", o->path);
+			failf(err, errlen, rc, o->path, "cannot create ring file (%s)", strerror(-rc));
 	}
 	unlink(tmp);
 	close(fd);
@@ -1218,7 +1233,7 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 			return fail(err, errlen, -EINVAL, "exists and is not an anchor ring (bad magic)",
 				    o->path);
 		if (k < 0)
-			return fail(err, errlen, -errno, "cannot read ring header", o->path);
+			return fail_errno(err, errlen, "cannot read ring header", o->path);
 		if (k != (ssize_t)sizeof probe ||
 		    __atomic_load_n(&probe.state, __ATOMIC_ACQUIRE) != ANCHOR_RING_STATE_READY)
 			return fail(err, errlen, -EINVAL,
@@ -1241,7 +1256,7 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 		return fail(err, errlen, -EINVAL, "ring header has impossible geometry", o->path);
 	len = ANCHOR_RING_HDR_SIZE + probe.nslots * ANCHOR_SLOT_SIZE;
 	if (fstat(fd, &st) != 0)
-		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+		return fail_errno(err, errlen, "cannot stat ring file", o->path);
 	if ((uint64_t)st.st_size < len)
 		return fail(err, errlen, -EINVAL, "ring file is shorter than its header says", o->path);
 	/* A sparse ring (copied with cp --sparse, or made by a writer that
@@ -1259,7 +1274,7 @@ static int attach_ring(int fd, const struct ring_writer_opts *o, char *err, size
 	}
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
-		return fail(err, errlen, -errno, "cannot map ring file", o->path);
+		return fail_errno(err, errlen, "cannot map ring file", o->path);
 	*out = map;
 	*out_len = len;
 	return 0;
@@ -1271,7 +1286,7 @@ static int open_existing(int fd, const struct ring_writer_opts *o, char *err, si
 	struct stat st;
 
 	if (fstat(fd, &st) != 0)
-		return fail(err, errlen, -errno, "cannot stat ring file", o->path);
+		return fail_errno(err, errlen, "cannot stat ring file", o->path);
 	if (!S_ISREG(st.st_mode))
 		return fail(err, errlen, -EINVAL, "is not a regular file", o->path);
 	if (st.st_uid != geteuid())
@@ -1325,9 +1340,8 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 			rc = create_and_publish(o, err, errlen, &hdr, &len);
 			g_created = rc == 0;
 		} else {
-			rc = fail(err, errlen, -errno,
-				  errno == ELOOP ? "is a symlink; refusing to follow it" : "cannot open ring file",
-				  o->path);
+			rc = errno == ELOOP ? fail(err, errlen, -errno, "is a symlink; refusing to follow it", o->path)
+					    : fail_errno(err, errlen, "cannot open ring file", o->path);
 		}
 	}
 	if (rc == -EEXIST)

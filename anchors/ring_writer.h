@@ -46,6 +46,10 @@ void ring_writer_set_bus_crash_hook(void (*fn)(int));
 struct sigaction;
 int ring_writer_bus_chain(const struct sigaction *act, struct sigaction *old);
 
+/* 1 when this process's SIGBUS guard detached the ring (its file lost
+ * its pages) and said so on stderr. */
+int ring_writer_lost(void);
+
 /* 1 when a ring is mapped and writes go to it. */
 int ring_writer_attached(void);
 

@@ -8,10 +8,12 @@
 #include <stdint.h>
 
 /* Write "anchor[pid]: <parts...>\n" to stderr with one write(2): stack
- * buffer, no stdio, errno preserved (LTTng-UST style).  NULL ends parts. */
-void anchor_log(const char *first, ...);
+ * buffer, no stdio, errno preserved (LTTng-UST style).  NULL ends parts.
+ * 1 when the whole line was written. */
+int anchor_log(const char *first, ...);
 
-/* Disable anchoring for this process, saying why once on stderr. */
+/* Disable anchoring for this process, saying why on stderr once per run
+ * (ring_env.h, ring_env_say).  Not from a signal handler (setenv). */
 void anchor_disable_once(const char *why, const char *detail);
 
 /* 1 when ANCHOR_DEBUG is set. */

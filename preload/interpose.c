@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_env.h"
 #include "ring_writer.h"
 
 extern char **environ;
@@ -66,32 +67,84 @@ static pid_t after_wait(pid_t r, int st, int *status)
 	return r;
 }
 
+/*
+ * "anchoring disabled" once per run (ring_env.h, ring_env_say): a process
+ * whose SIGBUS guard said its ring was lost could not export the run's
+ * mark then (a signal handler may not setenv), so its exec'd children get
+ * ANCHOR_SAID=<pid> appended to the environment they inherit from it, in
+ * an array on the stack (this may be a vfork child: no malloc, no
+ * setenv).  Only the process's own environment is extended: one that the
+ * program built for the child is left as it is.
+ */
+#define SAID_ENV_MAX 65536 /* entries; beyond that the stack copy is not worth it */
+
+static size_t said_env_count(char *const envp[])
+{
+	size_t n = 0;
+
+	if (envp != environ || !ring_writer_lost() || ring_env_get(RING_ENV_SAID))
+		return 0;
+	while (envp[n] && n <= SAID_ENV_MAX)
+		n++;
+	return n <= SAID_ENV_MAX ? n + 1 : 0;
+}
+
+/* kv: room for "ANCHOR_SAID=" (anchor_fmt_kv takes keys of 12 bytes at
+ * most) and a pid: the writer's, the process that said it, also in a
+ * vfork child. */
+static void said_env_fill(char **out, char *const envp[], size_t n, char kv[40])
+{
+	int k = anchor_fmt_kv(kv, "ANCHOR_SAID=", ring_writer_pid());
+
+	kv[k] = '\0';
+	memcpy(out, envp, (n - 1) * sizeof *out);
+	out[n - 1] = kv;
+	out[n] = NULL;
+}
+
 __attribute__((visibility("default"))) int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL(execve);
+	size_t n = said_env_count(envp);
 	record_exec(path);
+	if (n) {
+		char kv[40], *env[n + 1];
+		said_env_fill(env, envp, n, kv);
+		return real_execve(path, argv, env);
+	}
 	return real_execve(path, argv, envp);
 }
 
 __attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
 {
 	REAL(execv);
+	size_t n = said_env_count(environ);
+	if (n)
+		return execve(path, argv, environ); /* extends it */
 	record_exec(path);
 	return real_execv(path, argv);
-}
-
-__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
-{
-	REAL(execvp);
-	record_exec(file);
-	return real_execvp(file, argv);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL(execvpe);
+	size_t n = said_env_count(envp);
 	record_exec(file);
+	if (n) {
+		char kv[40], *env[n + 1];
+		said_env_fill(env, envp, n, kv);
+		return real_execvpe(file, argv, env);
+	}
 	return real_execvpe(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
+{
+	REAL(execvp);
+	if (said_env_count(environ))
+		return execvpe(file, argv, environ); /* extends it */
+	record_exec(file);
+	return real_execvp(file, argv);
 }
 
 /*

@@ -210,13 +210,14 @@ __attribute__((constructor)) static void anchor_ctor(int argc, char **argv, char
 		anchor_disable_once(err, NULL);
 		goto out;
 	}
-	if (note)
-		anchor_log("ANCHOR_RING_SIZE=", ring_env_get(RING_ENV_RING_SIZE), " ", note, NULL);
 	rc = ring_writer_open(&o, err, sizeof err);
 	if (rc) {
 		anchor_disable_once(err, NULL);
 		goto out;
 	}
+	/* The size is the creator's: only it says the size was raised. */
+	if (note && ring_writer_created())
+		anchor_log("ANCHOR_RING_SIZE=", ring_env_get(RING_ENV_RING_SIZE), " ", note, NULL);
 	/* A big ring takes its whole size on disk at once: say so, once,
 	 * in the process that made it. */
 	if (ring_writer_created() && o.size_bytes >= (1ull << 30)) {

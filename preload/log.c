@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_env.h"
 #include "ring_writer.h"
 
 int anchor_debug;
@@ -30,7 +31,7 @@ static size_t put_u(char *buf, size_t n, size_t cap, unsigned long v)
 	return put(buf, n, cap, tmp + i);
 }
 
-void anchor_log(const char *first, ...)
+int anchor_log(const char *first, ...)
 {
 	char buf[1024];
 	size_t n = 0, cap = sizeof buf - 1;
@@ -46,8 +47,8 @@ void anchor_log(const char *first, ...)
 	va_end(ap);
 	buf[n++] = '\n';
 	ssize_t w = write(2, buf, n);
-	(void)w;
 	errno = saved;
+	return w == (ssize_t)n;
 }
 
 void anchor_disable_once(const char *why, const char *detail)
@@ -55,10 +56,13 @@ void anchor_disable_once(const char *why, const char *detail)
 	static int said;
 	int was_attached = ring_writer_attached();
 	ring_writer_disable();
-	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+	/* Once per process, and once per run (ring_env_say). */
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) || !ring_env_say(anchor_debug))
 		return;
-	anchor_log(why, detail ? detail : "", was_attached ? "; anchoring stopped" : "; anchoring disabled",
-		   NULL);
+	/* Marked only when the line is out: a stderr that failed said nothing. */
+	if (anchor_log(why, detail ? detail : "", was_attached ? "; anchoring stopped" : "; anchoring disabled",
+		       NULL))
+		ring_env_said();
 }
 
 int anchor_fmt_kv(char *buf, const char *key, unsigned v)

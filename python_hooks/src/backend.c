@@ -34,17 +34,17 @@
 struct pya_backend pya;
 
 /* setenv() does not reach os.environ (a copy made at start-up): mirror
- * the exported path there too, so subprocess calls that pass
- * env=os.environ.copy() also hand the ring to their children. */
-static void mirror_environ(const char *path)
+ * an exported variable (the ring's path, ANCHOR_SAID) there too, so
+ * subprocess calls that pass env=os.environ.copy() also hand it on. */
+static void mirror_environ(const char *name, const char *value)
 {
 	PyObject *os = PyImport_ImportModule("os"), *environ = NULL, *v = NULL;
 
 	if (os)
 		environ = PyObject_GetAttrString(os, "environ");
 	if (environ)
-		v = PyUnicode_DecodeFSDefault(path);
-	if (v && PyMapping_SetItemString(environ, "ANCHOR_FILE", v) < 0) {
+		v = PyUnicode_DecodeFSDefault(value);
+	if (v && PyMapping_SetItemString(environ, name, v) < 0) {
 		Py_DECREF(v);
 		v = NULL;
 	}
@@ -55,9 +55,37 @@ static void mirror_environ(const char *path)
 	Py_XDECREF(os);
 }
 
+/* Exported once this process has said why anchoring is off: the run's
+ * mark (ring_env_say), in the C environment and in os.environ. */
+static void mark_said(void)
+{
+	if (ring_env_get(RING_ENV_SAID))
+		return;
+	ring_env_said();
+	if (ring_env_get(RING_ENV_SAID))
+		mirror_environ(ring_env_name(RING_ENV_SAID), ring_env_get(RING_ENV_SAID));
+}
+
+/* One line per run (ring_env_say), like libanchor.so's. */
 static void warn(const char *what, const char *detail)
 {
+	if (!ring_env_say(ring_env_true(RING_ENV_DEBUG)))
+		return;
 	fprintf(stderr, "anchor[%ld]: %s%s; anchoring disabled\n", (long)getpid(), what, detail ? detail : "");
+	mark_said();
+}
+
+void pya_own_detached(void)
+{
+	static int done;
+
+	/* The SIGBUS guard said "ring file lost its pages" from a signal
+	 * handler, where the mark cannot be exported: export it at this
+	 * first call after (the GIL is held, no handler is running). */
+	if (!done && ring_writer_lost()) {
+		done = 1;
+		mark_said();
+	}
 }
 
 /* PROC_EXIT at interpreter finalization.  The exit status is not known
@@ -85,7 +113,7 @@ static void own_name_ring(void)
 		return;
 	ring_env_default_path(path, sizeof path);
 	ring_env_export(RING_ENV_FILE, path);
-	mirror_environ(path);
+	mirror_environ(ring_env_name(RING_ENV_FILE), path);
 }
 
 /* 0 when a ring is attached. */
@@ -107,16 +135,17 @@ static int own_attach(void)
 		warn(err, NULL);
 		return -1;
 	}
-	if (note)
-		fprintf(stderr, "anchor[%ld]: ANCHOR_RING_SIZE=%s %s\n", (long)getpid(),
-			ring_env_get(RING_ENV_RING_SIZE), note);
 	if (ring_writer_open(&o, err, sizeof err) != 0) {
 		warn(err, NULL);
 		return -1;
 	}
+	/* The size is the creator's: only it says the size was raised. */
+	if (note && ring_writer_created())
+		fprintf(stderr, "anchor[%ld]: ANCHOR_RING_SIZE=%s %s\n", (long)getpid(),
+			ring_env_get(RING_ENV_RING_SIZE), note);
 	if (named == 1) {
 		ring_env_export(RING_ENV_FILE, o.path);
-		mirror_environ(o.path);
+		mirror_environ(ring_env_name(RING_ENV_FILE), o.path);
 	}
 	pya_record_start();
 	ring_writer_sync();

@@ -37,6 +37,10 @@ void pya_backend_init(void);
 /* The own-writer backend's event function (writer.c). */
 int pya_own_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value);
 
+/* The own writer found detached (a lost ring): export the run's mark that
+ * this process said so (backend.c). */
+void pya_own_detached(void);
+
 /* Write PROC_START + SYNC for this process (own-writer backend only). */
 void pya_record_start(void);
 

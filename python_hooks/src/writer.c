@@ -16,8 +16,10 @@
 int pya_own_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value)
 {
 	/* One acquire load when no ring is attached: the cheap no-op. */
-	if (!ring_writer_attached())
+	if (!ring_writer_attached()) {
+		pya_own_detached();
 		return -ENODEV;
+	}
 	return ring_writer_event((uint8_t)kind, name, len,
 				 (uint8_t)(flags & (ANCHOR_FLAG_VALUE | ANCHOR_FLAG_F64)), value);
 }

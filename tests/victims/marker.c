@@ -42,6 +42,10 @@
  *                                 one to gone), so the test can
  *                                 copy a ring whose last lap every
  *                                 thread wrote up to the same moment
+ *   marker vforks N EXE [ARG...]  run EXE N times, one after another, each
+ *                                 with vfork + execv (as make and shells
+ *                                 built on posix_spawn do); print how
+ *                                 many exited 0
  *   marker busy N FORKS EXE       N threads mark until the parent has
  *                                 forked FORKS children one after another
  *                                 (each marks 500 times from 3 threads,
@@ -375,6 +379,30 @@ static int run_storm(double secs, int n, const char *tag, const char *ctl)
 	return 0;
 }
 
+/* One vfork + execv (its own function: the loop's variables then live in
+ * the caller, out of the shared frame's reach). */
+static int vfork_exec(char **argv)
+{
+	int st;
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int run_vforks(int n, char **argv)
+{
+	int ok = 0;
+
+	for (int i = 0; i < n; i++)
+		ok += vfork_exec(argv);
+	printf("children exited 0: %d of %d\n", ok, n);
+	return ok == n ? 0 : 1;
+}
+
 static int g_busy_stop;
 
 static void *busy_thread(void *arg)
@@ -493,6 +521,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && !strcmp(argv[1], "storm"))
 		return run_storm(atof(argv[2]), atoi(argv[3]), argv[4], argc >= 6 ? argv[5] : NULL);
+	if (argc >= 4 && !strcmp(argv[1], "vforks"))
+		return run_vforks(atoi(argv[2]), argv + 3);
 	if (argc >= 5 && !strcmp(argv[1], "busy"))
 		return run_busy(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc >= 4 && !strcmp(argv[1], "dlsig"))
