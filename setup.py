@@ -2,7 +2,7 @@
 
 Compiles the same sources as the Makefile: every .c file in
 python_hooks/src/ (src/writer.c #includes anchors/ring_writer.c), with
-anchors/ and preload/ (anchor_version.h) on the include path.
+anchors/ and include/ (anchor_version.h) on the include path.
 
 Auto mode starts through anchor_auto.pth (one line: `import
 _anchor_autostart`, which returns after three environment lookups unless
@@ -67,7 +67,7 @@ setup(
         Extension(
             "anchor._anchor",
             sources=sources,
-            include_dirs=["python_hooks/src", "anchors", "preload"],
+            include_dirs=["python_hooks/src", "anchors", "include"],
             define_macros=[("_GNU_SOURCE", None)],
             extra_compile_args=["-std=c11", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wshadow",
                                 "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + _tls_flags(),
@@ -76,7 +76,7 @@ setup(
                 "anchors/ring_writer.c", "anchors/ring_writer.h", "anchors/ring_format.h",
                 "anchors/ring_path.c", "anchors/ring_path.h", "anchors/ring_procstart.c",
                 "anchors/ring_procstart.h", "anchors/ring_rank.h", "anchors/ring_env.c", "anchors/ring_env.h",
-                "preload/anchor_version.h"],
+                "include/anchor_version.h"],
         )
     ],
     options={"build": {"build_base": PIP_BUILD}, "egg_info": {"egg_base": PIP_BUILD}},

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 mkdir -p "$B/bench"
-cc -std=c11 -O2 -D_GNU_SOURCE -Ipreload -pthread -o "$B/bench/ring_mark" bench/ring_mark.c -L"$B" -lanchor -Wl,-rpath,"$PWD/$B"
+cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -pthread -o "$B/bench/ring_mark" bench/ring_mark.c -L"$B" -lanchor -Wl,-rpath,"$PWD/$B"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 echo "== anchor_mark (C), ring of 2^20 slots (64 MiB)"

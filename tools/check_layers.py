@@ -23,9 +23,10 @@ import re
 import sys
 
 ORDER = ["anchors", "util", "attrib", "input", "phase", "align", "model", "output", "cmd"]
-# The generated version header is read by --version and `info` only.
-# (preload/ is the public C API's folder, not a layer of postproc.)
-EXTRA = {"preload/anchor_version.h": "cmd"}
+# The generated version header is read by --version and `info` only.  It
+# is an installed header (include/, not a layer of postproc), included by
+# its bare name as a user of the C API writes it.
+EXTRA = {"anchor_version.h": "cmd"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

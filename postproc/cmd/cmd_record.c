@@ -54,7 +54,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "output/outfile.h"
-#include "preload/anchor_version.h"
+#include "anchor_version.h"
 #include "util/diag.h"
 
 #define EMULATED_NOTICE "emulated sensor, not a measurement"

@@ -11,7 +11,7 @@
 #include "cmd/cmd_fatal.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
-#include "preload/anchor_version.h"
+#include "anchor_version.h"
 #include "util/diag.h"
 
 struct command {

@@ -16,7 +16,7 @@
 
 #include "ring_format.h"
 
-/* Same signature as anchor_event() in preload/anchor.h. */
+/* Same signature as anchor_event() in include/anchor.h. */
 typedef int (*pya_event_fn)(int kind, const char *name, size_t len, unsigned flags, uint64_t value);
 
 struct pya_backend {

@@ -17,10 +17,19 @@ for opt in --version -V; do
 	[[ $out == "anchorpost $V (ring format "* ]] || fail "anchorpost $opt: $out"
 done
 for m in "VERSION \"$V\"" "VERSION_MAJOR $MA" "VERSION_MINOR $MI" "VERSION_PATCH $PA"; do
-	grep -q "^#define ANCHOR_$m\$" preload/anchor_version.h || fail "anchor_version.h lacks ANCHOR_$m"
+	grep -q "^#define ANCHOR_$m\$" include/anchor_version.h || fail "anchor_version.h lacks ANCHOR_$m"
 done
-grep -q '#include "anchor_version.h"' preload/anchor.h || fail "anchor.h does not include anchor_version.h"
+grep -q '#include "anchor_version.h"' include/anchor.h || fail "anchor.h does not include anchor_version.h"
 grep -q 'version = { file = "VERSION" }' pyproject.toml || fail "pyproject does not read VERSION"
+# The version header is public (include/, installed beside anchor.h): the
+# ring writer, the Python module and anchorpost build without preload/ on
+# their include path (issue 24: they depended on the preload part).
+for f in anchors/ring_writer.c python_hooks/src/module.c postproc/cmd/main.c; do
+	cc -std=c11 -D_GNU_SOURCE -I. -Iinclude -Ianchors -Ipostproc -Ipython_hooks/src \
+		$("$PYTHON" -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])') \
+		$(pkg-config --cflags hdf5 libcjson yajl cairo 2>/dev/null) -fsyntax-only "$f" ||
+		fail "$f does not build without -Ipreload"
+done
 
 py=$("$PYTHON" -c 'import anchor; print(anchor.__version__)')
 [ "$py" = "$V" ] || fail "anchor.__version__ $py != $V"

@@ -34,7 +34,7 @@ build() {
 	done
 	# shellcheck disable=SC2086
 	$CC -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I. -Ipostproc -Itests/fuzz $cflags -o "$out/fuzz_$name" "$t" $srcs $ldflags -lm
+		-I. -Iinclude -Ipostproc -Itests/fuzz $cflags -o "$out/fuzz_$name" "$t" $srcs $ldflags -lm
 }
 # Every target is compiled first, all at once (each is one clang process,
 # seconds of CPU), then fuzzed one after another for its share of SECONDS.
