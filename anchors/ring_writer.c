@@ -685,20 +685,44 @@ __attribute__((no_sanitize_address)) static inline void name_words(const char *s
 	*w7 = len > 16 ? keep_low(c, len - 16) : 0;
 }
 
-static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value)
+/* The mark path's way out to the general writer: a nested write, a chunk
+ * to claim or revalidate, a slot an older writer holds.  Out of line, so
+ * the mark path keeps a small frame; the name's length, not needed by a
+ * record that fits one slot, is found here (NAME_LEN_UNKNOWN). */
+#define NAME_LEN_UNKNOWN ((size_t)-1)
+
+static __attribute__((noinline)) int mark_slow(uint64_t ts_ns, uint8_t kind, const char *name, size_t len,
+					       uint8_t flags, uint64_t value, int nested, int counted)
+{
+	if (len == NAME_LEN_UNKNOWN)
+		len = strnlen(name, ANCHOR_NAME_MAX + 1);
+	if (nested)
+		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+	return emit_record(ts_ns, kind, flags, value, name, len, NULL, 0, counted);
+}
+
+/*
+ * The mark path: one slot, the name's three words (NUL-padded, w5..w7)
+ * built by the caller, no stack.  Same protocol as emit_record with the
+ * payload in registers instead of a zeroed struct.  Inlined into both
+ * entries (ring_writer_mark, ring_writer_event): no call on the way.
+ */
+static inline __attribute__((always_inline)) int event_one_slot(uint8_t kind, const char *name, size_t len,
+								uint8_t flags, uint64_t value, uint64_t w5,
+								uint64_t w6, uint64_t w7)
 {
 	struct writer_thread *t = &t_self;
-	uint64_t w1, w2, w3, w4, w5, w6, w7, ticket, h, ts_ns;
+	uint64_t w1, w2, w3, w4, ticket, h, ts_ns;
 	uint64_t *dst, *cnt;
 
 	/* errno: nothing below sets it (the vDSO clock read cannot fail, the
 	 * fallbacks and ring_writer_sync preserve it themselves). */
 	if (t->in_write)
-		return ring_writer_emit(kind, flags, value, name, len, NULL, 0);
+		return mark_slow(0, kind, name, len, flags, value, 1, 0);
 	/* Guard the chunk cursor before looking at it: a signal handler that
 	 * marks between our check and our t->next++ would take the ticket (or
 	 * the chunk's last one) from under us.  With the guard set it claims
-	 * from head instead (emit_at's nested path). */
+	 * from head instead (emit_record's nested path). */
 	t->in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ts_ns = ring_writer_now_ns();
@@ -709,7 +733,7 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	    (ts_ns - t->valid_ns > g_stale_ns && !chunk_current(t, ts_ns))) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
-		return emit_at(ts_ns, kind, flags, value, name, len, NULL, 0);
+		return mark_slow(ts_ns, kind, name, len, flags, value, 0, 0);
 	}
 	ticket = t->next++;
 #ifdef ANCHOR_TEST_HOOKS
@@ -721,7 +745,6 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	/* kind, flags, nslots = 1, nstack = 0, check = 0 (filled below). */
 	w3 = (uint64_t)kind | ((uint64_t)flags << 8) | (1ull << 16);
 	w4 = value;
-	name_words(name, len, &w5, &w6, &w7);
 	h = anchor_check_init(ticket);
 	h = anchor_check_step(h, 0, w1);
 	h = anchor_check_step(h, 1, w2);
@@ -746,7 +769,7 @@ static int event_one_slot(uint8_t kind, const char *name, size_t len, uint8_t fl
 	case SLOT_HELD: /* rare: emit_record takes the next ticket */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->in_write = 0;
-		return emit_record(ts_ns, kind, flags, value, name, len, NULL, 0, 1);
+		return mark_slow(ts_ns, kind, name, len, flags, value, 0, 1);
 	}
 #ifdef ANCHOR_TEST_HOOKS
 	if (ring_writer_test_hook)
@@ -779,11 +802,90 @@ int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags,
 
 	if (!__atomic_load_n(&g_live, __ATOMIC_ACQUIRE))
 		return -ENODEV;
-	if (!g_stack_fn && len <= ANCHOR_NAME_INLINE)
-		return event_one_slot(kind, name, len, flags, value);
+	if (!g_stack_fn && len <= ANCHOR_NAME_INLINE) {
+		uint64_t w5, w6, w7;
+		name_words(name, len, &w5, &w6, &w7);
+		return event_one_slot(kind, name, len, flags, value, w5, w6, w7);
+	}
 	if (g_stack_fn)
 		n = g_stack_fn(ips, (int)ANCHOR_STACK_MAX);
 	return ring_writer_emit(kind, flags, value, name, len, ips, n > 0 ? (unsigned)n : 0);
+}
+
+/* Bytes of w that are zero, as their top bits (the classic word-at-a-time
+ * test: exact for the lowest zero byte, which is all we use). */
+static inline uint64_t zero_bytes(uint64_t w)
+{
+	return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+}
+
+/*
+ * The C API's entry (anchor_mark and kin): a NUL-terminated name, one call
+ * from api.c.  Its length comes from the same three words name_words
+ * loads (within one page, so no fault), not from a strnlen call; a name
+ * of 24 bytes or more, one across a page end, or a stack to capture takes
+ * the general path.  The stack walk here skips this frame as it does
+ * ring_writer_event's (stacks.c).
+ */
+/* The stack-capturing and long-name ways of ring_writer_mark. */
+static __attribute__((noinline)) int mark_general(uint8_t kind, const char *name, uint8_t flags, uint64_t value)
+{
+	uint64_t ips[ANCHOR_STACK_MAX];
+	size_t len = strnlen(name, ANCHOR_NAME_MAX + 1);
+	int n = 0;
+
+	if (!g_stack_fn && len <= ANCHOR_NAME_INLINE) {
+		uint64_t w5, w6, w7;
+		name_words(name, len, &w5, &w6, &w7);
+		return event_one_slot(kind, name, len, flags, value, w5, w6, w7);
+	}
+	/* The stack walk skips two frames (stacks.c): its own and this one;
+	 * ring_writer_mark's tail call leaves no frame of its own. */
+	if (g_stack_fn)
+		n = g_stack_fn(ips, (int)ANCHOR_STACK_MAX);
+	return ring_writer_emit(kind, flags, value, name, len, ips, n > 0 ? (unsigned)n : 0);
+}
+
+/* Keep the bytes of w below its first zero byte (z: zero_bytes(w), not
+ * 0): (z - 1) & ~z sets every bit below z's lowest, whose byte is zero
+ * in w anyway. */
+static inline uint64_t below_zero(uint64_t w, uint64_t z)
+{
+	return w & ((z - 1) & ~z);
+}
+
+/*
+ * The C API's entry (anchor_mark and kin): a NUL-terminated name, one call
+ * from api.c.  The name's three payload words come from one load each
+ * (within one page, so no fault) and are cut at the first NUL found in
+ * them: no strnlen call, no length at all (a one-slot record does not
+ * store it).  A name of 24 bytes or more, one across a page end, or a
+ * stack to capture goes to mark_general.
+ */
+__attribute__((no_sanitize_address)) int ring_writer_mark(uint8_t kind, const char *name, uint8_t flags,
+							  uint64_t value)
+{
+	uint64_t a, b, c, z;
+
+	if (!__atomic_load_n(&g_live, __ATOMIC_ACQUIRE) || !name)
+		return -ENODEV;
+	if (g_stack_fn || ((uintptr_t)name & 4095) > 4096 - 24)
+		return mark_general(kind, name, flags, value);
+	memcpy(&a, name, 8);
+	memcpy(&b, name + 8, 8);
+	memcpy(&c, name + 16, 8);
+	if ((z = zero_bytes(a)) != 0) {
+		a = below_zero(a, z);
+		b = c = 0;
+	} else if ((z = zero_bytes(b)) != 0) {
+		b = below_zero(b, z);
+		c = 0;
+	} else if ((z = zero_bytes(c)) != 0) {
+		c = below_zero(c, z);
+	} else {
+		return mark_general(kind, name, flags, value);
+	}
+	return event_one_slot(kind, name, NAME_LEN_UNKNOWN, flags, value, a, b, c);
 }
 
 int ring_writer_sync(void)

@@ -74,6 +74,11 @@ int ring_writer_emit_at(uint64_t ts_ns, uint8_t kind, uint8_t flags, uint64_t va
  * captured through the hook when one is set. */
 int ring_writer_event(uint8_t kind, const char *name, size_t len, uint8_t flags, uint64_t value);
 
+/* ring_writer_event for a NUL-terminated name (the C API): the length is
+ * found while the name is loaded.  0, or -ENODEV with no ring (or no
+ * name). */
+int ring_writer_mark(uint8_t kind, const char *name, uint8_t flags, uint64_t value);
+
 /* SYNC: narrowest of several bracketed CLOCK_MONOTONIC/CLOCK_REALTIME reads. */
 int ring_writer_sync(void);
 
