@@ -27,6 +27,8 @@
 #ifndef ANCHORPOST_PHASE_FLAGS_H
 #define ANCHORPOST_PHASE_FLAGS_H
 
+#include <stdio.h>
+
 #include "output/phase_table.h"
 
 #define PHASE_FLAG_ABOVE_MAX 0x100u
@@ -66,5 +68,27 @@ void phase_flags_attrib_text(unsigned attrib_flags, char *buf, size_t cap);
 
 /* Append the flags' names ("a;b") to buf. */
 void phase_flags_text(unsigned f, char *buf, size_t cap);
+
+/*
+ * The terminal table's marks.  Every name the flags column of phases.csv
+ * can hold (attrib's and the ones above) has a one-letter code; a cell
+ * shows the codes of its CSV flags, so that no flagged number is printed
+ * without its mark, and one legend line under the table explains the
+ * codes it used.  Read from the CSV text itself, so the two cannot differ.
+ */
+
+/* The codes of a flags cell ("unidentifiable;at-zero" -> "UZ") into buf
+ * (at least 16 bytes; '?' for a name without a code); *used gets one bit
+ * per code (phase_flags_legend).  "tool" has no code: those rows are
+ * hidden from the table. */
+void phase_flags_codes(const char *flags, char *buf, size_t cap, unsigned *used);
+
+/* "flags (column flags of phases.csv): U unidentifiable = ...; ..." for
+ * the codes in used, one line (with its newline); nothing when used is 0. */
+void phase_flags_legend(FILE *tty, unsigned used);
+
+/* The same legend with short explanations ("U unidentifiable, Z at-zero"),
+ * into buf without a newline ("" when used is 0): for the pictures. */
+void phase_flags_legend_short(unsigned used, char *buf, size_t cap);
 
 #endif

@@ -324,7 +324,57 @@ struct scope_out {
 	unsigned *pf;  /* flags per (row, group) */
 	double *maxw;
 	size_t nflagged;
+	unsigned flag_used; /* flag letters shown (phase_flags_legend) */
 };
+
+/* What row rw holds in group g: the stats, time and energy its cells show. */
+struct cell {
+	struct phase_stats st;
+	int on_primary;
+	double self_s;
+	const struct phase_group_row *r; /* NULL: (total), or no power sensor */
+	double e, gt, ts;
+};
+
+static void cell_of(const struct energy_model *m, const struct phase_scope *sr, const struct phase_thread *dev,
+		    const struct scope_row *rw, size_t g, struct cell *x)
+{
+	size_t ng = m->ngroups ? m->ngroups : 1, k = rw->k;
+	/* A GPU group reads the device timeline's time and stats. */
+	int gdev = dev && m->ngroups && phase_set_group_is_device(m->groups[g]);
+	x->st = rw->hst.count ? rw->hst : rw->dst;
+	x->on_primary = rw->on_host;
+	x->self_s = rw->host_s;
+	if (!rw->unattr && !rw->total) {
+		x->st = gdev ? rw->dst : rw->hst;
+		x->on_primary = gdev ? rw->on_dev : rw->on_host;
+		x->self_s = gdev ? rw->dev_s : rw->host_s;
+	}
+	x->r = rw->total || !m->nsen ? NULL : &sr->row[k * ng + g];
+	x->e = rw->total ? (m->nsen ? sr->total_j[g] : NAN) : (x->r && x->on_primary && !rw->hide ? x->r->energy_j : NAN);
+	x->gt = m->nsen ? sr->total_j[g] : NAN;
+	x->ts = rw->total ? m->span_t1_s - m->span_t0_s : (rw->unattr && x->r ? x->r->time_s : x->self_s);
+}
+
+/* The flags cell of rw in group g: attrib's flags, then the plausibility
+ * checks (*pf, *maxw: what phase_table_notes explains). */
+static void cell_flags(const struct energy_model *m, const struct phase_scope *sr, const struct scope_row *rw,
+		       const struct cell *x, size_t g, char *fl, size_t cap, unsigned *pf, double *maxw)
+{
+	*pf = 0;
+	*maxw = NAN;
+	phase_flags_attrib_text(x->r ? x->r->flags : 0, fl, cap);
+	if (x->r && !rw->total && !rw->hide) {
+		*pf = phase_flags_check(m, sr, rw->k, g, x->ts, rw->unattr ? 0 : x->st.mean_ms / 1e3, maxw);
+		phase_flags_text(*pf, fl, cap);
+	} else if (rw->hide) {
+		phase_flags_text(PHASE_FLAG_TOOL, fl, cap);
+	} else if (rw->total && m->nsen && phase_flags_group_glitched(m, g)) {
+		/* the total holds the repaired windows' energy */
+		*pf = PHASE_FLAG_GLITCH;
+		phase_flags_text(PHASE_FLAG_GLITCH, fl, cap);
+	}
+}
 
 /* Row r's CSV line of group g, and its cells in the readable table.
  * Returns the count the row has in that group. */
@@ -335,21 +385,14 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 	struct csv *c = o->c;
 	size_t ng = m->ngroups ? m->ngroups : 1, k = rw->k;
 	int unattr = rw->unattr, total = rw->total, hide = rw->hide;
-	char fl[96];
-	/* A GPU group reads the device timeline's time and stats. */
-	int gdev = o->dev && m->ngroups && phase_set_group_is_device(m->groups[g]);
-	struct phase_stats st = rw->hst.count ? rw->hst : rw->dst;
-	int on_primary = rw->on_host;
-	double self_s = rw->host_s;
-	if (!unattr && !total) {
-		st = gdev ? rw->dst : rw->hst;
-		on_primary = gdev ? rw->on_dev : rw->on_host;
-		self_s = gdev ? rw->dev_s : rw->host_s;
-	}
-	const struct phase_group_row *r = total || !m->nsen ? NULL : &sr->row[k * ng + g];
-	double e = total ? (m->nsen ? sr->total_j[g] : NAN) : (r && on_primary && !hide ? r->energy_j : NAN);
-	double gt = m->nsen ? sr->total_j[g] : NAN;
-	double ts = total ? m->span_t1_s - m->span_t0_s : (unattr && r ? r->time_s : self_s);
+	char fl[192];
+	struct cell x;
+	unsigned f;
+	cell_of(m, sr, o->dev, rw, g, &x);
+	const struct phase_group_row *r = x.r;
+	struct phase_stats st = x.st;
+	int on_primary = x.on_primary;
+	double e = x.e, gt = x.gt, ts = x.ts;
 	csv_str(c, o->scope);
 	csv_str(c, total ? "total" : unattr ? "unattributed" : "phase");
 	csv_str(c, rw->name);
@@ -368,37 +411,52 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 	csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
 	csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
 		   : on_primary ? method_name(r) : "off-primary");
-	phase_flags_attrib_text(r ? r->flags : 0, fl, sizeof fl);
-	if (r && !total && !hide) {
-		unsigned f = phase_flags_check(m, sr, k, g, ts, unattr ? 0 : st.mean_ms / 1e3, &o->maxw[k * ng + g]);
-		o->pf[k * ng + g] = f;
-		phase_flags_text(f, fl, sizeof fl);
-		if (f & ~PHASE_FLAG_TOOL)
-			o->nflagged++;
-	} else if (hide) {
-		phase_flags_text(PHASE_FLAG_TOOL, fl, sizeof fl);
-	} else if (total && m->nsen && phase_flags_group_glitched(m, g)) {
-		/* the total holds the repaired windows' energy */
-		o->pf[k * ng + g] = PHASE_FLAG_GLITCH;
-		phase_flags_text(PHASE_FLAG_GLITCH, fl, sizeof fl);
+	cell_flags(m, sr, rw, &x, g, fl, sizeof fl, &f, &o->maxw[k * ng + g]);
+	o->pf[k * ng + g] = f;
+	if (f & ~PHASE_FLAG_TOOL)
 		o->nflagged++;
-	}
 	csv_str(c, fl);
 	csv_str(c, m->align.method);
 	csv_f64(c, m->align.uncert_ms, 6);
 	csv_str(c, energy_model_sensor_note(m));
 	csv_row_end(c);
 	if (tty && m->ngroups) {
-		char ci[40] = "";
+		char ci[64] = "", codes[16];
+		size_t len;
 		if (r && on_primary && !total)
 			snprintf(ci, sizeof ci, "[%.1f, %.1f]", r->lo_j, r->hi_j);
+		/* The CSV's flags, every one, as letters beside the number they
+		 * qualify (legend under the table). */
+		phase_flags_codes(fl, codes, sizeof codes, &o->flag_used);
+		len = strlen(ci);
+		if (codes[0])
+			snprintf(ci + len, sizeof ci - len, "%s%s", len ? " " : "", codes);
 		if (isnan(e))
-			fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", "");
+			fprintf(tty, "  %10s %8s %6s %-17s", "-", "-", "-", ci);
 		else
 			fprintf(tty, "  %10.2f %8.2f %6.3f %-17s", e, ts > 0 ? e / ts : 0.0,
 				gt > 0 ? e / gt : 0.0, ci); /* share: a fraction, as in the CSV */
 	}
 	return st.count;
+}
+
+int phase_table_flags_text(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g, char *buf,
+			   size_t cap)
+{
+	const struct phase_thread *th = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL;
+	long dthr = phase_set_device_of(&m->ph, sr->pid);
+	const struct phase_thread *dev = dthr >= 0 && th ? &m->ph.thr[dthr] : NULL;
+	struct scope_row rw;
+	struct cell x;
+	unsigned f;
+	double maxw;
+	int rc;
+	buf[0] = '\0';
+	if ((rc = scope_row_times(m, sr, th, dev, k, &rw)) <= 0)
+		return rc;
+	cell_of(m, sr, dev, &rw, g, &x);
+	cell_flags(m, sr, &rw, &x, g, buf, cap, &f, &maxw);
+	return 0;
 }
 
 /* One row in every group, with its readable line.  Returns the count in
@@ -462,8 +520,10 @@ int phase_table_write_scope(struct csv *c, const struct energy_model *m, const s
 		size_t count = write_row(&o, &rw, rw.hide ? NULL : tty);
 		nhidden += rw.hide && count;
 	}
-	if (tty)
+	if (tty) {
+		phase_flags_legend(tty, o.flag_used);
 		phase_table_notes(tty, m, np, ng, o.pf, o.maxw, o.nflagged, nhidden);
+	}
 out:
 	free(o.pf);
 	free(o.maxw);

@@ -52,6 +52,12 @@ void phase_table_csv_header(struct csv *c);
 int phase_table_write_scope(struct csv *c, const struct energy_model *m, const struct phase_scope *sr, FILE *tty,
 			    struct em_error *e);
 
+/* The flags cell phases.csv holds for row k (a phase; nnames: unattributed)
+ * in group g of the scope, for the other places its number is shown (the
+ * bar chart).  0 (buf "" when the row has no occurrence), or -ENOMEM. */
+int phase_table_flags_text(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g, char *buf,
+			   size_t cap);
+
 /* Every scope: "all", then one per process with phases when by_process.
  * 0, or a negative errno with *e filled. */
 int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/phase_flags.h"
+#include "output/phase_table.h"
 #include "output/plot.h"
 #include "util/diag.h"
 
@@ -39,6 +41,8 @@ struct bars_ctx {
 	size_t nhidden;
 	int slanted;      /* names too wide for their slot: drawn at a slant */
 	char (*label)[LABEL_MAX + 8];
+	char (*codes)[16]; /* ncat x groups: phases.csv's flags as letters (phase_flags.h) */
+	unsigned flag_used;
 };
 
 static double bar_value(const struct bars_ctx *c, size_t k, size_t g);
@@ -103,6 +107,13 @@ static void draw_header(cairo_t *cr, const struct bars_ctx *c, double w)
 			snprintf(buf, sizeof buf, "not drawn: %zu phase(s) of the tool itself (anchor.*, perun's MPI "
 						  "calls), rows in phases.csv", c->nhidden);
 		plot_text(cr, 20, 58, 11, 0, 0, 0, buf);
+	}
+	if (c->flag_used) {
+		/* A flagged bar carries its letters; they are explained here. */
+		char legend[400];
+		phase_flags_legend_short(c->flag_used, legend, sizeof legend);
+		snprintf(buf, sizeof buf, "flags (phases.csv): %s", legend);
+		plot_text(cr, 20, 74, 11, 0, 0, 0, buf);
 	}
 	if (m->emulated) {
 		cairo_set_source_rgb(cr, 0.8, 0, 0);
@@ -185,6 +196,10 @@ static void draw_bar(cairo_t *cr, const struct bars_ctx *c, const struct bars_ge
 		yb = draw_error_bar(cr, c, gm, r, bx, yb);
 	cairo_set_source_rgb(cr, 0, 0, 0);
 	snprintf(buf, sizeof buf, ng ? (e >= 100 ? "%.0f" : "%.3g") : "%.3g s", e);
+	if (ng && c->codes[k * ng + g][0]) {
+		size_t len = strlen(buf);
+		snprintf(buf + len, sizeof buf - len, " %s", c->codes[k * ng + g]);
+	}
 	if (plot_text_width(cr, 10, 0, buf) <= gm->bw) {
 		plot_text(cr, bx + gm->bw / 2, yb - 3, 10, 0.5, 1, 0, buf);
 	} else {
@@ -332,6 +347,24 @@ int plot_phases(const struct energy_model *m, const struct phase_scope *sr, cons
 		make_label(m, (int)k, c.label[c.ncat], sizeof c.label[c.ncat]);
 		c.cat[c.ncat++] = (int)k;
 	}
+	/* Every flag phases.csv gives a drawn bar goes on the bar. */
+	c.codes = calloc(c.ncat * (ng ? ng : 1), sizeof *c.codes);
+	if (!c.codes) {
+		free(c.cat);
+		free(c.label);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	for (size_t k = 0; k < c.ncat && ng; k++)
+		for (size_t g = 0; g < ng; g++) {
+			char fl[192];
+			if (phase_table_flags_text(m, sr, (size_t)c.cat[k], g, fl, sizeof fl) < 0) {
+				free(c.cat);
+				free(c.label);
+				free(c.codes);
+				return diag_error(e, -ENOMEM, NULL, "out of memory");
+			}
+			phase_flags_codes(fl, c.codes[k * ng + g], sizeof c.codes[k * ng + g], &c.flag_used);
+		}
 	layout_labels(&c);
 	/* The axis fits the bars and every interval up to twice the largest
 	 * bar; a wider interval (an unidentifiable phase) is clipped with an
@@ -352,5 +385,6 @@ int plot_phases(const struct energy_model *m, const struct phase_scope *sr, cons
 	rc = plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c, e);
 	free(c.cat);
 	free(c.label);
+	free(c.codes);
 	return rc;
 }
