@@ -493,6 +493,8 @@ static int from_run_dir(const char *run_dir, struct em_opts *o, const char **pro
 		run_find_free(found);
 		return 1;
 	}
+	for (size_t i = 0; i < found->nskipped; i++)
+		diag_warn(found->skipped[i], "not taken as the run's py-spy profile: anchorpost wrote it (an energy profile)");
 	o->ring = found->ring, o->perun = found->perun, *profile = found->profile;
 	/* Several rings: the ranks of one run (one ring per rank). */
 	if (!r->final) {

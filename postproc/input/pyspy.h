@@ -201,6 +201,18 @@ static inline uint32_t pyspy_stack_leaf(const struct pyspy_stacks *s, uint32_t n
 	return s->v[node].frame;
 }
 
+/* The "exporter" of the speedscope files anchorpost writes (the energy
+ * profile), written as the file's second key: what marks them as outputs
+ * (run_find.h skips them, pyspy_load refuses them as a profile). */
+#define PYSPY_ENERGY_EXPORTER "anchorpost"
+#define PYSPY_OWN_OUTPUT_MSG                                                                                    \
+	"written by anchorpost (a profile weighted in joules, as report's energy.speedscope.json), "           \
+	"not by py-spy: give py-spy's own profile"
+
+/* 1 when the first len bytes of a file (at least its first KiB when it
+ * has one) are the start of an energy profile anchorpost wrote. */
+int pyspy_written_by_anchorpost(const char *head, size_t len);
+
 /* Write an energy-weighted speedscope file from the model: one sampled
  * profile per thread, the model's stacks, weight_j[i] (joules, >= 0, NaN
  * written as 0) for sample i, unit "none", profile names end in

@@ -153,6 +153,15 @@ static void idle_guess(struct pyspy_profile *p)
 		 max, second, m->times_known ? "s" : "samples", ratio);
 }
 
+int pyspy_written_by_anchorpost(const char *head, size_t len)
+{
+	static const char mark[] = "\"exporter\":\"" PYSPY_ENERGY_EXPORTER "\"";
+	/* The writer puts it right after $schema: the first few hundred
+	 * bytes hold it, whatever the file's size. */
+	size_t n = len < 1024 ? len : 1024;
+	return memmem(head, n, mark, sizeof mark - 1) != NULL;
+}
+
 int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 		  struct pyspy_error *err)
 {
@@ -170,6 +179,14 @@ int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pysp
 	in.base = 0;
 	if (!in.len) {
 		pyspy_set_err(err, "empty file (0 bytes)");
+		rc = -EINVAL;
+		goto out;
+	}
+	/* anchorpost's own energy profile (PYSPY_ENERGY_EXPORTER near the
+	 * start; older files name it at the end, checked after the parse):
+	 * weights in joules, not py-spy's samples. */
+	if (pyspy_written_by_anchorpost(in.buf, in.len)) {
+		pyspy_set_err(err, "%s", PYSPY_OWN_OUTPUT_MSG);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -191,6 +208,10 @@ int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pysp
 	default:
 		rc = pyspy_raw_parse(&in, p, fn, ctx, err);
 		break;
+	}
+	if (!rc && !strcmp(p->meta.exporter, PYSPY_ENERGY_EXPORTER)) {
+		pyspy_set_err(err, "%s", PYSPY_OWN_OUTPUT_MSG);
+		rc = -EINVAL;
 	}
 	if (!rc)
 		idle_guess(p);

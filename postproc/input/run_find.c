@@ -3,14 +3,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "anchors/ring_format.h"
+#include "input/pyspy.h"
 
 enum kind { K_RING, K_PERUN, K_PROFILE, K_N };
 
@@ -33,9 +34,6 @@ static int kind_of(const char *name, int in_perun_dir)
 		return -1;
 	if (ends_with(name, ".ring"))
 		return K_RING;
-	/* report's own output is not an input */
-	if (!strcmp(name, "energy.speedscope.json"))
-		return -1;
 	if (ends_with(name, ".speedscope.json") || ends_with(name, ".chrometrace.json") ||
 	    (!strncmp(name, "profile", 7) && (ends_with(name, ".json") || ends_with(name, ".txt"))))
 		return K_PROFILE;
@@ -72,8 +70,34 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Add the regular files of dir/sub ("" for dir itself) to c. */
-static int scan(const char *dir, const char *sub, struct cands *c)
+/* 1 when the JSON file at path is an energy profile anchorpost wrote:
+ * the exporter near its start (pyspy_energy.c), or, as older versions
+ * wrote it, in its last bytes.  Whatever its name: a report written into
+ * the run directory, or its energy.speedscope.json copied there under
+ * another name, is no py-spy profile. */
+static int written_by_us(const char *path)
+{
+	static const char tail_mark[] = "\"exporter\":\"" PYSPY_ENERGY_EXPORTER "\"}";
+	char buf[1024];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), own = 0;
+	if (fd < 0)
+		return 0; /* unreadable: left to the reader's own message */
+	if ((n = pread(fd, buf, sizeof buf, 0)) > 0)
+		own = pyspy_written_by_anchorpost(buf, (size_t)n);
+	if (!own && !fstat(fd, &st) && st.st_size > (off_t)sizeof tail_mark) {
+		off_t at = st.st_size > 64 ? st.st_size - 64 : 0;
+		if ((n = pread(fd, buf, 64, at)) > 0)
+			own = memmem(buf, (size_t)n, tail_mark, sizeof tail_mark - 1) != NULL;
+	}
+	close(fd);
+	return own;
+}
+
+/* Add the regular files of dir/sub ("" for dir itself) to c; the
+ * profiles this tool wrote to f->skipped instead. */
+static int scan(const char *dir, const char *sub, struct cands *c, struct run_files *f)
 {
 	char path[4096];
 	DIR *d;
@@ -91,6 +115,16 @@ static int scan(const char *dir, const char *sub, struct cands *c)
 			goto oom;
 		if (stat(full, &st) < 0 || !S_ISREG(st.st_mode)) {
 			free(full);
+			continue;
+		}
+		if (k == K_PROFILE && ends_with(de->d_name, ".json") && written_by_us(full)) {
+			char **ns = realloc(f->skipped, (f->nskipped + 1) * sizeof *ns);
+			if (!ns) {
+				free(full);
+				goto oom;
+			}
+			f->skipped = ns;
+			ns[f->nskipped++] = full;
 			continue;
 		}
 		nv = realloc(c->v[k], (c->n[k] + 1) * sizeof *nv);
@@ -137,9 +171,12 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 	int rc;
 	memset(f, 0, sizeof *f);
 	memset(&c, 0, sizeof c);
-	if ((rc = scan(dir, "", &c)) || (rc = scan(dir, "perun", &c))) {
+	/* perun/: where `record` puts it; perun_results/: perun's own default
+	 * --data_out, for a run made by hand in this directory. */
+	if ((rc = scan(dir, "", &c, f)) || (rc = scan(dir, "perun", &c, f)) || (rc = scan(dir, "perun_results", &c, f))) {
 		snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
 		cands_free(&c);
+		run_find_free(f);
 		return rc;
 	}
 	for (int k = 0; k < K_N; k++)
@@ -157,7 +194,7 @@ int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
 	else if (!c.n[K_RING] || !c.n[K_PERUN]) {
 		snprintf(err, errlen, "no run here: %s", !c.n[K_RING] && !c.n[K_PERUN] ? "no ring (*.ring) and no perun file (*.hdf5)"
 							 : !c.n[K_RING] ? "no ring (*.ring) beside the perun file"
-									: "no perun file (*.hdf5, here or in perun/) beside the ring");
+									: "no perun file (*.hdf5, here, in perun/ or in perun_results/) beside the ring");
 		rc = -ENOENT;
 	}
 	if (!rc || (rc == -ENOENT && (c.n[K_RING] || c.n[K_PERUN]))) {
@@ -182,5 +219,8 @@ void run_find_free(struct run_files *f)
 	free(f->rings);
 	free(f->perun);
 	free(f->profile);
+	for (size_t i = 0; i < f->nskipped; i++)
+		free(f->skipped[i]);
+	free(f->skipped);
 	memset(f, 0, sizeof *f);
 }

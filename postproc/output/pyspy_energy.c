@@ -98,7 +98,11 @@ static int group_by_thread(const struct pyspy_profile *p, uint32_t **order, uint
 
 static void write_frames(const struct pyspy_profile *p, FILE *fp)
 {
-	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{\"frames\":[", fp);
+	/* The exporter first: input/run_find.c tells this file from py-spy's
+	 * own by its first bytes, so a report left in a run directory is
+	 * never taken for the run's profile. */
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"" PYSPY_ENERGY_EXPORTER
+	      "\",\"shared\":{\"frames\":[", fp);
 	for (uint32_t f = 0; f < p->frames.n; f++) {
 		const struct pyspy_frame *fr = &p->frames.v[f];
 		fputs(f ? ",{\"name\":" : "{\"name\":", fp);
@@ -170,7 +174,7 @@ int pyspy_write_energy_speedscope(const struct pyspy_profile *p, const double *w
 		goto out;
 	fputs("],\"name\":", fp);
 	json_str(fp, name ? name : "energy (joules)");
-	fprintf(fp, ",\"activeProfileIndex\":%s,\"exporter\":\"anchorpost\"}\n", p->nthreads ? "0" : "null");
+	fprintf(fp, ",\"activeProfileIndex\":%s}\n", p->nthreads ? "0" : "null");
 	if (ferror(fp))
 		rc = -EIO;
 out:

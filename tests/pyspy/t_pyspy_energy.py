@@ -66,5 +66,14 @@ for path in inputs:
         check(math.isclose(sum(prof["weights"]), want_j, rel_tol=1e-9, abs_tol=1e-9),
               "%s %s: %.9f J vs %.9f J" % (name, prof["name"], sum(prof["weights"]), want_j))
         check(math.isclose(prof["endValue"], sum(prof["weights"]), rel_tol=1e-9, abs_tol=1e-12), "%s: endValue" % name)
+    # Marked as ours near its start, so a run directory's scan and the
+    # reader never take it for py-spy's profile (issue 22 point 6).
+    with open(out, "rb") as f:
+        head = f.read(200)
+    check(b'"exporter":"anchorpost"' in head, "%s: exporter not in the first bytes: %r" % (name, head[:120]))
+    r3 = run(["samples", out, "-o", os.path.join(tmp, name + ".again.csv")])
+    check(r3.returncode == 1 and r3.stderr.count("\n") == 1 and "written by anchorpost" in r3.stderr
+          and out in r3.stderr and not os.path.exists(os.path.join(tmp, name + ".again.csv")),
+          "%s: samples on the energy profile: exit %d, %r" % (name, r3.returncode, r3.stderr))
     print("ok %s: %d profiles, %d samples; valid speedscope, stacks kept, joules = %g W x seconds per thread (%s)"
           % (name, len(doc["profiles"]), sum(len(p["samples"]) for p in doc["profiles"]), POWER, r.stdout.strip()))
