@@ -34,6 +34,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
+#include "input/perun_absent.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
 #include "output/counter_table.h"
@@ -44,11 +45,24 @@
 
 static const struct cmd_usage phases_usage = {
 	.name = "phases",
-	.usage = "--ring RING --perun FILE.hdf5 [-o phases.csv] [options]",
+	.usage = "--ring RING [--perun FILE.hdf5] [-o phases.csv] [options]",
 	.about = "  joules per phase and device group, with 95% intervals and the method used\n"
-		 "  (-o -: the CSV on stdout, the table on stderr)\n",
+		 "  (-o -: the CSV on stdout, the table on stderr); without --perun the phases'\n"
+		 "  times (count, total, mean, p50, p95) per process, and why there is no perun file\n",
 	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
 };
+
+void phases_no_energy_note(const struct energy_model *m, const char *why)
+{
+	char buf[8192] = "";
+	/* stdout first: the note must not land in the middle of a table. */
+	fflush(stdout);
+	fprintf(stderr, "%s: no energy: %s; phase times only (count, total, mean, p50, p95 per phase and process)\n",
+		diag_prog, why);
+	perun_absent_explain(&m->rl, buf, sizeof buf);
+	for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
+		fprintf(stderr, "  %.*s\n", (int)(e - s), s);
+}
 
 void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
 		  const struct attrib_opts *ao, int by_process)
@@ -85,7 +99,7 @@ int cmd_phases(int argc, char **argv)
 	struct em_error e;
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
-		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output (without it: times only)"),
 		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the table then goes to stderr)"),
 		OPT_BOOL(0, "by-process", &by_process, "also one block of rows per process"),
 		OPTS_ATTRIB(&method, &ao),
@@ -105,10 +119,15 @@ int cmd_phases(int argc, char **argv)
 		return cmd_phases_mpi(argc, argv);
 	if (options_parse(argc, argv, opts, &phases_usage, 0))
 		options_usage_error(&phases_usage, "unexpected argument '%s'", argv[1]);
-	if (!o.ring || !o.perun)
-		options_usage_error(&phases_usage, "needs --ring and --perun");
+	if (!o.ring)
+		options_usage_error(&phases_usage, "needs --ring (and --perun for joules)");
 	if (energy_model_open(&m, &o, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	/* Without perun: every phase's times, per process too. */
+	if (m.times_only) {
+		phases_no_energy_note(&m, "no --perun given");
+		by_process = 1;
+	}
 	phase_table_warn(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
@@ -135,7 +154,8 @@ int cmd_here(void)
 	rc = run_find(".", &f, err, sizeof err);
 	if (rc == -ENOENT && !f.ring && !f.perun)
 		return -1; /* no run here at all: the caller's usage */
-	if (rc) {
+	/* A ring without a perun file is a run too: its phase times. */
+	if (rc && !(rc == -ENOENT && f.ring)) {
 		fprintf(stderr, "anchorpost: %s\n", err);
 		run_find_free(&f);
 		return 2;
@@ -143,9 +163,9 @@ int cmd_here(void)
 	o.ring = f.ring;
 	o.perun = f.perun;
 	if (f.nrings > 1)
-		printf("run in this directory: %zu rings (%s ...), perun %s\n", f.nrings, f.ring, f.perun);
+		printf("run in this directory: %zu rings (%s ...), perun %s\n", f.nrings, f.ring, f.perun ? f.perun : "none");
 	else
-		printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun);
+		printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun ? f.perun : "none");
 	if (report_ranks_wanted(f.nrings, NULL)) {
 		struct mring mr;
 		report_ranks_open(&mr, (const char *const *)f.rings, f.nrings, &o, ATTRIB_CHOICE_AUTO, &ao);
@@ -157,6 +177,8 @@ int cmd_here(void)
 	}
 	if (energy_model_open(&m, &o, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (m.times_only)
+		phases_no_energy_note(&m, PHASES_NO_PERUN_HERE);
 	phase_table_warn(&m, &o);
 	if (report_ranks_wanted(1, &m)) {
 		struct mring mr;
@@ -169,7 +191,7 @@ int cmd_here(void)
 		run_find_free(&f);
 		return 0;
 	}
-	phases_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, 0);
+	phases_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, m.times_only);
 	energy_model_close(&m);
 	run_find_free(&f);
 	return 0;

@@ -25,6 +25,12 @@
  * split, mring.h), stragglers.csv and ranks.csv; the terminal shows the
  * ranks, every scope and the stragglers.  The other files follow the
  * ring of the lowest rank, its timeline explaining its node's power.
+ *
+ * Without a perun file (none given, none in DIR) the ring still holds
+ * every phase's times: phases.csv per process, phases.svg/.png as times,
+ * samples.csv with a profile and trace.json, after a note saying why
+ * there may be no perun file (perun_absent.h); the files that need
+ * perun are listed as not written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +78,7 @@ struct report {
 
 static const struct cmd_usage report_usage = {
 	.name = "report",
-	.usage = "--ring RING --perun FILE.hdf5 [--profile PYSPY] -d OUTDIR [options]\n"
+	.usage = "--ring RING [--perun FILE.hdf5] [--profile PYSPY] -d OUTDIR [options]\n"
 		 "       anchorpost report RUNDIR [-d OUTDIR] [options]",
 	.about = "  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
 		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
@@ -80,6 +86,8 @@ static const struct cmd_usage report_usage = {
 		 "  the alignment quality and the list of files.  RUNDIR: the files `record` wrote\n"
 		 "  (one ring, or one per rank; one perun file; at most one profile), OUTDIR then\n"
 		 "  RUNDIR/report.  Several ranks: also stragglers.csv and ranks.csv, every rank's rows.\n"
+		 "  Without a perun file: the phases' times (phases.csv per process, phases.svg),\n"
+		 "  samples.csv with a profile, trace.json, and why perun left no file.\n"
 		 "  All or nothing: built beside OUTDIR, moved in when every file is written\n",
 };
 
@@ -212,27 +220,28 @@ static void start_tmp_dir(struct report *r)
 /* Every file report may write into OUTDIR, and when (write_all is the
  * truth; a name missing here is still checked before the commit, only
  * later).  Checked before anything is written. */
-enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS };
+/* WITH_PERUN: not written without a perun file (write_times_only). */
+enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN };
 static const struct {
 	const char *name;
 	int when;
 } planned[] = {
 	{"phases.csv", ALWAYS},
 	{"EMULATED_SENSOR.txt", EMULATED},
-	{"perun.csv", ALWAYS},
-	{"perun.csv.energy.csv", ALWAYS},
+	{"perun.csv", WITH_PERUN},
+	{"perun.csv.energy.csv", WITH_PERUN},
 	{"samples.csv", WITH_PROFILE},
 	{"samples.csv.alignment.txt", WITH_PROFILE},
 	{"samples.stacks.csv", WITH_PROFILE},
 	{"samples.frames.csv", WITH_PROFILE},
 	{"samples.threads.csv", WITH_PROFILE},
-	{"functions.csv", WITH_PROFILE},
-	{"energy.speedscope.json", WITH_PROFILE},
-	{"functions.csv.alignment.txt", WITH_PROFILE},
-	{"timeline.csv", ALWAYS},
-	{"timeline.csv.alignment.txt", WITH_PROFILE},
-	{"timeline.svg", ALWAYS},
-	{"timeline.png", ALWAYS},
+	{"functions.csv", WITH_PROFILE_PERUN},
+	{"energy.speedscope.json", WITH_PROFILE_PERUN},
+	{"functions.csv.alignment.txt", WITH_PROFILE_PERUN},
+	{"timeline.csv", WITH_PERUN},
+	{"timeline.csv.alignment.txt", WITH_PROFILE_PERUN},
+	{"timeline.svg", WITH_PERUN},
+	{"timeline.png", WITH_PERUN},
 	{"phases.svg", ALWAYS},
 	{"phases.png", ALWAYS},
 	{"trace.json", ALWAYS},
@@ -278,7 +287,9 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		return; /* a new OUTDIR (or not a directory: the commit says so) */
 	for (size_t i = 0; i < sizeof planned / sizeof *planned; i++)
 		if (planned[i].when == ALWAYS || (planned[i].when == WITH_PROFILE && rm->have_profile) ||
-		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks))
+		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks) ||
+		    (planned[i].when == WITH_PERUN && !rm->m.times_only) ||
+		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only))
 			check_target(r->final, planned[i].name);
 }
 
@@ -435,6 +446,55 @@ static void write_trace(struct report *r, const struct run_model *rm, const char
 		diag_fatal(path, "%s", terr);
 }
 
+/* Without a perun file: what the ring (and the profile) give alone.
+ * Returns the list of the files not written, for the closing lines. */
+static const char *write_times_only(struct report *r, const struct run_model *rm, const struct em_opts *o,
+				    enum attrib_choice method, const struct attrib_opts *ao, const char *title,
+				    const char *stacks, char **table, char *pyspy_line, size_t pyspy_cap)
+{
+	const struct energy_model *m = &rm->m;
+	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	struct em_error e;
+	struct outfile of;
+	struct csv c;
+	size_t table_len = 0;
+	FILE *tty;
+
+	if (r->ranks) {
+		write_ranks(r, m, table); /* every rank's times */
+	} else {
+		progress(r, "phases.csv (times)");
+		outfile_open(&of, out_path(r, "phases.csv"));
+		csv_init(&c, of.fp);
+		phase_table_csv_header(&c);
+		if (!(tty = open_memstream(table, &table_len)))
+			diag_fatal(NULL, "out of memory");
+		/* Per process too: without joules the times are all there is. */
+		if (phase_table_write(&c, m, method, ao, 1, tty, &e))
+			diag_fatal(e.file, "%s", e.msg);
+		fclose(tty);
+		outfile_commit(&of);
+	}
+	if (rm->have_profile) {
+		progress(r, "samples.csv");
+		samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
+		out_path(r, "samples.csv.alignment.txt");
+		out_path(r, "samples.stacks.csv");
+		out_path(r, "samples.frames.csv");
+		out_path(r, "samples.threads.csv");
+	}
+	if (phase_scope_attribute(m, method, ao, &all, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	progress(r, "phases.svg, phases.png");
+	if (plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
+	    plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	phase_scope_free(&all);
+	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
+	return rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
+				: "perun.csv, timeline.csv, timeline.svg/.png";
+}
+
 /* Everything into r->dir over the opened run; the table into *table. */
 static void write_all(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
 		      const struct attrib_opts *ao, const char *title, const char *stacks, char **table,
@@ -486,9 +546,11 @@ static int from_run_dir(const char *run_dir, struct em_opts *o, const char **pro
 			struct run_files *found, char **dir_buf)
 {
 	char ferr[2048];
+	int rc;
 	if (o->ring || o->perun || *profile)
 		options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
-	if (run_find(run_dir, found, ferr, sizeof ferr)) {
+	/* A ring without a perun file still makes a report: its times. */
+	if ((rc = run_find(run_dir, found, ferr, sizeof ferr)) && !(rc == -ENOENT && found->ring)) {
 		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
 		run_find_free(found);
 		return 1;
@@ -525,14 +587,14 @@ int cmd_report(int argc, char **argv)
 	struct mring mr;
 	struct em_error e;
 	struct run_files found;
-	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL;
+	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL, *not_written = NULL;
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
 	int stacks_i = 0, npos;
 	char *table = NULL, title_buf[256], pyspy_line[1024] = "", *dir_buf = NULL;
 
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),
-		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output"),
+		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output (without it: times only)"),
 		OPT_STRING(0, "profile", &profile, "FILE", "py-spy's profile"),
 		OPT_STRING('d', "dir", &r.final, "DIR", "the output directory (created; default with RUNDIR: RUNDIR/report)"),
 		OPT_STRING('o', NULL, &r.final, "DIR", NULL), /* the same, as record spells it */
@@ -555,15 +617,15 @@ int cmd_report(int argc, char **argv)
 	memset(&found, 0, sizeof found);
 	if (run_dir && from_run_dir(run_dir, &o, &profile, &r, &found, &dir_buf))
 		return 2;
-	if (!o.ring || !o.perun || !r.final)
-		options_usage_error(&report_usage, "needs RUNDIR, or --ring, --perun and -d DIR");
+	if (!o.ring || !r.final)
+		options_usage_error(&report_usage, "needs RUNDIR, or --ring, --perun and -d DIR (--perun: for joules)");
 	if (!title)
 		title = default_title(r.final, title_buf, sizeof title_buf);
 	r.progress = isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
 
 	progress(&r, profile ? "loading the ring, perun and the py-spy profile, aligning" :
-			       "loading the ring and perun, aligning");
+		     o.perun ? "loading the ring and perun, aligning" : "loading the ring");
 	/* Several rings: the per-rank model first; the other files follow
 	 * the ring of the lowest rank. */
 	if (found.nrings > 1) {
@@ -573,7 +635,7 @@ int cmd_report(int argc, char **argv)
 	}
 	ro.em = o;
 	ro.profile = profile;
-	ro.need_power = profile != NULL; /* functions.csv needs energy to give */
+	ro.need_power = profile != NULL && o.perun; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
@@ -583,9 +645,15 @@ int cmd_report(int argc, char **argv)
 		r.ranks = &mr;
 	}
 	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
+	if (rm.m.times_only)
+		phases_no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
-	write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
+	if (rm.m.times_only)
+		not_written = write_times_only(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line,
+					       sizeof pyspy_line);
+	else
+		write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
 	outfile_commit_held(); /* every file in the build directory, then the directory */
 	commit_tmp_dir(&r);
 	diag_alias_path(NULL, NULL);
@@ -596,6 +664,8 @@ int cmd_report(int argc, char **argv)
 		printf("%s\n", pyspy_line);
 	free(table);
 	print_files(&r);
+	if (not_written)
+		printf("not written without a perun file: %s\n", not_written);
 	run_model_close(&rm);
 	if (r.ranks)
 		mring_close(&mr);

@@ -14,6 +14,11 @@
 #include "input/ringload.h"
 #include "model/run_model.h"
 
+/* On stderr: why there are no joules (why: "no --perun given", ...) and
+ * what the ring says of perun (perun_absent.h). */
+void phases_no_energy_note(const struct energy_model *m, const char *why);
+#define PHASES_NO_PERUN_HERE "no perun file (*.hdf5 or *.h5, here, in perun/ or in perun_results/) beside the ring"
+
 /* phases.csv (out NULL: stdout, the table then to stderr) and the table. */
 void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
 		  const struct attrib_opts *ao, int by_process);

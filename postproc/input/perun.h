@@ -121,6 +121,11 @@ struct perun_multirun {
 	char *perun_version; /* "0.9.1", "1.0.0" */
 	char *execution_dt;  /* as stored: local ISO time without timezone */
 	enum perun_clock clock;
+	/* perun's configuration for the run, as it stores it: every other
+	 * string attribute, "section.option" = value ("monitor.sampling_period"
+	 * = "0.1"); what perun_spelling.h reads. */
+	struct perun_kv *config;
+	size_t nconfig;
 	struct perun_round *rounds;
 	size_t nrounds;
 };

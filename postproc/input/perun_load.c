@@ -11,6 +11,7 @@
 #include "input/hdf5_probe.h"
 #include "input/input_file.h"
 #include "input/perun.h"
+#include "input/perun_spelling.h"
 #include "util/tunables.h"
 
 #include <errno.h>
@@ -473,8 +474,10 @@ static herr_t meta_count_cb(hid_t o, const char *name, const H5A_info_t *info, v
 struct meta_ctx {
 	struct ld *L;
 	const char *path;
-	struct perun_sensor *s;
+	struct perun_kv **kv; /* the array being filled, *n entries */
+	size_t *n;
 	size_t cap;
+	const char *const *skip; /* attributes kept elsewhere, NULL-terminated */
 	int rc;
 };
 
@@ -484,8 +487,9 @@ static herr_t meta_cb(hid_t o, const char *name, const H5A_info_t *info, void *o
 	hid_t a, t;
 	int is_str;
 	(void)info;
-	if (!strcmp(name, "type") || !strcmp(name, "device_type"))
-		return 0;
+	for (const char *const *k = m->skip; *k; k++)
+		if (!strcmp(name, *k))
+			return 0;
 	a = H5Aopen(o, name, H5P_DEFAULT);
 	if (a < 0)
 		return 0;
@@ -495,10 +499,10 @@ static herr_t meta_cb(hid_t o, const char *name, const H5A_info_t *info, void *o
 		H5Tclose(t);
 	H5Aclose(a);
 	/* perun stores all metadata as str(value); anything else is not
-	 * backend metadata. */
-	if (!is_str || m->s->nmeta >= m->cap)
+	 * backend metadata (or config). */
+	if (!is_str || *m->n >= m->cap)
 		return 0;
-	struct perun_kv *kv = &m->s->meta[m->s->nmeta];
+	struct perun_kv *kv = &(*m->kv)[*m->n];
 	m->rc = attr_str(m->L, o, m->path, name, 1, &kv->value);
 	if (m->rc < 0)
 		return -1;
@@ -509,11 +513,13 @@ static herr_t meta_cb(hid_t o, const char *name, const H5A_info_t *info, void *o
 		m->rc = oom(m->L, m->path);
 		return -1;
 	}
-	m->s->nmeta++;
+	(*m->n)++;
 	return 0;
 }
 
-static int load_meta(struct ld *L, hid_t g, const char *path, struct perun_sensor *s)
+/* The string attributes of g but those in skip, as key/value pairs. */
+static int load_meta(struct ld *L, hid_t g, const char *path, struct perun_kv **kv, size_t *n,
+		     const char *const *skip)
 {
 	size_t count = 0;
 	hsize_t idx = 0;
@@ -521,10 +527,10 @@ static int load_meta(struct ld *L, hid_t g, const char *path, struct perun_senso
 		return fail(L, -EINVAL, path, "cannot list attributes (corrupt file?)");
 	if (!count)
 		return 0;
-	s->meta = calloc(count, sizeof *s->meta);
-	if (!s->meta)
+	*kv = calloc(count, sizeof **kv);
+	if (!*kv)
 		return oom(L, path);
-	struct meta_ctx m = {L, path, s, count, 0};
+	struct meta_ctx m = {L, path, kv, n, count, skip, 0};
 	idx = 0;
 	if (H5Aiterate2(g, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, &m) < 0)
 		return m.rc < 0 ? m.rc : fail(L, -EINVAL, path, "cannot list attributes (corrupt file?)");
@@ -580,7 +586,8 @@ static int load_sensor(struct ld *L, hid_t g, const char *path, const char *id, 
 		return rc;
 	if (!s->device_type && !(s->device_type = strdup("")))
 		return oom(L, path);
-	if ((rc = load_meta(L, g, path, s)) < 0)
+	static const char *const sensor_skip[] = {"type", "device_type", NULL};
+	if ((rc = load_meta(L, g, path, &s->meta, &s->nmeta, sensor_skip)) < 0)
 		return rc;
 	if ((rc = load_energy(L, g, path, s)) < 0)
 		return rc;
@@ -947,6 +954,43 @@ static enum perun_clock clock_of_version(const char *v)
 	return major >= 1 ? PERUN_CLOCK_MONOTONIC : PERUN_CLOCK_REALTIME;
 }
 
+/* 1 for a perun version before 0.9 ("0.7.0"), whose files this reader
+ * was never written for (docs/perun-format.md). */
+static int older_than_0_9(const char *v)
+{
+	char *end;
+	long major = strtol(v, &end, 10), minor;
+	if (end == v || *end != '.')
+		return 0;
+	minor = strtol(end + 1, NULL, 10);
+	return major == 0 && minor < 9;
+}
+
+/* A file of an older perun that failed to load: say so after the reason,
+ * with what perun 1.0 calls the options its config shows (never a value
+ * guessed from them). */
+static void explain_old_version(struct ld *L, const struct perun_multirun *m)
+{
+	char notes[512] = "";
+	size_t len = strlen(L->err);
+	perun_spelling_config(m, notes, sizeof notes);
+	/* One line: the notes' newlines become "; ", the last one goes. */
+	for (char *c = notes; (c = strchr(c, '\n'));) {
+		if (!c[1] || strlen(notes) + 2 >= sizeof notes) {
+			*c = '\0';
+			break;
+		}
+		memmove(c + 2, c + 1, strlen(c + 1) + 1);
+		c[0] = ';';
+		c[1] = ' ';
+	}
+	if (len < L->errlen)
+		snprintf(L->err + len, L->errlen - len, " (written by perun %s; anchorpost reads the files of perun 0.9 and "
+				"1.0%s%s)", m->perun_version, notes[0] ? "; " : "", notes);
+}
+
+static const char *const multirun_skip[] = {"type", "app_name", "perun_version", "execution_dt", "n_runs", NULL};
+
 static int load_multirun(struct ld *L, hid_t g, const char *path, const char *name,
 			 struct perun_multirun *m)
 {
@@ -959,7 +1003,12 @@ static int load_multirun(struct ld *L, hid_t g, const char *path, const char *na
 	    (rc = attr_str(L, g, path, "execution_dt", 1, &m->execution_dt)) < 0)
 		return rc;
 	m->clock = clock_of_version(m->perun_version);
-	return for_each_node(L, g, path, "nodes", &m->nrounds, alloc_rounds, round_fn, m);
+	if ((rc = load_meta(L, g, path, &m->config, &m->nconfig, multirun_skip)) < 0)
+		return rc;
+	rc = for_each_node(L, g, path, "nodes", &m->nrounds, alloc_rounds, round_fn, m);
+	if (rc < 0 && older_than_0_9(m->perun_version))
+		explain_old_version(L, m);
+	return rc;
 }
 
 static int alloc_runs(void *arg, size_t n)
@@ -1189,6 +1238,11 @@ void perun_free(struct perun_file *pf)
 		free(m->app_name);
 		free(m->perun_version);
 		free(m->execution_dt);
+		for (size_t k = 0; k < m->nconfig; k++) {
+			free(m->config[k].key);
+			free(m->config[k].value);
+		}
+		free(m->config);
 	}
 	free(pf->runs);
 	free(pf->app);

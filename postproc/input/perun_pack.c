@@ -116,6 +116,11 @@ int perun_pack(const struct perun_file *pf, char **buf, size_t *len)
 		put_str(f, m->perun_version);
 		put_str(f, m->execution_dt);
 		put_u64(f, (uint64_t)m->clock);
+		put_u64(f, m->nconfig);
+		for (size_t k = 0; k < m->nconfig; k++) {
+			put_str(f, m->config[k].key);
+			put_str(f, m->config[k].value);
+		}
 		put_u64(f, m->nrounds);
 		for (size_t j = 0; j < m->nrounds; j++)
 			put_round(f, &m->rounds[j]);
@@ -336,6 +341,14 @@ int perun_unpack(const char *buf, size_t len, struct perun_file *pf)
 		m->perun_version = get_str(&r);
 		m->execution_dt = get_str(&r);
 		m->clock = (enum perun_clock)get_u64(&r);
+		m->nconfig = get_count(&r, 16);
+		if ((m->config = get_array(&r, m->nconfig, sizeof *m->config)))
+			for (size_t k = 0; k < m->nconfig && !r.rc; k++) {
+				m->config[k].key = get_str(&r);
+				m->config[k].value = get_str(&r);
+			}
+		else
+			m->nconfig = 0;
 		m->nrounds = get_count(&r, 24);
 		if (!(m->rounds = get_array(&r, m->nrounds, sizeof *m->rounds)))
 			m->nrounds = 0;

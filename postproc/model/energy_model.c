@@ -315,9 +315,8 @@ static int pick_training(struct energy_model *m, uint32_t root)
 	return 0;
 }
 
-/* The ring, its phases, the perun file, its run, round and host, and the
- * host's power sensors. */
-static int load_inputs(struct energy_model *m, const struct em_opts *o, struct em_error *e)
+/* The ring and its phases. */
+static int load_ring(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	char err[512];
 	int rc;
@@ -333,6 +332,16 @@ static int load_inputs(struct energy_model *m, const struct em_opts *o, struct e
 	if (!m->ph.nnames)
 		EM_FAIL(o->ring, "the ring holds no phases: no anchor.mark/anchor.phase calls and no "
 				    "ANCHOR_AUTO anchors were recorded");
+	return 0;
+}
+
+/* The ring, its phases, the perun file, its run, round and host, and the
+ * host's power sensors. */
+static int load_inputs(struct energy_model *m, const struct em_opts *o, struct em_error *e)
+{
+	int rc;
+	if ((rc = load_ring(m, o, e)))
+		return rc;
 	if ((rc = energy_model_open_perun(&m->pf, o->perun, o->run, o->round, &m->run, &m->round, e))) {
 		energy_model_close(m);
 		return rc;
@@ -480,6 +489,20 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	memset(m, 0, sizeof *m);
 	m->ring_path = o->ring;
 	m->perun_path = o->perun;
+	if (!o->perun) {
+		/* Times only: the timeline is the ring's, from its first record
+		 * to its last; nothing to align. */
+		if ((rc = load_ring(m, o, e)))
+			return rc;
+		m->times_only = 1;
+		snprintf(m->align.method, sizeof m->align.method, "none (no perun file)");
+		m->align.uncert_ms = m->align.ci95_ms = NAN;
+		m->align.prior_offset_s = NAN;
+		m->align.bound_lo_s = -INFINITY;
+		m->align.bound_hi_s = INFINITY;
+		m->span_t1_s = energy_model_tl(m, m->rl.rf.ev[m->rl.rf.nev - 1].ts_ns);
+		return 0;
+	}
 	if ((rc = load_inputs(m, o, e)))
 		return rc;
 	/* Alignment: the exact hook, else execution_dt (+ fit). */

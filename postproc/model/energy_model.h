@@ -58,12 +58,18 @@ struct energy_model {
 	char **groups;          /* distinct device groups, in sensor order */
 	size_t ngroups;
 	int emulated;           /* EMULATED_SENSOR.txt beside the perun file */
-	double span_t0_s, span_t1_s; /* perun's span on the timeline */
+	double span_t0_s, span_t1_s; /* perun's span on the timeline (times only: the ring's) */
+	/* Opened without a perun file (em_opts.perun NULL): the ring and its
+	 * phases alone; run, round and host are NULL, no sensor, no groups,
+	 * align.method says "none". */
+	int times_only;
 };
 
 /* Load and align.  Returns 0, or a negative errno with *e filled (and
  * nothing left to close).  The perun file is read through
- * perun_load_guarded: a libhdf5 crash or hang is an error, not a signal. */
+ * perun_load_guarded: a libhdf5 crash or hang is an error, not a signal.
+ * o->perun NULL opens the ring alone (times_only): every phase's times,
+ * no energy. */
 int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e);
 
 void energy_model_close(struct energy_model *m);

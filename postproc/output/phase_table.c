@@ -206,8 +206,8 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 {
 	if (nhidden) {
 		fprintf(tty, "hidden: %zu phase(s) of the tools' own activity (perun's MPI calls, anchor's sync pulses); "
-			     "their time is in (unattributed), their rows in phases.csv with flag 'tool'\n",
-			nhidden);
+			     "%stheir rows in phases.csv with flag 'tool'\n",
+			nhidden, m->times_only ? "" : "their time is in (unattributed), ");
 	}
 	if (!nflagged)
 		return;
@@ -243,6 +243,14 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 static void print_scope_header(FILE *tty, const struct energy_model *m, const char *scope,
 			       const struct phase_thread *th, const struct phase_thread *dev)
 {
+	if (m->times_only) {
+		/* Every occurrence on every thread of the scope; self_s in the
+		 * CSV is the scope's primary thread's. */
+		fprintf(tty, "\nscope %s: phase times from the ring (no perun file: no energy); %.3f s of ring%s%s\n",
+			scope, m->span_t1_s - m->span_t0_s, strcmp(scope, "all") ? "" : ", every process", "");
+		fprintf(tty, "%-22s %6s %9s %9s %9s %9s\n", "phase", "count", "total_s", "mean_ms", "p50_ms", "p95_ms");
+		return;
+	}
 	fprintf(tty, "\nscope %s: energy on thread %u of pid %u; perun %s over %.3f s; alignment %s (+-%.3g ms, "
 		     "offset %.6f s)%s%s\n",
 		scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
@@ -284,6 +292,8 @@ static int scope_row_times(const struct energy_model *m, const struct phase_scop
 	r->total = k == np + 1;
 	r->hide = k < np && phase_set_is_tool(&m->ph, (int)k);
 	r->name = r->total ? "(total)" : r->unattr ? "(unattributed)" : m->ph.names[k];
+	if ((r->unattr || r->total) && m->times_only)
+		return 0; /* both are about perun's span: there is none */
 	if (r->unattr || r->total) {
 		/* Summary rows: no occurrences (count 0, an integer like
 		 * every row's), their seconds in total_s as in self_s. */
@@ -409,7 +419,7 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 	csv_f64(c, r && on_primary && !total && !hide ? r->lo_j : (total ? e : NAN), 9);
 	csv_f64(c, r && on_primary && !total && !hide ? r->hi_j : (total ? e : NAN), 9);
 	csv_f64(c, r && on_primary && !unattr && !total && !hide ? r->incl_j : (total || unattr ? e : NAN), 9);
-	csv_str(c, !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
+	csv_str(c, m->times_only ? "no-energy-file" : !m->nsen ? "no-power-sensor" : total ? "perun" : hide ? "not-attributed"
 		   : on_primary ? method_name(r) : "off-primary");
 	cell_flags(m, sr, rw, &x, g, fl, sizeof fl, &f, &o->maxw[k * ng + g]);
 	o->pf[k * ng + g] = f;
@@ -417,7 +427,7 @@ static size_t write_group_cells(struct scope_out *o, const struct scope_row *rw,
 		o->nflagged++;
 	csv_str(c, fl);
 	csv_str(c, m->align.method);
-	csv_f64(c, m->align.uncert_ms, 6);
+	csv_f64(c, m->times_only ? NAN : m->align.uncert_ms, 6);
 	csv_str(c, energy_model_sensor_note(m));
 	csv_row_end(c);
 	if (tty && m->ngroups) {
@@ -465,6 +475,12 @@ static size_t write_row(struct scope_out *o, const struct scope_row *rw, FILE *t
 {
 	const struct energy_model *m = o->m;
 	size_t ng = m->ngroups ? m->ngroups : 1, count = 0;
+	if (tty && m->times_only) {
+		struct phase_stats st = rw->hst.count ? rw->hst : rw->dst;
+		fprintf(tty, "%-22.22s %6zu %9.3f %9.2f %9.2f %9.2f\n", rw->name, st.count, st.total_s, st.mean_ms,
+			st.p50_ms, st.p95_ms);
+		tty = NULL; /* no energy cells, no method */
+	}
 	if (tty) {
 		struct phase_stats st = rw->hst.count ? rw->hst : rw->dst;
 		if (isnan(st.mean_ms))
@@ -545,6 +561,15 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 	phase_scope_free(&all);
 	if (rc || !by_process)
 		return rc;
+	/* Times only, one process with phases: its block would repeat "all". */
+	if (m->times_only) {
+		size_t with = 0;
+		for (size_t p = 0; p < m->rl.procs.n; p++)
+			with += phase_set_primary_of(&m->ph, m->rl.procs.p[p].pid) >= 0 &&
+				ring_procs_find(&m->rl.procs, m->rl.procs.p[p].pid) == &m->rl.procs.p[p];
+		if (with < 2)
+			return 0;
+	}
 	for (size_t p = 0; p < m->rl.procs.n; p++) {
 		uint32_t pid = m->rl.procs.p[p].pid;
 		long thr = phase_set_primary_of(&m->ph, pid);
@@ -566,7 +591,7 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 
 void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 {
-	if (!m->nsen)
+	if (!m->nsen && !m->times_only)
 		diag_warn(o->perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable), "
 				    "so no energy can be attributed; reporting phase times only");
 	if (m->ph.unmatched_end || m->ph.unclosed_begin)

@@ -96,8 +96,8 @@ static void draw_header(cairo_t *cr, const struct bars_ctx *c, double w)
 					  "error bars: 95 %% interval; alignment %s (+-%.3g ms)",
 			 m->align.method, m->align.uncert_ms);
 	else
-		snprintf(buf, sizeof buf, "no power sensor in the perun file: no energy; bars are each phase's self "
-					  "time on the primary thread (nested phases excluded)");
+		snprintf(buf, sizeof buf, "%s: no energy; bars are each phase's self time on the primary thread "
+					  "(nested phases excluded)", m->times_only ? "no perun file" : "no power sensor in the perun file");
 	plot_text(cr, 20, 40, 12, 0, 0, 0, buf);
 	if (c->nhidden) {
 		if (ng)
@@ -381,7 +381,7 @@ int plot_phases(const struct energy_model *m, const struct phase_scope *sr, cons
 	c.ymax = ceil(c.ymax / plot_tick_step(c.ymax, 6)) * plot_tick_step(c.ymax, 6);
 	snprintf(doc_title, sizeof doc_title, "%s per phase: %s%s%s%s", ng ? "energy" : "time", title,
 		 m->emulated ? " (" : "", m->emulated ? "emulated sensor, not a measurement)" : "",
-		 ng ? "" : " (no power sensor: no energy)");
+		 ng ? "" : m->times_only ? " (no perun file: no energy)" : " (no power sensor: no energy)");
 	rc = plot_write(path, kind, W_PX, H_PX - BOTTOM_PX + c.bottom_px, doc_title, draw, &c, e);
 	free(c.cat);
 	free(c.label);

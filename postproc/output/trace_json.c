@@ -608,7 +608,7 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	fputs(",\"ring\":", w->fp);
 	put_str(w, m->rl.rf.path);
 	fputs(",\"sensor_note\":", w->fp);
-	put_str(w, m->emulated ? energy_model_sensor_note(m) : "measured by perun");
+	put_str(w, m->times_only ? "no perun file: no power" : m->emulated ? energy_model_sensor_note(m) : "measured by perun");
 	fprintf(w->fp, ",\"ts_zero\":\"the ring's first record %+.6f s (CLOCK_MONOTONIC)\"", w->origin_s);
 	write_epoch(w, m);
 	fputs(",\"perun_alignment\":", w->fp);
