@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input/perun_spelling.h"
 #include "output/phase_flags.h"
 #include "phase/phase_stats.h"
 #include "util/diag.h"
@@ -589,8 +590,34 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 	return 0;
 }
 
+/* What perun's command line (the ring) or the file's config spell the
+ * old way, said once: a --sampling_rate perun 1.0 ignored explains why the
+ * samples are 1 s apart.  Only the process that wrote this file when the
+ * stamps name it (several runs in one ring). */
+static void spelling_notes(const struct energy_model *m, const struct em_opts *o)
+{
+	const struct ring_proc *sampler = m->align.hook_pid ? ring_procs_find(&m->rl.procs, m->align.hook_pid) : NULL;
+	char buf[2048];
+	for (size_t i = 0; i < m->rl.procs.n; i++) {
+		const struct ring_proc *p = &m->rl.procs.p[i];
+		if (p->execed || p->forked || (sampler && p->pid != sampler->ppid) || !perun_spelling_is_monitor(p->argv))
+			continue;
+		buf[0] = '\0';
+		if (!perun_spelling_argv(p->argv, m->run, buf, sizeof buf))
+			continue;
+		for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
+			diag_warn(o->ring, "perun's command line (pid %u): %.*s", p->pid, (int)(e - s), s);
+	}
+	buf[0] = '\0';
+	if (m->run && perun_spelling_config(m->run, buf, sizeof buf))
+		for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
+			diag_warn(o->perun, "%.*s", (int)(e - s), s);
+}
+
 void phase_table_warn(const struct energy_model *m, const struct em_opts *o)
 {
+	if (!m->times_only)
+		spelling_notes(m, o);
 	if (!m->nsen && !m->times_only)
 		diag_warn(o->perun, "the file holds no power sensors (psutil only: no RAPL or GPU was readable), "
 				    "so no energy can be attributed; reporting phase times only");
