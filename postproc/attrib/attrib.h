@@ -194,6 +194,24 @@ int attrib_counters(const double *t_s, const double *cum_j, size_t n, const stru
 int attrib_series_cum_j(const struct attrib_series *s, const unsigned char *n_edge, const double *edge_t_s,
 			double *cum_j);
 
+/* One occurrence's own energy (attrib_occurrence.c). */
+struct attrib_occ {
+	double energy_j, lo_j, hi_j; /* estimate and its bounds */
+	size_t n_inside;             /* sensor windows wholly inside it */
+};
+
+/* The energy of [a_s, b_s] from a cumulative curve (t_s strictly
+ * increasing, cum_j non-decreasing, n points; window i is (t[i-1], t[i]]):
+ * the windows wholly inside are measured; each partial window at an edge
+ * gets the interval's own power there (the nearest whole window inside),
+ * bounded by the lowest and highest whole window inside and by the partial
+ * window's own energy; and each edge may sit timing_s off, costing the
+ * power step seen there.  The bounds hold when the interval's power at its
+ * edges stays within what its inside shows.  0, -EINVAL (bad input),
+ * -ERANGE ([a, b] not inside [t[0], t[n-1]]), -ENODATA (no whole window). */
+int attrib_occurrence(const double *t_s, const double *cum_j, size_t n, double a_s, double b_s, double timing_s,
+		      struct attrib_occ *out);
+
 /* Release a result filled by any function above; safe on a zeroed one. */
 void attrib_result_free(struct attrib_result *r);
 

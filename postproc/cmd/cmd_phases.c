@@ -37,8 +37,10 @@
 #include "input/perun_absent.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
+#include "model/occ_energy.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
+#include "output/occurrence_table.h"
 #include "output/outfile.h"
 #include "output/phase_table.h"
 #include "util/diag.h"
@@ -94,7 +96,7 @@ int cmd_phases(int argc, char **argv)
 	struct attrib_opts ao = {0};
 	const char *out = NULL, *unused = NULL;
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
-	int by_process = 0, unused_flag = 0;
+	int by_process = 0, unused_flag = 0, occurrences = 0;
 	struct energy_model m;
 	struct em_error e;
 	const struct option opts[] = {
@@ -102,6 +104,8 @@ int cmd_phases(int argc, char **argv)
 		OPT_STRING(0, "perun", &o.perun, "FILE", "perun's HDF5 output (without it: times only)"),
 		OPT_STRING('o', "out", &out, "FILE", "the CSV (default -: stdout; the table then goes to stderr)"),
 		OPT_BOOL(0, "by-process", &by_process, "also one block of rows per process"),
+		OPT_BOOL(0, "occurrences", &occurrences, "write occurrences.csv instead of phases.csv: one row per "
+							  "phase occurrence, its times and joules (docs/report.md)"),
 		OPTS_ATTRIB(&method, &ao),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
@@ -131,9 +135,33 @@ int cmd_phases(int argc, char **argv)
 	phase_table_warn(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	phases_write(&m, out, method, &ao, by_process);
+	if (occurrences) {
+		occurrences_write(&m, out, out ? stdout : stderr);
+	} else {
+		phases_write(&m, out, method, &ao, by_process);
+	}
 	energy_model_close(&m);
 	return 0;
+}
+
+void occurrences_write(const struct energy_model *m, const char *out, FILE *tty)
+{
+	struct occ_energy oe;
+	struct em_error e;
+	size_t with = 0;
+	if (occ_energy_build(m, &oe, &e) || occurrence_table_write(m, &oe, out ? out : "-", &e))
+		diag_fatal(e.file, "%s", e.msg);
+	for (size_t i = 0; i < oe.nocc; i++) {
+		int all = oe.ngroups > 0;
+		for (size_t g = 0; g < oe.ngroups; g++)
+			all &= oe.cell[i * oe.ngroups + g].why == OCC_DECIDED;
+		with += all;
+	}
+	if (tty)
+		fprintf(tty, "%s%s: %zu occurrence(s) of %zu phase(s), %zu with joules in every device group%s%s%s\n",
+			out ? "wrote " : "", out ? out : "occurrences", oe.nocc, m->ph.nnames, with,
+			oe.no_energy ? " (" : "", oe.no_energy ? oe.no_energy : "", oe.no_energy ? ")" : "");
+	occ_energy_free(&oe);
 }
 
 /* `anchorpost` alone: the run in this directory (run_find.h), its table

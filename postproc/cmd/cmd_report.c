@@ -2,7 +2,8 @@
  * cmd_report.c - `anchorpost report --ring R --perun P [--profile S] -d OUTDIR`:
  * everything in one go.
  *
- * Writes into OUTDIR: phases.csv (as `phases`), perun.csv (+ .energy.csv,
+ * Writes into OUTDIR: phases.csv (as `phases`), occurrences.csv (as
+ * `phases --occurrences`), perun.csv (+ .energy.csv,
  * as `perun`), timeline.csv (as `timeline`); with a profile samples.csv
  * (as `samples --ring`), functions.csv + energy.speedscope.json (as
  * `functions`); timeline.svg/.png and phases.svg/.png (plot.h), trace.json
@@ -54,9 +55,11 @@
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
+#include "model/occ_energy.h"
 #include "model/run_model.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
+#include "output/occurrence_table.h"
 #include "output/outfile.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
@@ -80,14 +83,14 @@ static const struct cmd_usage report_usage = {
 	.name = "report",
 	.usage = "--ring RING [--perun FILE.hdf5] [--profile PYSPY] -d OUTDIR [options]\n"
 		 "       anchorpost report RUNDIR [-d OUTDIR] [options]",
-	.about = "  everything in one go: phases.csv, perun.csv, timeline.csv, with --profile also\n"
+	.about = "  everything in one go: phases.csv, occurrences.csv, perun.csv, timeline.csv, with --profile also\n"
 		 "  samples.csv, functions.csv and energy.speedscope.json; timeline.svg/.png,\n"
 		 "  phases.svg/.png, trace.json (Chrome/Perfetto); then the per-phase table with\n"
 		 "  the alignment quality and the list of files.  RUNDIR: the files `record` wrote\n"
 		 "  (one ring, or one per rank; one perun file; at most one profile), OUTDIR then\n"
 		 "  RUNDIR/report.  Several ranks: also stragglers.csv and ranks.csv, every rank's rows.\n"
-		 "  Without a perun file: the phases' times (phases.csv per process, phases.svg),\n"
-		 "  samples.csv with a profile, trace.json, and why perun left no file.\n"
+		 "  Without a perun file: the phases' times (phases.csv per process, occurrences.csv,\n"
+		 "  phases.svg), samples.csv with a profile, trace.json, and why perun left no file.\n"
 		 "  All or nothing: built beside OUTDIR, moved in when every file is written\n",
 };
 
@@ -227,6 +230,7 @@ static const struct {
 	int when;
 } planned[] = {
 	{"phases.csv", ALWAYS},
+	{"occurrences.csv", ALWAYS},
 	{"EMULATED_SENSOR.txt", EMULATED},
 	{"perun.csv", WITH_PERUN},
 	{"perun.csv.energy.csv", WITH_PERUN},
@@ -446,6 +450,22 @@ static void write_trace(struct report *r, const struct run_model *rm, const char
 		diag_fatal(path, "%s", terr);
 }
 
+/* occurrences.csv: every phase occurrence on the run's time base, with
+ * its joules where the data decide them (occ_energy.h). */
+static void write_occurrences(struct report *r, const struct energy_model *m)
+{
+	struct occ_energy oe;
+	struct em_error e;
+	char *path;
+	progress(r, "occurrences.csv");
+	if (occ_energy_build(m, &oe, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	path = out_path(r, "occurrences.csv");
+	if (occurrence_table_write(m, &oe, path, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	occ_energy_free(&oe);
+}
+
 /* Without a perun file: what the ring (and the profile) give alone.
  * Returns the list of the files not written, for the closing lines. */
 static const char *write_times_only(struct report *r, const struct run_model *rm, const struct em_opts *o,
@@ -475,6 +495,7 @@ static const char *write_times_only(struct report *r, const struct run_model *rm
 		fclose(tty);
 		outfile_commit(&of);
 	}
+	write_occurrences(r, m);
 	if (rm->have_profile) {
 		progress(r, "samples.csv");
 		samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
@@ -522,6 +543,7 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 		write_ranks(r, m, table);
 	else
 		write_phases_csv(r, m, &all, table);
+	write_occurrences(r, m);
 	if (m->emulated)
 		write_emulated_note(r, m, o->perun);
 	progress(r, "perun.csv");

@@ -23,6 +23,10 @@ void phases_no_energy_note(const struct energy_model *m, const char *why);
 void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
 		  const struct attrib_opts *ao, int by_process);
 
+/* occurrences.csv to out (NULL: stdout): one row per phase occurrence
+ * (occurrence_table.h); a line saying how many to tty (NULL: none). */
+void occurrences_write(const struct energy_model *m, const char *out, FILE *tty);
+
 /* functions.csv (out NULL: stdout) + OUT.alignment.txt; the optional
  * speedscope, stacks and samples files where their paths are given. */
 int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,

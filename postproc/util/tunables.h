@@ -62,6 +62,20 @@
 
 /* --- outputs --- */
 
+/* occurrences.csv gives one occurrence its own joules (attrib_occurrence:
+ * its whole windows measured, its two partial ones at its own power) only
+ * when it lasts this many sensor periods: the rule attrib_auto uses to
+ * integrate a phase (attrib_regress.c choose_methods), and enough whole
+ * windows (4 or more) to bound the power at its edges.  A shorter
+ * occurrence shares its windows with its neighbours: the data give the
+ * phase's mean power over many occurrences (phases.csv), not the power of
+ * one, and its cells stay empty. */
+#define ANCHOR_OCC_MIN_PERIODS 5.0
+/* The timing error assumed at each edge of one occurrence, s: perun reads
+ * its sensors some ms after it stamps a round (attrib_split.c's
+ * SPLIT_TIMING_S, the same 3 ms, measured there). */
+#define ANCHOR_OCC_TIMING_S 0.003
+
 /* `timeline` bin width, s: ten bins per second resolve a training step
  * of a few hundred ms while a one-hour run stays at 36000 rows. */
 #define ANCHOR_TIMELINE_BIN_S 0.1

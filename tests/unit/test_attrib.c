@@ -918,6 +918,84 @@ static void test_integrate_exact(void)
 	}
 }
 
+static double energy_upto(const double *a, const double *b, const double *p0, const double *p1, int n, double x);
+
+/* attrib_occurrence: one occurrence's own joules and bounds.  A loop of
+ * mid (0.25 s, 20 W), long (0.7 s) and short (0.06 s, 8 W) with jittered
+ * lengths, each long at a power of its own (25..35 W) that is constant
+ * (ramp 0) or rises linearly by `ramp` W across it; a counter read at
+ * jittered 0.1 s steps holds the exact integral.  Every long occurrence's
+ * bounds must hold its exact joules, the estimate within 1 %. */
+static void occurrence_case(double ramp, const char *name)
+{
+	enum { NREP = 40, NSEG = 3 * NREP };
+	double a[NSEG], b[NSEG], p0[NSEG], p1[NSEG]; /* power p0 at a, linear to p1 at b */
+	double t = 0.3, *ts, *cum, worst = 0;
+	size_t n = 0, cap, nlong = 0, held = 0;
+	seed_rng(23 + (uint64_t)ramp);
+	for (int r = 0; r < NREP; r++) {
+		double len[3] = {0.25, 0.7, 0.06}, lvl = 25 + 10 * urand();
+		for (int k = 0; k < 3; k++) {
+			int i = 3 * r + k;
+			a[i] = t;
+			b[i] = t + len[k] * (0.8 + 0.4 * urand());
+			p0[i] = k == 0 ? 20 : k == 1 ? lvl : 8;
+			p1[i] = k == 1 ? lvl + ramp : p0[i];
+			t = b[i];
+		}
+	}
+	/* Exact energy from 0 to x: 5 W before and after the loop. */
+#define E_AT(x) energy_upto(a, b, p0, p1, NSEG, (x))
+	cap = (size_t)((t + 1) / 0.1) + 2;
+	ts = malloc(cap * sizeof *ts);
+	cum = malloc(cap * sizeof *cum);
+	for (double x = 0; x < t + 0.5 && n < cap; n++, x = 0.1 * (double)n + 0.002 * (urand() - 0.5)) {
+		ts[n] = x;
+		cum[n] = E_AT(x);
+	}
+	for (int i = 1; i < NSEG; i += 3) {
+		struct attrib_occ o;
+		double truth = E_AT(b[i]) - E_AT(a[i]);
+		int rc = attrib_occurrence(ts, cum, n, a[i], b[i], 0.003, &o);
+		CHECK(rc == 0, "%s: occurrence %d rc %d", name, i, rc);
+		if (rc)
+			continue;
+		nlong++;
+		held += o.lo_j <= truth && truth <= o.hi_j;
+		worst = fmax(worst, fabs(o.energy_j - truth) / truth);
+	}
+	printf("occurrence (%s): %zu long occurrences, bounds hold the exact joules of %zu, worst error %.3f %%\n", name,
+	       nlong, held, 100 * worst);
+	CHECK(held == nlong, "%s: bounds hold %zu of %zu", name, held, nlong);
+	CHECK(worst < 0.01, "%s: worst error %.3f %%", name, 100 * worst);
+	/* Outside the curve, and no whole window inside. */
+	struct attrib_occ o;
+	CHECK(attrib_occurrence(ts, cum, n, -1, 0.5, 0.003, &o) == -ERANGE, "%s: before the span", name);
+	CHECK(attrib_occurrence(ts, cum, n, 0.31, 0.35, 0.003, &o) == -ENODATA, "%s: inside one window", name);
+	free(ts);
+	free(cum);
+#undef E_AT
+}
+
+/* Energy of the piecewise-linear power of occurrence_case up to x. */
+static double energy_upto(const double *a, const double *b, const double *p0, const double *p1, int n, double x)
+{
+	double e = 5 * fmin(x, a[0]);
+	for (int i = 0; i < n && x > a[i]; i++) {
+		double y = fmin(x, b[i]), f = (y - a[i]) / (b[i] - a[i]);
+		e += (y - a[i]) * (p0[i] + 0.5 * f * (p1[i] - p0[i]));
+	}
+	if (x > b[n - 1])
+		e += 5 * (x - b[n - 1]);
+	return e;
+}
+
+static void test_occurrence(void)
+{
+	occurrence_case(0, "constant per occurrence");
+	occurrence_case(10, "rising 10 W across each");
+}
+
 /* 1 h of 0.1 s windows, 10 phases, 200 bootstrap resamples. */
 static void bench_scale(void)
 {
@@ -1065,6 +1143,7 @@ int main(void)
 	test_nnls();
 	test_eig_sym();
 	test_integrate_exact();
+	test_occurrence();
 	test_bad_input();
 	test_glitch();
 	print_header();
