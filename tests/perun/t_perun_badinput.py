@@ -221,6 +221,17 @@ def region_rank(f):
 expect_error(mutated("region_rank", region_rank), "member 'first' is not an MPI rank number",
              "/" + MR + "/nodes/0/regions/busy/raw_data", label="region rank not a number")
 
+# A real file of perun 0.7.0 (tests/data/perun/make_old.sh: its own
+# `--sampling_rate 0.5`): refused with the version, and what perun 1.0 calls
+# the setting its config names, read from the config, not guessed (issue 22
+# point 2).
+old07 = copy_fixture("perun070_sampling_rate.hdf5", os.path.join(TMP, "old"))
+expect_error(old07, "written by perun 0.7.0; anchorpost reads the files of perun 0.9 and 1.0",
+             label="perun 0.7.0 file")
+line = anchorpost("perun", old07, "-o", os.path.join(OUTDIR, "o.csv"), check_rc=False).stderr
+check("monitor.sampling_rate = 0.5" in line and "--sampling_period" in line,
+      "perun 0.7.0 file: its config's sampling_rate and perun 1.0's name for it not said: " + line)
+
 # and the same files are fine before mutation (the errors above are not noise)
 good = copy_fixture("emulated_rapl_nvml.hdf5", BAD)
 p = anchorpost("perun", good, "-o", os.path.join(OUTDIR, "good.csv"))
