@@ -54,16 +54,38 @@ static const struct cmd_usage phases_usage = {
 	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
 };
 
-void phases_no_energy_note(const struct energy_model *m, const char *why)
+/* What the ring says of perun, indented under the caller's line. */
+static void explain_perun(const struct ringload *rl)
 {
 	char buf[8192] = "";
+	perun_absent_explain(rl, buf, sizeof buf);
+	for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
+		fprintf(stderr, "  %.*s\n", (int)(e - s), s);
+}
+
+void phases_no_energy_note(const struct energy_model *m, const char *why)
+{
 	/* stdout first: the note must not land in the middle of a table. */
 	fflush(stdout);
 	fprintf(stderr, "%s: no energy: %s; phase times only (count, total, mean, p50, p95 per phase and process)\n",
 		diag_prog, why);
-	perun_absent_explain(&m->rl, buf, sizeof buf);
-	for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
-		fprintf(stderr, "  %.*s\n", (int)(e - s), s);
+	explain_perun(&m->rl);
+}
+
+void phases_open_failed(const struct em_opts *o, const struct em_error *e)
+{
+	struct ringload rl;
+	char err[256];
+	/* Without a perun file, a ring with no phases is most often perun's
+	 * own failure (it never ran the script): say what the ring saw of
+	 * it before the error. */
+	if (!o->perun && o->ring && !ringload_read(&rl, o->ring, err, sizeof err)) {
+		fflush(stdout);
+		fprintf(stderr, "%s: no perun file, and the ring's account of perun:\n", diag_prog);
+		explain_perun(&rl);
+		ringload_close(&rl);
+	}
+	diag_fatal(e->file, "%s", e->msg);
 }
 
 void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
@@ -126,7 +148,7 @@ int cmd_phases(int argc, char **argv)
 	if (!o.ring)
 		options_usage_error(&phases_usage, "needs --ring (and --perun for joules)");
 	if (energy_model_open(&m, &o, &e))
-		diag_fatal(e.file, "%s", e.msg);
+		phases_open_failed(&o, &e);
 	/* Without perun: every phase's times, per process too. */
 	if (m.times_only) {
 		phases_no_energy_note(&m, "no --perun given");
@@ -204,7 +226,7 @@ int cmd_here(void)
 		return 0;
 	}
 	if (energy_model_open(&m, &o, &e))
-		diag_fatal(e.file, "%s", e.msg);
+		phases_open_failed(&o, &e);
 	if (m.times_only)
 		phases_no_energy_note(&m, PHASES_NO_PERUN_HERE);
 	phase_table_warn(&m, &o);

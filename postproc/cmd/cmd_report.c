@@ -659,7 +659,7 @@ int cmd_report(int argc, char **argv)
 	ro.profile = profile;
 	ro.need_power = profile != NULL && o.perun; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
-		diag_fatal(e.file, "%s", e.msg);
+		phases_open_failed(&o, &e);
 	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
 		const char *one[1] = {o.ring};
 		progress(&r, "several ranks in the ring: the per-rank model");

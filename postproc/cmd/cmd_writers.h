@@ -17,6 +17,9 @@
 /* On stderr: why there are no joules (why: "no --perun given", ...) and
  * what the ring says of perun (perun_absent.h). */
 void phases_no_energy_note(const struct energy_model *m, const char *why);
+/* energy_model_open / run_model_open failed with *e: without a perun file
+ * first what the ring says of perun, then the error; exits. */
+void phases_open_failed(const struct em_opts *o, const struct em_error *e) __attribute__((noreturn));
 #define PHASES_NO_PERUN_HERE "no perun file (*.hdf5 or *.h5, here, in perun/ or in perun_results/) beside the ring"
 
 /* phases.csv (out NULL: stdout, the table then to stderr) and the table. */

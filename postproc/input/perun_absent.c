@@ -62,13 +62,18 @@ static void data_out_of(const char *argv, char *out, size_t cap)
 	}
 }
 
-/* Records of pid beyond its process bookkeeping: did the script it runs
- * write any anchor (perun runs the script in its own process)? */
+/* Did the script perun runs (in its own process) write any anchor of its
+ * own?  Not the tools' (phase_set.h's phase_set_is_tool, by name here:
+ * perun's MPI calls, anchor's sync pulses, perun's sample stamps). */
 static int has_anchors(const struct ringload *rl, uint32_t pid)
 {
+	char name[600];
 	for (size_t i = 0; i < rl->rf.nev; i++) {
 		const struct ring_event *e = &rl->rf.ev[i];
-		if (e->pid == pid && (e->kind == ANCHOR_KIND_BEGIN || e->kind == ANCHOR_KIND_MARK))
+		if (e->pid != pid || (e->kind != ANCHOR_KIND_BEGIN && e->kind != ANCHOR_KIND_MARK))
+			continue;
+		ringload_event_name(e, name, sizeof name);
+		if (strncmp(name, "MPI_", 4) && strncmp(name, "anchor.", 7) && strncmp(name, "perun.", 6))
 			return 1;
 	}
 	return 0;
@@ -93,11 +98,12 @@ static void explain_one(const struct ringload *rl, const struct ring_proc *p, ch
 			       "raises or calls sys.exit() with a non-zero status (after monitor.queue_timeout, 60 s)");
 	else if (p->exit_value == 2)
 		line(buf, cap, "  exited with status 2: argparse's, perun did not understand its command line");
+	else if (p->exit_value == 0 && script_ran)
+		line(buf, cap, "  exited with status 0: it wrote its file into %s%s", dout[0] ? dout
+		     : "./perun_results (its default --data_out) in the directory it ran in", dout[0] ? " (its --data_out)" : "");
 	else if (p->exit_value == 0)
-		line(buf, cap, "  exited with status 0: %s%s%s", script_ran ? "it wrote its file into " : "but the script "
-		     "left no anchor in it (it may never have run; perun 1.0 exits 0 when it finds no script); it writes into ",
-		     dout[0] ? dout : "./perun_results (its default --data_out) in the directory it ran in",
-		     dout[0] ? " (its --data_out)" : "");
+		line(buf, cap, "  exited with status 0, but no anchor of the script's is in it: it ran no script (perun 1.0 "
+			       "exits 0 when the script it was given does not exist)");
 	else
 		line(buf, cap, "  exited with status %d", p->exit_value);
 	if (perun_spelling_argv(p->argv, NULL, sp, sizeof sp)) {
