@@ -28,13 +28,13 @@ static const struct command commands[] = {
 	{"info", cmd_info, "RING: header, processes, time span, record counts", 0},
 	{"dump", cmd_dump, "RING [-o FILE.csv]: one CSV row per event", 0},
 	{"perun", cmd_perun, "FILE.hdf5 [-o FILE.csv] [--run ID] [--regions]: perun data as long CSV", 0},
-	{"phases", cmd_phases, "--ring R --perun P [-o phases.csv]: joules per phase (--rings, --by-rank: MPI)", 0},
+	{"phases", cmd_phases, "--ring R [--perun P] [-o phases.csv] [--occurrences]: joules (or times) per phase (--rings: MPI)", 0},
 	{"stragglers", cmd_stragglers, "--rings DIR|GLOB [--perun P]: per step, slowest rank, waits, joules", 0},
 	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function", 0},
 	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin", 0},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV", 0},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor", 1},
-	{"report", cmd_report, "DIR | --ring R --perun P [--profile S] -d OUTDIR: all outputs, pictures, trace, table", 0},
+	{"report", cmd_report, "DIR | --ring R [--perun P] [--profile S] -d OUTDIR: all outputs, pictures, trace, table", 0},
 	{NULL, NULL, NULL, 0},
 };
 
