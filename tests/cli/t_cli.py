@@ -103,7 +103,9 @@ print("checked %d commands, %d option errors" % (len(cmds), nchecks))
 
 # A missing input: a usage error, not a runtime one.
 one_line_error(ap("info"), 2, "info without a ring")
-one_line_error(ap("phases", "--ring", "x"), 2, "phases without --perun")
+one_line_error(ap("phases", "--perun", "x"), 2, "phases without --ring")
+# Without --perun, phases gives the ring's times (issue 22): a missing ring is a runtime error.
+one_line_error(ap("phases", "--ring", "x"), 1, "phases --ring on a missing file, without --perun")
 one_line_error(ap("info", "a", "b"), 2, "info with two rings")
 one_line_error(ap("nosuchcommand"), 2, "unknown command")
 

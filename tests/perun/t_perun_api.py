@@ -28,6 +28,7 @@ p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
                     os.path.join(ROOT, "postproc", "input", "hdf5_probe.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_guard.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_pack.c"),
+                    os.path.join(ROOT, "postproc", "input", "perun_spelling.c"),
                     os.path.join(ROOT, "postproc", "input", "input_file.c"), "-o", EXE, *libs, "-lm", "-pthread"],
                    capture_output=True, text=True)
 check(p.returncode == 0, f"building perun_api_check failed: {p.stderr}")
@@ -68,6 +69,12 @@ def compare(path, want_clock):
                   and run["dt"] == mr.attrs["execution_dt"] and run["app"] == mr.attrs["app_name"],
                   f"{path}: multirun attrs {run}")
             check(run["clock"] == want_clock, f"{path}: clock {run['clock']}, want {want_clock}")
+            # perun's config for the run: every other string attribute, through the guard's pack
+            conf = [k for k, v in mr.attrs.items() if isinstance(v, str)
+                    and k not in ("app_name", "perun_version", "execution_dt", "n_runs")]
+            check(int(run["config"]) == len(conf) and run["period"] == mr.attrs.get("monitor.sampling_period", "-"),
+                  f"{path}: config {run['config']} entries, period {run['period']}; h5py: {len(conf)}, "
+                  f"{mr.attrs.get('monitor.sampling_period')}")
             for rnd, rn in mr["nodes"].items():
                 for hname, h in rn["nodes"].items():
                     ranks = [int(x) for x in h.attrs["mpi_ranks"].strip("[]").split(",")]

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "input/perun.h"
+#include "input/perun_spelling.h"
 
 static const char *clock_name(enum perun_clock c)
 {
@@ -33,8 +34,9 @@ int main(int argc, char **argv)
 		const struct perun_multirun *m = &pf.runs[i];
 		if (perun_find_run(&pf, m->id) != m)
 			printf("find_run-broken %s\n", m->id);
-		printf("run %s app=%s version=%s dt=%s clock=%s rounds=%zu\n", m->id, m->app_name,
-		       m->perun_version, m->execution_dt, clock_name(m->clock), m->nrounds);
+		printf("run %s app=%s version=%s dt=%s clock=%s rounds=%zu config=%zu period=%s\n", m->id, m->app_name,
+		       m->perun_version, m->execution_dt, clock_name(m->clock), m->nrounds, m->nconfig,
+		       perun_config_get(m, "monitor.sampling_period") ? perun_config_get(m, "monitor.sampling_period") : "-");
 		for (size_t j = 0; j < m->nrounds; j++) {
 			const struct perun_round *r = &m->rounds[j];
 			for (size_t k = 0; k < r->nhosts; k++) {
