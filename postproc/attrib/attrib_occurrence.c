@@ -8,7 +8,7 @@
  * neighbouring windows' powers, which the short phase mixes) came out too
  * narrow: 2-4 % low with intervals that missed the exact truth of every
  * 0.7 s occurrence between 60 ms and 250 ms phases (tools/groundtruth
- * scenario, tests/t_occurrences_truth_slow.py).  An occurrence lasting
+ * scenario, tests/report/t_occurrences_truth_slow.py).  An occurrence lasting
  * several windows has its own power measured inside; that power, not its
  * neighbours', is the one to extend over its partial windows, and the
  * spread of its whole windows says how far the edges can be off.

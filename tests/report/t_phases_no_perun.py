@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD") or os.path.join(ROOT, "build")
 PYTHON = os.environ.get("PYTHON") or sys.executable
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()

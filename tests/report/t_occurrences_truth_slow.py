@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD") or os.path.join(ROOT, "build")
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()
 sys.path.insert(0, os.path.join(ROOT, "tools", "groundtruth"))

@@ -1,4 +1,4 @@
-"""Victim for tests/t_occurrences_join_slow.py: phases of known length with
+"""Victim for tests/report/t_occurrences_join_slow.py: phases of known length with
 functions that run only inside them, sync pulses at both ends (py-spy's
 alignment).  Usage: occurrences_victim.py [REPS]
 

@@ -1,6 +1,6 @@
 """occurrences.csv joined with samples.csv and perun.csv in pandas, on a
 real recording (issue 22 points 4 and 6): `anchorpost record` runs
-tests/occurrences_victim.py under real perun 1.0 (emulated RAPL driven by
+tests/victims/occurrences_victim.py under real perun 1.0 (emulated RAPL driven by
 the process's CPU time) and real py-spy (chrometrace), then `report RUNDIR`.
 
   * one time base: perun.csv's and occurrences.csv's unix_s - t_s are the
@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("ANCHOR_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD") or os.path.join(ROOT, "build")
 PYTHON = os.environ.get("PYTHON") or sys.executable
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()
@@ -129,7 +129,7 @@ def main():
     run = os.path.join(TMP, "rec")
     shutil.rmtree(run, ignore_errors=True)
     r = subprocess.run([AP, "record", "-o", run, "--format", "chrometrace", "--rate", "100", "--sensor", "emulated", "--",
-                        PYTHON, os.path.join(ROOT, "tests", "occurrences_victim.py"), "4"],
+                        PYTHON, os.path.join(ROOT, "tests", "victims", "occurrences_victim.py"), "4"],
                        capture_output=True, text=True, timeout=600)
     check(r.returncode == 0, f"record: exit {r.returncode}: {r.stderr[-400:]}")
     p = ap("report", run)
