@@ -14,8 +14,8 @@ the process's CPU time) and real py-spy (chrometrace), then `report RUNDIR`.
     phase (train, 0.7 s) within 3 % of phases.csv; every occurrence with
     joules has them between the windows wholly inside it and those plus
     its two partial windows; the sums over train's occurrences overlap
-    phases.csv's interval; the short ones (wait, eval) have no joules and
-    say why;
+    phases.csv's interval; the short ones (wait, eval, unless load
+    stretched one past 5 periods) have no joules and say why;
   * `phases --occurrences -o F` writes report's occurrences.csv, byte for
     byte;
   * report's own energy.speedscope.json copied into the run directory
@@ -100,7 +100,9 @@ def joins(rep):
               f"{g}: perun's windows over train's occurrences {pr:.3f} J vs phases.csv {r.energy_j:.3f} J")
         col = g + "_energy_j"
         got = oc[oc[col].notna()]
-        check(len(got) == 4 and set(got.phase) == {"train"}, f"{g}: joules for the 4 train occurrences only ({len(got)})")
+        # By length: load can stretch an eval past 5 periods, which then has joules too.
+        check((got.phase == "train").sum() == 4 and (got.duration_s >= 0.5).all(),
+              f"{g}: joules for the 4 train occurrences and only for occurrences of 5 periods or more ({len(got)})")
         ok = 0
         for _, o in got.iterrows():
             inside = (a >= o.start_t_s) & (b <= o.end_t_s)
@@ -111,9 +113,9 @@ def joins(rep):
         lo, hi = got[g + "_ci95_low_j"].sum(), got[g + "_ci95_high_j"].sum()
         check(lo <= r.ci95_high_j and hi >= r.ci95_low_j,
               f"{g}: train's occurrences sum to [{lo:.3f}, {hi:.3f}] J, phases.csv [{r.ci95_low_j:.3f}, {r.ci95_high_j:.3f}]")
-        short = oc[oc.phase.isin(["wait", "eval"])]
-        check(short[col].isna().all() and short.energy_note.str.contains("shorter than").all(),
-              f"{g}: wait and eval (shorter than 5 periods) have no joules and say why")
+        short = oc[oc.phase.isin(["wait", "eval"]) & (oc.duration_s < 0.45)]
+        check(len(short) >= 6 and short[col].isna().all() and short.energy_note.str.contains("shorter than").all(),
+              f"{g}: wait and eval (shorter than 5 periods) have no joules and say why ({len(short)})")
     return oc
 
 

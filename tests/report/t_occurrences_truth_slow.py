@@ -10,10 +10,12 @@ between mid (0.25 s, 20 W) and short (60 ms, 8 W): the short phase puts
 two edges into one window at long's end, where integrating the occurrence
 as a phase of its own (attrib_integrate) came out 2-4 % low with intervals
 that missed the truth of every occurrence.
-  * every long occurrence has joules in occurrences.csv whose bounds hold
+  * every long occurrence has joules in occurrences.csv (and so has any
+    other that load stretched past 5 sensor periods), whose bounds hold
     the exact truth, package and dram; the estimate within 1 %, the bounds
     informative (half width <= 5 %);
-  * mid and short (under 5 sensor periods) have none, and say why.
+  * those under 5 sensor periods (mid and short as written) have none, and
+    say why.
 Emulated sensor, not a measurement.
 """
 import csv
@@ -69,27 +71,33 @@ def main():
         log of its phases (the updater's phase file), 0 W between them."""
         return sum(watts[p][g] * max(0.0, min(b, t1) - max(a, t0)) for p, t0, t1 in inst)
 
+    # Decided by length, not by name: under load a 0.25 s mid phase can
+    # stretch past 5 periods, and then it too must hold its truth.
     held = {"cpu": 0, "ram": 0}
     worst = {"cpu": 0.0, "ram": 0.0}
     wide = {"cpu": 0.0, "ram": 0.0}
-    nlong = 0
+    ndecided = nlong = 0
     for x, i in zip(rows, inst):
         a, b = float(x["start_t_s"]), float(x["end_t_s"])
-        if x["phase"] != "long":
-            check(x["cpu_energy_j"] == "" and "shorter than" in x["energy_note"],
-                  f"{x['phase']} ({(b - a) * 1e3:.0f} ms): no joules of its own, and why")
+        if x["cpu_energy_j"] == "":
+            check("shorter than" in x["energy_note"] and b - a < 0.55,
+                  f"{x['phase']} ({(b - a) * 1e3:.0f} ms): no joules of its own, and why ({x['energy_note'][:40]})")
+            check(x["phase"] != "long", f"long ({(b - a) * 1e3:.0f} ms) has joules")
             continue
-        nlong += 1
+        ndecided += 1
+        nlong += x["phase"] == "long"
         for g in ("cpu", "ram"):
             t = truth(g, a, b)
             e, lo, hi = (float(x[f"{g}_{k}"]) for k in ("energy_j", "ci95_low_j", "ci95_high_j"))
             held[g] += lo <= t <= hi
             worst[g] = max(worst[g], abs(e - t) / t)
             wide[g] = max(wide[g], (hi - lo) / 2 / t)
+    check(nlong == 8, f"every long occurrence has joules ({nlong} of 8; {ndecided} occurrences in all)")
     for g in ("cpu", "ram"):
-        check(nlong == 8 and held[g] == nlong, f"{g}: the bounds of {held[g]} of {nlong} long occurrences hold their exact joules")
+        check(held[g] == ndecided, f"{g}: the bounds of {held[g]} of {ndecided} occurrences with joules hold their exact joules")
         check(worst[g] < 0.01, f"{g}: worst error {100 * worst[g]:.2f} %")
-        check(wide[g] <= 0.05, f"{g}: widest half width {100 * wide[g]:.2f} % (informative: perun's stamps jitter against its reads, which spreads the windows' powers the bounds use)")
+        check(wide[g] <= 0.05, f"{g}: widest half width {100 * wide[g]:.2f} % (informative: perun's stamps jitter "
+                               "against its reads, which spreads the windows' powers the bounds use)")
     print(f"{len(fails)} check(s) failed" if fails else "PASS")
     return 1 if fails else 0
 
