@@ -139,9 +139,10 @@ int occurrence_table_write(const struct energy_model *m, const struct occ_energy
 	for (size_t k = 0; k < m->ph.nocc; k++)
 		row(&c, m, oe, order[k]);
 	free(order);
-	if (ferror(of.fp)) {
+	/* The write's own reason (a full disk, ulimit -f), as every writer says it. */
+	if ((rc = outfile_error(&of, path, e))) {
 		outfile_abort(&of);
-		return diag_error(e, -EIO, path, "write error");
+		return rc;
 	}
 	return outfile_finish(&of, path, e);
 }
