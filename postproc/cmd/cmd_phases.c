@@ -72,6 +72,19 @@ void phases_no_energy_note(const struct energy_model *m, const char *why)
 	explain_perun(&m->rl);
 }
 
+void phases_no_energy_note_ring(const char *ring, const char *why)
+{
+	struct ringload rl;
+	char err[256];
+	fflush(stdout);
+	fprintf(stderr, "%s: no energy: %s; phase times only\n", diag_prog, why);
+	/* Unreadable: its own error follows when it is opened. */
+	if (!ringload_read(&rl, ring, err, sizeof err)) {
+		explain_perun(&rl);
+		ringload_close(&rl);
+	}
+}
+
 void phases_open_failed(const struct em_opts *o, const struct em_error *e)
 {
 	struct ringload rl;
@@ -218,6 +231,8 @@ int cmd_here(void)
 		printf("run in this directory: ring %s, perun %s\n", f.ring, f.perun ? f.perun : "none");
 	if (report_ranks_wanted(f.nrings, NULL)) {
 		struct mring mr;
+		if (!f.perun)
+			phases_no_energy_note_ring(f.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)f.rings, f.nrings, &o, ATTRIB_CHOICE_AUTO, &ao);
 		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
 		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");

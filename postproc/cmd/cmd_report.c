@@ -651,6 +651,8 @@ int cmd_report(int argc, char **argv)
 	/* Several rings: the per-rank model first; the other files follow
 	 * the ring of the lowest rank. */
 	if (found.nrings > 1) {
+		if (!o.perun)
+			phases_no_energy_note_ring(found.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)found.rings, found.nrings, &o, method, &ao);
 		r.ranks = &mr;
 		o.ring = mring_lead_ring(&mr);

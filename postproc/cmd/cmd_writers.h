@@ -17,6 +17,9 @@
 /* On stderr: why there are no joules (why: "no --perun given", ...) and
  * what the ring says of perun (perun_absent.h). */
 void phases_no_energy_note(const struct energy_model *m, const char *why);
+/* The same for a run of several rings (the first one's account of perun). */
+void phases_no_energy_note_ring(const char *ring, const char *why);
+
 /* energy_model_open / run_model_open failed with *e: without a perun file
  * first what the ring says of perun, then the error; exits. */
 void phases_open_failed(const struct em_opts *o, const struct em_error *e) __attribute__((noreturn));

@@ -13,7 +13,8 @@
     ring's first record, as samples.csv and perun.csv) and no energy
     columns, energy_note "no perun file";
   * `report DIR` writes phases.csv, occurrences.csv, phases.svg and
-    trace.json and lists what needs perun as not written.
+    trace.json and lists what needs perun as not written;
+  * two rings (one per rank) without perun: the ranks' times, and the note.
 The old `anchorpost` said "no run here" (exit 2) and `phases` required
 --perun.
 """
@@ -166,6 +167,17 @@ def main():
     check("not written without a perun file: perun.csv" in p.stdout, "report lists what needs perun as not written")
     check(os.path.exists(os.path.join(rep, "occurrences.csv")) and rows(os.path.join(rep, "occurrences.csv")) == oc,
           "report's occurrences.csv is phases --occurrences'")
+
+    # 4. A distributed run without perun: one ring per rank.
+    dist = os.path.join(TMP, "dist")
+    os.makedirs(dist, exist_ok=True)
+    for r in (0, 1):
+        e = dict(env, ANCHOR_FILE=os.path.join(dist, f"run-{r}.ring"), RANK=str(r))
+        subprocess.run([PYTHON, "-c", "import time, anchor\nfor i in range(3):\n    with anchor.phase('step'):\n"
+                        "        time.sleep(0.02)\n"], env=e, check=True, cwd=dist, timeout=60)
+    p = ap(cwd=dist)
+    check(p.returncode == 0 and "rank" in p.stdout and "\nstep " in p.stdout and "no energy" in p.stderr
+          and "no perun file" in p.stderr, f"two rings, no perun: the ranks' times and the note (exit {p.returncode})")
     print(f"{len(fails)} check(s) failed" if fails else "PASS")
     return 1 if fails else 0
 
