@@ -11,6 +11,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "py_compat.h" /* newer C-API spelled on 3.8-3.10 too */
 #include <stddef.h>
 #include <stdint.h>
 
