@@ -98,6 +98,9 @@
  *               function's frame at a line in [L0, L1] runs only while
  *               the phase is open (a `with anchor.phase` body; a function
  *               decorated with `@anchor.phase`: its whole code, no at=);
+ *               "why=REASON" instead of lines=: the body could not be
+ *               read from this Python's bytecode (a one-line `with`);
+ *               readers skip such a site (no labels, never wrong ones).
  *               "mark=1": a mark, no lines= (its segment is read as the
  *               lines after `at` up to the next site's `at` in the same
  *               function).  A profiler's stack whose innermost matching
