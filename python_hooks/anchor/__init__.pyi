@@ -41,13 +41,13 @@ class phase:
     def __call__(self, func: _F) -> _F: ...
 
 def enabled() -> bool:
-    """True when records reach a ring file."""
+    """True when records reach a ring file (a query: creates no ring)."""
 
 def preloaded() -> bool:
     """True when writing through a preloaded libanchor.so."""
 
 def ring_path() -> str:
-    """Path of the ring file ('' when not enabled)."""
+    """Path of the ring file ('' when not enabled); creates nothing."""
 
 def sync() -> None:
     """Write a CLOCK_MONOTONIC/CLOCK_REALTIME SYNC record now."""

@@ -1,8 +1,14 @@
 """Shared by the framework callbacks (anchor.lightning, anchor.hf): ranges
 opened from one hook and closed from another, and per-epoch joules."""
+import os
+import sys
+
 from ._anchor import begin as _begin
 from ._anchor import end as _end
 from ._measure import measure as _measure
+from ._measure import nothing_why as _nothing_why
+
+_said_nothing = []  # pids that said why measure=True measures nothing
 
 
 class Ranges:
@@ -42,6 +48,13 @@ class EpochEnergy:
     def start(self):
         if self.enabled:
             self.m = _measure(None, powercap=self.powercap).start()
+            if not self.m._sensors and os.getpid() not in _said_nothing:
+                # Once per process: a callback asked to measure and every
+                # epoch would silently log nothing.
+                _said_nothing.append(os.getpid())
+                sys.stderr.write("anchor[%d]: measure=True measures nothing: no energy counter is readable (%s); "
+                                 "epoch joules stay None (anchorpost with perun attributes energy afterwards)\n"
+                                 % (os.getpid(), _nothing_why(self.m.root, self.m.nvml, self.m.skipped)))
 
     def stop(self):
         """Joules of the epoch just ended, or None."""

@@ -156,6 +156,21 @@ def _sensors(root, nvml):
     return got
 
 
+def nothing_why(root, nvml, skipped):
+    """One line: why no counter could be read (for measure=True's note)."""
+    parts = ["%s: %s" % kv for kv in sorted(skipped.items())]
+    if not any(k.startswith(("cpu_", "ram_", "rapl")) for k in skipped):
+        parts.append("no RAPL domain under %s" % root)
+    if nvml and "nvml" not in skipped and not any(k.startswith("gpu_") for k in skipped):
+        try:
+            import pynvml  # noqa: F401
+        except ImportError:
+            parts.append("pynvml not importable")
+    elif not nvml:
+        parts.append("NVML not asked for")
+    return "; ".join(parts)
+
+
 class measure:
     """``with anchor.measure(name=None) as m:`` -> ``m.joules`` (live estimate).
 

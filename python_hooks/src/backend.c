@@ -12,12 +12,16 @@
  * PROC_START + SYNC like libanchor.so's constructor.  Failure leaves the
  * module importable with anchoring disabled, after one stderr line.
  *
- * The own writer attaches lazily, at the first call that needs the ring
- * (an event, sync(), enabled(), ring_path()), not at import: importing for
+ * The own writer attaches lazily, at the first call that writes (an event,
+ * sync()), not at import: importing for
  * help() or type checking, or a helper process started with ANCHOR_AUTO
  * that never marks, must leave no ring behind (issue 12).  PROC_START is
  * then stamped at that first call, not at interpreter start.  The import
  * only names the ring (exports ANCHOR_FILE), so children share it.
+ * enabled() and ring_path() are queries and create nothing either (issue
+ * 22: a notebook that asks would otherwise get a ring per kernel): before
+ * the first write they answer from the environment, what that write would
+ * do.
  */
 #include "pyanchor.h"
 
@@ -170,6 +174,38 @@ static int own_ensure(void)
 	return own_state > 0 && ring_writer_attached();
 }
 
+/* enabled() without attaching: before the first write, 1 unless
+ * ANCHOR_DISABLE is set (a ring that then fails to attach turns it 0). */
+static int own_query(void)
+{
+	if (own_state == 0) {
+		ring_env_init(); /* os.environ may have changed since import */
+		return !ring_env_true(RING_ENV_DISABLE);
+	}
+	return own_state > 0 && ring_writer_attached();
+}
+
+/* ring_path() without attaching: the path the first write will open. */
+static const char *own_path(void)
+{
+	static char path[4096];
+	struct ring_writer_opts o;
+	char resolved[4096], err[512];
+	const char *note;
+	size_t n = 0;
+
+	if (own_state != 0)
+		return ring_writer_path();
+	if (ring_env_ring(&o, resolved, sizeof resolved, err, sizeof err, &note) < 0)
+		return "";
+	if (resolved[0] != '/' && getcwd(path, sizeof path - 1)) {
+		n = strlen(path);
+		path[n++] = '/';
+	}
+	snprintf(path + n, sizeof path - n, "%s", resolved);
+	return path;
+}
+
 static int lazy_event(int kind, const char *name, size_t len, unsigned flags, uint64_t value)
 {
 	own_ensure();
@@ -200,8 +236,8 @@ void pya_backend_init(void)
 	}
 	pya.event = lazy_event;
 	pya.sync = lazy_sync;
-	pya.enabled = own_ensure;
-	pya.path = ring_writer_path;
+	pya.enabled = own_query;
+	pya.path = own_path;
 	pya.preloaded = 0;
 	own_name_ring();
 }

@@ -241,9 +241,10 @@ static PyMethodDef methods[] = {
 	{"enabled", py_enabled, METH_NOARGS,
 	 "enabled()\n--\n\nTrue when records reach a ring file (False with ANCHOR_DISABLE=1 or\n"
 	 "when attaching failed; every call is then a cheap no-op).  Without\n"
-	 "libanchor.so the ring is attached at the first call that needs it:\n"
-	 "this one, ring_path(), sync() or the first event."},
-	{"ring_path", py_ring_path, METH_NOARGS, "ring_path()\n--\n\nPath of the ring file, '' when not enabled."},
+	 "libanchor.so the ring is created at the first write (an event or\n"
+	 "sync()); this query creates nothing and answers what that write will do."},
+	{"ring_path", py_ring_path, METH_NOARGS, "ring_path()\n--\n\nPath of the ring file, '' when not enabled.  Creates nothing: before\n"
+	 "the first write it is the path that write will create."},
 	{"sync", py_sync, METH_NOARGS,
 	 "sync()\n--\n\nWrite a CLOCK_MONOTONIC/CLOCK_REALTIME SYNC record now (the writer also\n"
 	 "writes one lazily about once a second)."},
