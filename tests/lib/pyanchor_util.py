@@ -102,6 +102,18 @@ def ranges(rows, name):
     return out
 
 
+def need_modules(*names):
+    """Skip unless each module imports in $PYTHON (torch's CPU wheel is on
+    3.11 only here: the per-version runs skip the torch tests, saying so)."""
+    p = subprocess.run([PYTHON, "-c", "import importlib.util, sys; "
+                        "print(' '.join(n for n in sys.argv[1:] if importlib.util.find_spec(n) is None))", *names],
+                       capture_output=True, text=True)
+    missing = p.stdout.split()
+    if missing or p.returncode:
+        skip("no module named %s for CPython %s (scripts/install-deps.sh installs torch on the default python3)"
+             % (", ".join(missing) or "?", "%d.%d" % sys.version_info[:2]))
+
+
 def need_build():
     for p in (LIB, ANCHORPOST):
         if not os.path.exists(p):

@@ -15,7 +15,7 @@ import os
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))  # tests/lib
-from pyanchor_util import TMP, check, dump, events, need_build, ranges, run_py  # noqa: E402
+from pyanchor_util import need_modules, TMP, check, dump, events, need_build, ranges, run_py  # noqa: E402
 
 TRAIN = r'''
 import json, os, sys, threading, time
@@ -180,6 +180,7 @@ def lazy_case():
     print("ok: torch-free script unchanged, torch not imported")
 
 
+need_modules("torch")
 need_build()
 run_case(True, True)
 run_case(False, False)

@@ -7,7 +7,7 @@ import os
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))  # tests/lib
-from pyanchor_util import TMP, check, dump, events, need_build, run_py  # noqa: E402
+from pyanchor_util import need_modules, TMP, check, dump, events, need_build, run_py  # noqa: E402
 
 SCRIPT = r'''
 import json, os, threading
@@ -66,6 +66,7 @@ def run_case(preload):
     print("ok preload=%s: %d thread marks, %d worker marks from pids %s" % (preload, len(got), len(wk), sorted(wpids)))
 
 
+need_modules("torch")
 need_build()
 run_case(False)
 run_case(True)
