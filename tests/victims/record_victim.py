@@ -15,12 +15,12 @@ def busy(s):
 
 @anchor.phase("step")
 def step():
-    busy(0.02)
+    busy(0.02)  # in step
 
 
 for i in range(int(sys.argv[1])):
     with anchor.phase("forward"):
-        busy(0.04)
+        busy(0.04)  # in forward
     with anchor.phase("backward"):
-        busy(0.03)
+        busy(0.03)  # in backward
     step()
