@@ -133,12 +133,18 @@ def _body_lines(code, lasti):
     why a reason when the body cannot be read, None when lasti is no with."""
     ins = list(dis.get_instructions(code))
     i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
-    if i is None or ins[i].opname not in _WITH:
+    if i is None:
         return None
     lines = _lines_at(code)
     wl = lines.get(lasti)
     if wl is None:
         return None
+    if ins[i].opname not in _WITH:
+        # A Python whose with-statement is compiled otherwise (3.14:
+        # LOAD_SPECIAL), or __enter__ called by hand: say so, label nothing.
+        return wl, None, None, ("no with statement at this call (%s): __enter__ called directly, or a "
+                                "bytecode this module does not read (Python %d.%d)"
+                                % (ins[i].opname, sys.version_info[0], sys.version_info[1]))
     if _BLOCKS:
         body, why = _body_blocks(ins, i)
     else:
