@@ -231,6 +231,38 @@ static void join(char *dst, const char *a, const char *b)
 		diag_fatal(a, "path too long");
 }
 
+/* perun runs in that interpreter: say so before anything starts when it
+ * cannot import perun (issue 22: `record -- python3.9 train.py` ended in
+ * a traceback from anchor_emul.perun, and a ./perun directory, perun's
+ * data_out, passed a bare `import perun` as a namespace package). */
+static void need_perun(const char *python)
+{
+	char cmd[PATH_MAX + 320], ver[32] = "";
+	FILE *p;
+	int rc, major, minor;
+
+	snprintf(cmd, sizeof cmd,
+		 "'%s' -c 'import sys, importlib.util as u\n"
+		 "print(\"%%d.%%d\" %% sys.version_info[:2])\n"
+		 "try: ok = u.find_spec(\"perun.monitoring.subprocess\") is not None\n"
+		 "except ImportError: ok = False\n"
+		 "sys.exit(0 if ok else 3)' 2>/dev/null",
+		 python);
+	if (!(p = popen(cmd, "r")))
+		return; /* resolve_python ran it a moment ago: let perun say */
+	if (!fgets(ver, sizeof ver, p))
+		ver[0] = 0;
+	ver[strcspn(ver, "\n")] = 0;
+	rc = pclose(p);
+	if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 3)
+		return;
+	if (sscanf(ver, "%d.%d", &major, &minor) == 2 && major == 3 && minor < 10)
+		diag_fatal(python, "cannot import perun, and perun 1.0.0 requires Python >= 3.10 (this is %s): "
+			   "record this script with py-spy alone (docs/recording.md), or run it with Python 3.10+", ver);
+	diag_fatal(python, "cannot import perun (Python %s): install it there, e.g. '%s -m pip install perun==1.0.0' "
+		   "(scripts/install-deps.sh)", ver[0] ? ver : "?", python);
+}
+
 /* The real interpreter behind `python` (often a pyenv shim: a bash script
  * that would put a dozen extra processes into the ring and make py-spy
  * attach to bash).  perun runs in it: the command's own interpreter when
@@ -257,6 +289,7 @@ static void resolve_python(struct rec *r)
 	n = strlen(r->python);
 	if (n && r->python[n - 1] == '\n')
 		r->python[n - 1] = 0;
+	need_perun(r->python);
 	/* The launched command runs the real interpreter too, not the shim,
 	 * and a bare console-script name (torchrun) is taken from beside it
 	 * when it is there (pyenv puts bash shims first on PATH). */
