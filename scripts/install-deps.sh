@@ -58,7 +58,7 @@ elif [ "${tv%%+*}" != "$TORCH_PIN" ]; then
 fi
 if command -v py-spy >/dev/null 2>&1 || "$PY" -m pip show py-spy >/dev/null 2>&1; then
 	sv=$(py-spy --version 2>/dev/null | awk '{print $2}')
-	case $sv in 0.4.*) ;; *) say "py-spy ${sv:-?} is installed: kept (the tests cover 0.4.x)" ;; esac
+	case $sv in 0.4.* | "") ;; *) say "py-spy $sv is installed: kept (the tests cover 0.4.x)" ;; esac
 else
 	need+=("$PYSPY_PIN")
 fi
