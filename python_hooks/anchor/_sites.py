@@ -129,8 +129,16 @@ def _body_handlers(code, ins, i):
 
 
 def _body_lines(code, lasti):
+    """(with line, first body line, last body line), or None when the body
+    cannot be read (the reason: _body)."""
+    r = _body(code, lasti)
+    return r[:3] if r and r[3] is None else None
+
+
+def _body(code, lasti):
     """(with line, first body line, last body line, why): lines None and
-    why a reason when the body cannot be read, None when lasti is no with."""
+    why a reason when the body cannot be read, None when lasti is no
+    instruction of code."""
     ins = list(dis.get_instructions(code))
     i = next((k for k, x in enumerate(ins) if x.offset == lasti), None)
     if i is None:
@@ -186,7 +194,7 @@ def _record(name, code, lasti, is_mark):
         if at:
             _emit(name, code, ["at=%d" % at, "mark=1"])
         return
-    r = _body_lines(code, lasti)
+    r = _body(code, lasti)
     if r and r[3]:
         _emit(name, code, ["at=%d" % r[0], "why=" + r[3]])
     elif r:
