@@ -67,8 +67,13 @@
  *   SENSOR_DESC (minor 1) what the counters of SENSOR records are: text =
  *               NUL-separated "c<i>=<group>|<name>|<joules per count>|<max>"
  *               for counter i (group "cpu", "ram", "gpu"; max = the raw
- *               value the counter wraps after, 0 = never); value = number
- *               of counters; an item "emulated=1" marks an emulated
+ *               value the counter wraps after, 0 = never).  Group
+ *               "gpu_power" is a gauge, not a counter: each value is the
+ *               GPU's power reading (nvmlDeviceGetPowerUsage) and the third
+ *               field is watts per count; gauges follow every counter, so
+ *               an older reader finds the counters at their indexes (it
+ *               sees an odd group, never wrong joules in "gpu").
+ *               value = number of counters; an item "emulated=1" marks an emulated
  *               sensor (anchor_emul).  Re-emitted about once a
  *               second so an overwriting ring keeps one.
  *   SENSOR      (minor 1) one sampler tick: ts_ns = midpoint of the reads;

@@ -12,6 +12,12 @@
  * flight-recorder ring that overwrote the first still has one.  Raw values
  * are stored; the reader undoes wrap-around (ring_format.h).
  *
+ * Each GPU's power reading (nvmlDeviceGetPowerUsage, mW) is sampled beside
+ * its counter as a gauge (group gpu_power): not energy, but what shows
+ * how the board's power sensor updates and averages, which anchorpost
+ * identifies from the run (attrib/sensor_ident.h) to model the readings
+ * perun stores.  One more NVML call per GPU and tick (bench/sensor_floor.c).
+ *
  * Which process samples: counters are machine-wide, so one sampler per run
  * is enough and more would only cost.  A thread does not survive fork, so
  * forked children (DataLoader workers, perun's sampler) never sample.  An
@@ -49,6 +55,7 @@ _Static_assert(SENSORS_MAX <= ANCHOR_SENSOR_MAX, "counters fit one SENSOR record
 struct counter {
 	int fd;          /* RAPL: energy_uj, kept open (-1 for NVML) */
 	void *nvml_dev;  /* NVML: device handle */
+	int power;       /* NVML: the power reading (mW), a gauge, not the counter */
 	uint64_t last;   /* last value read (kept on a failed read) */
 };
 
@@ -57,12 +64,14 @@ typedef int (*nvml_init_fn)(void);
 typedef int (*nvml_count_fn)(unsigned *);
 typedef int (*nvml_handle_fn)(unsigned, void **);
 typedef int (*nvml_energy_fn)(void *, unsigned long long *);
+typedef int (*nvml_power_fn)(void *, unsigned *);
 
 static struct counter g_ctr[SENSORS_MAX];
 static unsigned g_nctr;
 static char g_desc[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES];
 static size_t g_desc_len;
 static nvml_energy_fn g_nvml_energy;
+static nvml_power_fn g_nvml_power;
 static uint64_t g_period_ns;
 /* Copied in the constructor: the host may setenv() (which can move
  * environ) while the sampler thread sets up, so the thread never calls
@@ -259,6 +268,7 @@ static void nvml_setup(void)
 	count = (nvml_count_fn)dlsym(h, "nvmlDeviceGetCount_v2");
 	handle = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
 	g_nvml_energy = (nvml_energy_fn)dlsym(h, "nvmlDeviceGetTotalEnergyConsumption");
+	g_nvml_power = (nvml_power_fn)dlsym(h, "nvmlDeviceGetPowerUsage");
 	if (dlsym(h, "anchor_emulated_sensor"))
 		g_emulated = 1; /* tools/emulated_power/nvml_stub */
 	if (!init || !count || !handle || !g_nvml_energy || init() != 0 || count(&n) != 0) {
@@ -273,9 +283,31 @@ static void nvml_setup(void)
 			continue; /* pre-Volta GPUs have no energy counter */
 		g_ctr[g_nctr].fd = -1;
 		g_ctr[g_nctr].nvml_dev = dev;
+		g_ctr[g_nctr].power = 0;
 		g_ctr[g_nctr].last = mj;
 		snprintf(name, sizeof name, "gpu%u", i);
 		desc_add("gpu", name, "1e-3", 0);
+		g_nctr++;
+	}
+	/* The power readings after all counters, so a reader that knows no
+	 * gauge still finds the counters where they were. */
+	for (unsigned i = 0, k = before, nc = g_nctr; g_nvml_power && k < nc && g_nctr < SENSORS_MAX; i++) {
+		unsigned mw;
+		void *dev = NULL;
+		char name[16];
+		if (handle(i, &dev) != 0)
+			break;
+		if (dev != g_ctr[k].nvml_dev)
+			continue; /* a GPU without counter: not sampled at all */
+		k++;
+		if (g_nvml_power(dev, &mw) != 0)
+			continue;
+		g_ctr[g_nctr].fd = -1;
+		g_ctr[g_nctr].nvml_dev = dev;
+		g_ctr[g_nctr].power = 1;
+		g_ctr[g_nctr].last = mw;
+		snprintf(name, sizeof name, "gpu%u", i);
+		desc_add("gpu_power", name, "1e-3", 0);
 		g_nctr++;
 	}
 	if (g_nctr == before)
@@ -304,6 +336,10 @@ static uint64_t tick(void)
 			if (c->fd >= 0) {
 				if (!read_fd_u64(c->fd, &x))
 					c->last = x;
+			} else if (c->power) {
+				unsigned mw;
+				if (g_nvml_power(c->nvml_dev, &mw) == 0)
+					c->last = mw;
 			} else {
 				unsigned long long mj;
 				if (g_nvml_energy(c->nvml_dev, &mj) == 0)

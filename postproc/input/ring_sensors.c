@@ -41,6 +41,7 @@ static int parse_desc(const struct ring_event *e, struct ring_counters *rc, size
 				snprintf(c->name, sizeof c->name, "%s", f[1]);
 				c->j_per_count = strtod(f[2], NULL);
 				c->max = strtoull(f[3], NULL, 10);
+				c->gauge = !strcmp(c->group, "gpu_power");
 			}
 		}
 		p += len + 1;
@@ -132,7 +133,12 @@ static void accumulate(const struct ring_event *ev, size_t nev, struct ring_coun
 		for (size_t k = 0; k < rc->n; k++) {
 			struct ring_counter *c = &rc->c[k];
 			double e = 0;
-			if (c->n)
+			if (c->gauge) {
+				c->value_w[c->n] = (double)v[k] * c->j_per_count;
+				if (c->n)
+					e = c->cum_j[c->n - 1] + c->value_w[c->n - 1] *
+									 (double)(ev[i].ts_ns - c->ts_ns[c->n - 1]) / 1e9;
+			} else if (c->n)
 				e = c->cum_j[c->n - 1] + (double)counter_delta(c, prev[k], v[k]) * c->j_per_count;
 			c->ts_ns[c->n] = ev[i].ts_ns;
 			c->cum_j[c->n] = e;
@@ -176,7 +182,9 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 	for (size_t k = 0; k < n; k++) {
 		rc->c[k].ts_ns = malloc(count * sizeof(uint64_t));
 		rc->c[k].cum_j = malloc(count * sizeof(double));
-		if (!rc->c[k].ts_ns || !rc->c[k].cum_j) {
+		if (rc->c[k].gauge)
+			rc->c[k].value_w = malloc(count * sizeof(double));
+		if (!rc->c[k].ts_ns || !rc->c[k].cum_j || (rc->c[k].gauge && !rc->c[k].value_w)) {
 			rc_ = -ENOMEM;
 			goto out;
 		}
@@ -191,6 +199,7 @@ int ring_counters_build(const struct ring_event *ev, size_t nev, struct ring_cou
 		for (size_t k = 0; k < n; k++) {
 			free(rc->c[k].ts_ns);
 			free(rc->c[k].cum_j);
+			free(rc->c[k].value_w);
 		}
 		free(rc->c);
 		rc->c = NULL;
@@ -230,6 +239,7 @@ void ring_counters_free(struct ring_counters *rc)
 	for (size_t k = 0; rc->c && k < rc->n; k++) {
 		free(rc->c[k].ts_ns);
 		free(rc->c[k].cum_j);
+		free(rc->c[k].value_w);
 	}
 	free(rc->c);
 	memset(rc, 0, sizeof *rc);

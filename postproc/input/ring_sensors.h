@@ -8,6 +8,7 @@
  * with each counter's max (RAPL's max_energy_range_uj: value max+1 is 0);
  * a counter that goes backwards without a known max is counted as a reset
  * and contributes nothing for that tick.
+ * Gauges (group "gpu_power", ring_format.h) are kept as readings in W.
  */
 #ifndef ANCHORPOST_RING_SENSORS_H
 #define ANCHORPOST_RING_SENSORS_H
@@ -24,7 +25,10 @@ struct ring_counter {
 	uint64_t max;        /* raw value the counter wraps after (0: never) */
 	size_t n;            /* samples */
 	uint64_t *ts_ns;     /* n: CLOCK_MONOTONIC of each read (strictly increasing) */
-	double *cum_j;       /* n: energy since the first sample, unwrapped */
+	double *cum_j;       /* n: energy since the first sample, unwrapped (a gauge:
+			      * the integral of its readings, each held until the next) */
+	int gauge;           /* group "gpu_power": a power reading, not a counter */
+	double *value_w;     /* n: a gauge's readings in W (NULL for a counter) */
 	unsigned wraps, resets;
 };
 

@@ -277,8 +277,10 @@ int counter_table_write(struct csv *c, const struct energy_model *m, FILE *tty, 
 		x.iv[i].t1_s = energy_model_tl(m, x.th->seg[i].t1_ns);
 		x.iv[i].phase = x.th->seg[i].phase;
 	}
+	/* Gauges (GPU power readings) are no energy counter: they describe
+	 * the sensor (anchorpost sensors), the counters give the joules. */
 	for (size_t k = 0; k < x.rc.n; k++)
-		if ((ret = add_counter(&x, &x.rc.c[k], e)))
+		if (!x.rc.c[k].gauge && (ret = add_counter(&x, &x.rc.c[k], e)))
 			goto out;
 	add_perun(&x);
 	write_phase_rows(c, &x, tty);

@@ -20,7 +20,28 @@
  * holds.  A counter the updater advances every tick lags the phase edges
  * by up to a tick (DESIGN.md, "Ground truth"); this one does not, so a test
  * measures the attribution, not the emulator.
+ *
+ * Sensor mode (exact mode plus ANCHOR_EMUL_NVML_SENSOR=spec): GPU 0 also
+ * answers nvmlDeviceGetPowerUsage, and both of its readings behave like
+ * the published sensors (arXiv 2312.02741, SC24) instead of being exact:
+ *   period_ms=100   the power reading changes only every period (updates
+ *                   on a grid of random phase against the host's clock);
+ *   window_ms=25    each update publishes the mean power over only the
+ *                   last window_ms (A100/H100: 75 % of the time unseen);
+ *   delay_ms=R      how long before the update that window ends: R (the
+ *                   default) draws it from [0, period - window], the
+ *                   "random window phase" of a board; a number fixes it;
+ *   gain=1          the board's gain error, on power and counter alike
+ *                   (R: drawn from [0.95, 1.05], the published ±5 %);
+ *   counter_ms=100  the energy counter advances only every counter_ms
+ *                   (then exact up to that instant, times the gain);
+ *   seed=1          for the random draws (rand_r; the same seed, the same board).
+ * An empty spec is the H100 figures above.  The spec's fields are echoed
+ * in the symbol anchor_emulated_sensor_spec after nvmlInit, so a test can
+ * see what the stand-in was. ANCHOR_EMUL_NVML_ROOT is optional then (one GPU).
  */
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +55,7 @@
 #define NVML_SUCCESS 0
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_UNKNOWN 999
 
@@ -59,6 +81,28 @@ static double g_w[MAX_PHASES];
 static uint64_t g_seen, g_t_last_ns;
 static unsigned g_phase;
 static double g_acc_j;
+/* The stub answers from any thread (libanchor's sampler and the workload's
+ * own cost measurement): one lock around the phase model's state. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Sensor mode (see the opening comment). */
+static struct {
+	int on;
+	double period_s, window_s, delay_s, gain, counter_s;
+	uint64_t grid0_ns, cgrid0_ns; /* update grids' origins (random phase) */
+} g_sen;
+char anchor_emulated_sensor_spec[256];
+
+/* Transitions seen, for the energy at any past instant: (time, energy at
+ * that time, phase from then on).  A window looks back at most a second or
+ * so; 16384 transitions is more than any pattern puts in that. */
+#define HIST 16384u
+static struct {
+	uint64_t t_ns;
+	double e_j;
+	unsigned phase;
+} g_hist[HIST];
+static uint64_t g_nhist;
 
 static void exact_setup(void)
 {
@@ -111,20 +155,133 @@ static double exact_energy_j(void)
 		if (t > g_t_last_ns)
 			g_t_last_ns = t;
 		g_phase = ph;
+		g_hist[g_nhist % HIST].t_ns = g_t_last_ns;
+		g_hist[g_nhist % HIST].e_j = g_acc_j;
+		g_hist[g_nhist % HIST].phase = ph;
+		g_nhist++;
 	}
 	if (!g_t_last_ns)
 		return 0;
 	return g_acc_j + (now > g_t_last_ns ? g_w[g_phase < MAX_PHASES ? g_phase : 0] * (double)(now - g_t_last_ns) / 1e9 : 0);
 }
 
+/* True energy (J) at a past instant x (after exact_energy_j brought the
+ * history up to now): the last transition at or before x, then its
+ * phase's power; 0 before the first transition (the GPU was off). */
+static double energy_at_j(uint64_t x)
+{
+	uint64_t lo = g_nhist > HIST ? g_nhist - HIST : 0, hi = g_nhist;
+	if (!g_nhist || x < g_hist[lo % HIST].t_ns)
+		return 0;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (g_hist[mid % HIST].t_ns <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return g_hist[lo % HIST].e_j +
+	       g_w[g_hist[lo % HIST].phase < MAX_PHASES ? g_hist[lo % HIST].phase : 0] *
+		       (double)(x - g_hist[lo % HIST].t_ns) / 1e9;
+}
+
+/* The latest point of a grid (origin g0, step) at or before now. */
+static uint64_t grid_last(uint64_t g0, double step_s, uint64_t now)
+{
+	uint64_t step = (uint64_t)(step_s * 1e9);
+	if (now < g0 || !step)
+		return g0;
+	return g0 + (now - g0) / step * step;
+}
+
+static double spec_num(const char *spec, const char *key, double dflt, unsigned *seed, double lo, double hi)
+{
+	const char *p = spec ? strstr(spec, key) : NULL;
+	char *end;
+	double v;
+	if (!p)
+		return dflt;
+	p += strlen(key);
+	if (*p == 'R' && seed)
+		return lo + (hi - lo) * (double)rand_r(seed) / (double)RAND_MAX;
+	v = strtod(p, &end);
+	return end == p ? dflt : v;
+}
+
+static void sensor_setup(uint64_t now)
+{
+	const char *spec = getenv("ANCHOR_EMUL_NVML_SENSOR");
+	unsigned seed;
+	if (!spec || !g_pf)
+		return;
+	seed = (unsigned)spec_num(spec, "seed=", 1, NULL, 0, 0);
+	g_sen.period_s = spec_num(spec, "period_ms=", 100, &seed, 0, 0) / 1e3;
+	g_sen.window_s = spec_num(spec, "window_ms=", 25, &seed, 0, 0) / 1e3;
+	if (!(g_sen.period_s > 0) || g_sen.window_s < 0 || g_sen.window_s > g_sen.period_s)
+		return; /* nonsense: stay in exact mode rather than invent */
+	g_sen.delay_s = strstr(spec, "delay_ms=") && !strstr(spec, "delay_ms=R")
+				? spec_num(spec, "delay_ms=", 0, &seed, 0, 0) / 1e3
+				: spec_num("delay_ms=R", "delay_ms=", 0, &seed, 0,
+					   (g_sen.period_s - g_sen.window_s) * 1e3) / 1e3;
+	g_sen.gain = strstr(spec, "gain=R") ? spec_num(spec, "gain=", 1, &seed, 0.95, 1.05)
+					    : spec_num(spec, "gain=", 1, &seed, 0, 0);
+	g_sen.counter_s = spec_num(spec, "counter_ms=", 100, &seed, 0, 0) / 1e3;
+	g_sen.grid0_ns = now + (uint64_t)(g_sen.period_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX);
+	g_sen.cgrid0_ns = g_sen.counter_s > 0
+				  ? now + (uint64_t)(g_sen.counter_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX)
+				  : now;
+	snprintf(anchor_emulated_sensor_spec, sizeof anchor_emulated_sensor_spec,
+		 "period_ms=%.3f window_ms=%.3f delay_ms=%.3f gain=%.5f counter_ms=%.3f", g_sen.period_s * 1e3,
+		 g_sen.window_s * 1e3, g_sen.delay_s * 1e3, g_sen.gain, g_sen.counter_s * 1e3);
+	g_sen.on = 1;
+}
+
+/* Sensor mode's power reading (W): the mean over the window of the last
+ * update, times the gain. */
+static double sensor_power_w(void)
+{
+	uint64_t now, u, b, a;
+	exact_energy_j();
+	now = mono_ns();
+	u = grid_last(g_sen.grid0_ns, g_sen.period_s, now);
+	b = u - (uint64_t)(g_sen.delay_s * 1e9);
+	if (!(g_sen.window_s > 0)) {
+		/* A point reading: the power of the phase in force at b. */
+		double e1 = energy_at_j(b + 1000000), e0 = energy_at_j(b);
+		return g_sen.gain * (e1 - e0) / 1e-3;
+	}
+	a = b - (uint64_t)(g_sen.window_s * 1e9);
+	return g_sen.gain * (energy_at_j(b) - energy_at_j(a)) / ((double)(b - a) / 1e9);
+}
+
+/* Sensor mode's counter (J): exact at its last update, times the gain. */
+static double sensor_energy_j(void)
+{
+	uint64_t now;
+	double e = exact_energy_j();
+	if (!(g_sen.counter_s > 0))
+		return g_sen.gain * e;
+	now = mono_ns();
+	return g_sen.gain * energy_at_j(grid_last(g_sen.cgrid0_ns, g_sen.counter_s, now));
+}
+
 int nvmlInit_v2(void)
 {
 	const char *root = getenv("ANCHOR_EMUL_NVML_ROOT");
 	char path[4096];
-	if (!root)
-		return NVML_ERROR_UNKNOWN;
 	g_n = 0;
-	for (unsigned i = 0; i < MAX_GPUS; i++) {
+	if (!root) {
+		/* Sensor mode needs no updater tree: one GPU, the phase model. */
+		exact_setup();
+		sensor_setup(mono_ns());
+		if (!g_sen.on)
+			return NVML_ERROR_UNKNOWN;
+		g_gpu[0].fd = -1;
+		g_n = 1;
+		g_init = 1;
+		return NVML_SUCCESS;
+	}
+	for (unsigned i = 0; root && i < MAX_GPUS; i++) {
 		int fd;
 		snprintf(path, sizeof path, "%s/nvml/gpu%u/energy_uj", root, i);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -133,6 +290,7 @@ int nvmlInit_v2(void)
 		g_gpu[g_n++].fd = fd;
 	}
 	exact_setup();
+	sensor_setup(mono_ns());
 	g_init = 1;
 	return NVML_SUCCESS;
 }
@@ -140,7 +298,8 @@ int nvmlInit_v2(void)
 int nvmlShutdown(void)
 {
 	for (unsigned i = 0; i < g_n; i++)
-		close(g_gpu[i].fd);
+		if (g_gpu[i].fd >= 0)
+			close(g_gpu[i].fd);
 	g_n = 0;
 	g_init = 0;
 	return NVML_SUCCESS;
@@ -177,7 +336,9 @@ int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *energy
 	if (!g || !energy_mj)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (g_pf && g == &g_gpu[0]) {
-		*energy_mj = (unsigned long long)(exact_energy_j() * 1e3);
+		pthread_mutex_lock(&g_lock);
+		*energy_mj = (unsigned long long)((g_sen.on ? sensor_energy_j() : exact_energy_j()) * 1e3);
+		pthread_mutex_unlock(&g_lock);
 		return NVML_SUCCESS;
 	}
 	n = pread(g->fd, buf, sizeof buf, 0);
@@ -186,5 +347,24 @@ int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *energy
 	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
 		v = v * 10 + (unsigned long long)(buf[i] - '0');
 	*energy_mj = v / 1000;
+	return NVML_SUCCESS;
+}
+
+/* nvmlDeviceGetPowerUsage (mW): sensor mode's GPU 0 only; every other GPU
+ * has no power reading here (NVML_ERROR_NOT_SUPPORTED, as old boards answer). */
+int nvmlDeviceGetPowerUsage(void *device, unsigned *power_mw)
+{
+	struct gpu *g = device;
+	double w;
+	if (!g_init)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!g || !power_mw)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!g_sen.on || g != &g_gpu[0])
+		return NVML_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&g_lock);
+	w = sensor_power_w();
+	pthread_mutex_unlock(&g_lock);
+	*power_mw = w > 0 ? (unsigned)lround(w * 1e3) : 0;
 	return NVML_SUCCESS;
 }
