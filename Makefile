@@ -86,6 +86,8 @@ $(B)/test_slurm_acct: tests/unit/test_slurm_acct.c tests/unit/unit_check.h $(PO)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_sensor_model: tests/unit/test_sensor_model.c tests/unit/unit_check.h $(PO)/attrib/sensor_model.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+$(B)/test_sensor_ident: tests/unit/test_sensor_ident.c tests/unit/unit_check.h $(PO)/attrib/sensor_ident.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 # phase_flags reads a run model (energy_model.h): every object but main.o.
 $(B)/test_phase_flags: tests/unit/test_phase_flags.c tests/unit/unit_check.h $(filter-out %/main.o,$(POST_OBJ)) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) $(PKG_LIBS) -lm -lpthread

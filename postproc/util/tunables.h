@@ -128,4 +128,32 @@
  * ring (it was still running): an hour past its start. */
 #define ALIGN_PYSPY_OPEN_SPAN_S 3600.0
 
+/* GPU power sensor identification (attrib/sensor_ident.h). */
+/* Updates needed before a period is stated: 20 grid points fix a step to
+ * a few µs with 1 ms ticks, and fewer is a few seconds of any run. */
+#define SENSOR_IDENT_MIN_UPDATES 20
+/* Phase edges inside the fitted span needed before a window is stated:
+ * each edge crossing a window is what separates W from d and from the
+ * phases' powers; a run of one long phase has none. */
+#define SENSOR_IDENT_MIN_EDGES 10
+/* Events farther from the grid than this share of the step are not one
+ * grid (a sensor that does not update periodically). */
+#define SENSOR_IDENT_GRID_MAX_DEV 0.25
+/* A window is decided when its interval is at most this share of the
+ * period wide (or SENSOR_IDENT_DECIDED_MIN_S): wider says nothing a table
+ * would not. */
+#define SENSOR_IDENT_DECIDED_SHARE 0.2
+#define SENSOR_IDENT_DECIDED_MIN_S 0.004
+/* ... and the model explains at least this share of the readings'
+ * variance (a poorer fit is a sensor the model does not describe). */
+#define SENSOR_IDENT_MIN_R2 0.5
+/* Coarse grid: this many steps over the period (at least 1 ms); the fine
+ * grid then steps a tenth of that over two coarse steps either side. */
+#define SENSOR_IDENT_COARSE_STEPS 100
+#define SENSOR_IDENT_COARSE_MIN_S 0.001
+/* chi2 with 2 degrees of freedom at 95 %: the joint (W, d) region. */
+#define SENSOR_IDENT_CHI2_2 5.99
+/* Phases (plus idle) the per-candidate least squares solves for. */
+#define SENSOR_IDENT_MAX_PHASES 31
+
 #endif

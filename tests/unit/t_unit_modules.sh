@@ -3,12 +3,13 @@
 # by make from the module and what it needs): CSV quoting and numbers
 # (output/csv.c), timeline seconds to unix_s (output/timebase.c), phases
 # from ring events (phase/phase_set.c), the GPU reading response table
-# (attrib/sensor_model.c), plausibility flags of phase rows
+# (attrib/sensor_model.c), the GPU sensor's period and window from data
+# (attrib/sensor_ident.c), plausibility flags of phase rows
 # (output/phase_flags.c), sacct's energy lines (input/slurm_acct.c).  Runs every one, fails if any fails.
 set -u
 cd "$ANCHOR_ROOT"
 B=${BUILD:-$ANCHOR_ROOT/build}
-tests="test_csv test_timebase test_phase_set test_sensor_model test_phase_flags test_slurm_acct"
+tests="test_csv test_timebase test_phase_set test_sensor_model test_sensor_ident test_phase_flags test_slurm_acct"
 targets=""
 for t in $tests; do targets="$targets $B/$t"; done
 make -s B="$B" $targets || exit 1

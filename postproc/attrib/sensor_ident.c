@@ -1,0 +1,405 @@
+/*
+ * sensor_ident.c - update period and averaging window from the data (see
+ * sensor_ident.h).
+ */
+#include "attrib/sensor_ident.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/tunables.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Least squares of t_i = origin + step k_i; returns the residual rms. */
+static double grid_ls(const double *t, const long *k, size_t n, double *step, double *origin, double *se)
+{
+	double mk = 0, mt = 0, skk = 0, skt = 0, rss = 0;
+	for (size_t i = 0; i < n; i++) {
+		mk += (double)k[i];
+		mt += t[i];
+	}
+	mk /= (double)n;
+	mt /= (double)n;
+	for (size_t i = 0; i < n; i++) {
+		skk += ((double)k[i] - mk) * ((double)k[i] - mk);
+		skt += ((double)k[i] - mk) * (t[i] - mt);
+	}
+	*step = skk > 0 ? skt / skk : 0;
+	*origin = mt - *step * mk;
+	for (size_t i = 0; i < n; i++) {
+		double r = t[i] - *origin - *step * (double)k[i];
+		rss += r * r;
+	}
+	*se = n > 2 && skk > 0 ? sqrt(rss / (double)(n - 2) / skk) : INFINITY;
+	return sqrt(rss / (double)n);
+}
+
+int sensor_ident_grid(const double *t_s, const double *h_s, size_t n, struct sensor_grid *g, const char **why)
+{
+	double *gaps, p0, step = 0, origin = 0, se = INFINITY, rms = 0, hmax = 0;
+	long *k;
+	int rc = 0;
+	memset(g, 0, sizeof *g);
+	g->events = n;
+	if (n < SENSOR_IDENT_MIN_UPDATES) {
+		*why = "too few updates of the reading to fit a period";
+		return -ENODATA;
+	}
+	gaps = malloc((n - 1) * sizeof *gaps);
+	k = malloc(n * sizeof *k);
+	if (!gaps || !k) {
+		free(gaps);
+		free(k);
+		return -ENOMEM;
+	}
+	/* The lower quartile gap: a reading that repeats hides an update and
+	 * makes a gap of two or three periods, never one shorter than a period. */
+	for (size_t i = 0; i + 1 < n; i++)
+		gaps[i] = t_s[i + 1] - t_s[i];
+	qsort(gaps, n - 1, sizeof *gaps, cmp_double);
+	p0 = gaps[(n - 1) / 4];
+	for (size_t i = 0; i < n; i++)
+		if (h_s[i] > hmax)
+			hmax = h_s[i];
+	if (!(p0 > 2 * hmax)) {
+		*why = "the reading changes about every sampler tick: sample faster than the sensor updates";
+		rc = -ENODATA;
+		goto out;
+	}
+	/* Unwrap gap by gap first (the rough step's error would add up over
+	 * hundreds of periods), then refit against the whole grid. */
+	step = p0;
+	k[0] = 0;
+	for (size_t i = 1; i < n; i++)
+		k[i] = k[i - 1] + lround((t_s[i] - t_s[i - 1]) / step);
+	grid_ls(t_s, k, n, &step, &origin, &se);
+	for (int it = 0; it < 2; it++) {
+		for (size_t i = 0; i < n; i++) {
+			k[i] = lround((t_s[i] - origin) / step);
+			if (i && k[i] <= k[i - 1]) {
+				*why = "the reading changes more than once per period: no periodic update";
+				rc = -ENODATA;
+				goto out;
+			}
+		}
+		rms = grid_ls(t_s, k, n, &step, &origin, &se);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (fabs(t_s[i] - origin - step * (double)k[i]) > SENSOR_IDENT_GRID_MAX_DEV * step) {
+			*why = "the reading's updates do not sit on one periodic grid";
+			rc = -ENODATA;
+			goto out;
+		}
+	/* 95 %: 2 standard errors of the slope; a floor of a microsecond for
+	 * a scatter that happens to vanish (ticks locked to the updates). */
+	g->step_s = step;
+	g->lo_s = step - fmax(2 * se, 1e-6);
+	g->hi_s = step + fmax(2 * se, 1e-6);
+	g->origin_s = origin + step * (double)k[0];
+	g->resid_rms_s = rms;
+out:
+	free(gaps);
+	free(k);
+	return rc;
+}
+
+/* The phases' time shares in [a, b] (b == a: the phase in force at a),
+ * as (index, share) pairs; idle is index n_phase.  Returns the count. */
+static size_t window_mix(const struct attrib_interval *iv, size_t n_iv, size_t n_phase, double a, double b,
+			 size_t *idx, double *share)
+{
+	size_t lo = 0, hi = n_iv, m = 0;
+	double busy = 0, len = b - a;
+	/* First interval ending after a. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (iv[mid].t1_s <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (len <= 0) {
+		idx[0] = lo < n_iv && iv[lo].t0_s <= a ? (size_t)iv[lo].phase : n_phase;
+		share[0] = 1;
+		return 1;
+	}
+	for (size_t i = lo; i < n_iv && iv[i].t0_s < b; i++) {
+		double o = fmin(b, iv[i].t1_s) - fmax(a, iv[i].t0_s);
+		size_t j;
+		if (o <= 0)
+			continue;
+		for (j = 0; j < m && idx[j] != (size_t)iv[i].phase; j++)
+			;
+		if (j == m) {
+			idx[m] = (size_t)iv[i].phase;
+			share[m++] = 0;
+		}
+		share[j] += o / len;
+		busy += o;
+	}
+	if (busy < len * (1 - 1e-12)) {
+		idx[m] = n_phase;
+		share[m++] = 1 - busy / len;
+	}
+	return m;
+}
+
+/* Cholesky solve of the q x q normal equations (ridge for a phase no
+ * window saw); returns the residual sum of squares. */
+static double solve_rss(double *ata, const double *atr, double rtr, size_t q, double *beta)
+{
+	double ssr = 0;
+	for (size_t j = 0; j < q; j++)
+		ata[j * q + j] += 1e-9 * (ata[j * q + j] + 1);
+	for (size_t j = 0; j < q; j++) {
+		double d = ata[j * q + j];
+		for (size_t l = 0; l < j; l++)
+			d -= ata[j * q + l] * ata[j * q + l];
+		d = d > 0 ? sqrt(d) : 1e-300;
+		ata[j * q + j] = d;
+		for (size_t i = j + 1; i < q; i++) {
+			double v = ata[i * q + j];
+			for (size_t l = 0; l < j; l++)
+				v -= ata[i * q + l] * ata[j * q + l];
+			ata[i * q + j] = v / d;
+		}
+	}
+	for (size_t i = 0; i < q; i++) { /* forward: L y = atr */
+		double v = atr[i];
+		for (size_t l = 0; l < i; l++)
+			v -= ata[i * q + l] * beta[l];
+		beta[i] = v / ata[i * q + i];
+	}
+	for (size_t i = q; i-- > 0;) { /* back: L' beta = y */
+		double v = beta[i];
+		for (size_t l = i + 1; l < q; l++)
+			v -= ata[l * q + i] * beta[l];
+		beta[i] = v / ata[i * q + i];
+	}
+	for (size_t i = 0; i < q; i++)
+		ssr += beta[i] * atr[i];
+	return rtr - ssr > 0 ? rtr - ssr : 0;
+}
+
+struct fit_ctx {
+	const struct attrib_interval *iv;
+	size_t n_iv, n_phase, q, nu;
+	const double *u, *r; /* update times, their readings */
+	double *ata, *atr, *beta;
+	double rtr;
+};
+
+static double rss_at(struct fit_ctx *c, double w, double d)
+{
+	size_t idx[SENSOR_IDENT_MAX_PHASES + 2];
+	double share[SENSOR_IDENT_MAX_PHASES + 2];
+	memset(c->ata, 0, c->q * c->q * sizeof *c->ata);
+	memset(c->atr, 0, c->q * sizeof *c->atr);
+	for (size_t k = 0; k < c->nu; k++) {
+		size_t m = window_mix(c->iv, c->n_iv, c->n_phase, c->u[k] - d - w, c->u[k] - d, idx, share);
+		for (size_t i = 0; i < m; i++) {
+			c->atr[idx[i]] += share[i] * c->r[k];
+			for (size_t j = 0; j < m; j++)
+				c->ata[idx[i] * c->q + idx[j]] += share[i] * share[j];
+		}
+	}
+	return solve_rss(c->ata, c->atr, c->rtr, c->q, c->beta);
+}
+
+/* Scan W in [w0, w1], d in [d0, d1] at step; the best pair into *bw, *bd,
+ * its RSS returned; the region within bound into the ranges (bound < 0:
+ * no region). */
+struct region {
+	double wlo, whi, dlo, dhi;
+	int any, at_edge;
+};
+
+static double scan(struct fit_ctx *c, double w0, double w1, double d0, double d1, double step, double p,
+		   double bound, double *bw, double *bd, struct region *reg)
+{
+	double best = INFINITY;
+	for (double w = w0; w <= w1 + step / 2; w += step)
+		for (double d = d0; d <= d1 + step / 2; d += step) {
+			double s;
+			if (w < 0 || d < 0 || w + d > p + step / 2)
+				continue; /* the window inside the period before its update */
+			s = rss_at(c, w, d);
+			if (s < best) {
+				best = s;
+				*bw = w;
+				*bd = d;
+			}
+			if (reg && s <= bound) {
+				if (!reg->any) {
+					reg->wlo = reg->whi = w;
+					reg->dlo = reg->dhi = d;
+					reg->any = 1;
+				}
+				reg->wlo = fmin(reg->wlo, w);
+				reg->whi = fmax(reg->whi, w);
+				reg->dlo = fmin(reg->dlo, d);
+				reg->dhi = fmax(reg->dhi, d);
+				if (w - step < w0 - step / 2 || w + step > w1 + step / 2 || d - step < d0 - step / 2 ||
+				    d + step > d1 + step / 2)
+					reg->at_edge = 1;
+			}
+		}
+	return best;
+}
+
+/* The gauge reading nearest time x (ticks sorted). */
+static double reading_at(const double *t, const double *w, size_t n, double x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n)
+		return w[n - 1];
+	if (lo && x - t[lo - 1] < t[lo] - x)
+		return w[lo - 1];
+	return w[lo];
+}
+
+int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struct attrib_interval *iv,
+		     size_t n_iv, size_t n_phase, struct sensor_ident *out)
+{
+	struct fit_ctx c = {.iv = iv, .n_iv = n_iv, .n_phase = n_phase, .q = n_phase + 1};
+	double *ev = NULL, *eh = NULL, *u = NULL, *r = NULL, p, coarse, fine, bw = 0, bd = 0, best, bound, mean = 0,
+	       tss = 0, tick_h = 0, gstep;
+	size_t ne = 0, nu = 0;
+	struct region reg = {0}, creg = {0};
+	int rc = 0;
+
+	memset(out, 0, sizeof *out);
+	out->readings = n;
+	if (n_phase > SENSOR_IDENT_MAX_PHASES) {
+		out->why = "more phases than the window fit solves for";
+		return 0;
+	}
+	ev = malloc((n ? n : 1) * sizeof *ev);
+	eh = malloc((n ? n : 1) * sizeof *eh);
+	if (!ev || !eh) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* An update shows as the first tick with a new reading: it happened
+	 * between that tick and the one before. */
+	if (n > 1)
+		tick_h = (t_s[n - 1] - t_s[0]) / (double)(n - 1) / 2;
+	for (size_t i = 1; i < n; i++) {
+		if (w_w[i] != w_w[i - 1]) {
+			ev[ne] = (t_s[i] + t_s[i - 1]) / 2;
+			eh[ne++] = (t_s[i] - t_s[i - 1]) / 2;
+		}
+	}
+	out->updates = ne;
+	rc = sensor_ident_grid(ev, eh, ne, &out->grid, &out->why);
+	if (rc == -ENOMEM)
+		goto out;
+	rc = 0;
+	if (!out->grid.step_s)
+		goto out;
+	p = out->grid.step_s;
+	/* Every update in the span, also those whose reading repeated; each
+	 * read mid-period, away from both of its updates. */
+	nu = (size_t)floor((t_s[n - 1] - out->grid.origin_s) / p);
+	if (nu < SENSOR_IDENT_MIN_UPDATES) {
+		out->why = "too few updates of the reading to fit a window";
+		goto out;
+	}
+	u = malloc((nu ? nu : 1) * sizeof *u);
+	r = malloc((nu ? nu : 1) * sizeof *r);
+	c.ata = malloc(c.q * c.q * sizeof *c.ata);
+	c.atr = malloc(c.q * sizeof *c.atr);
+	c.beta = malloc(c.q * sizeof *c.beta);
+	if (!u || !r || !c.ata || !c.atr || !c.beta) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < nu; k++) {
+		u[k] = out->grid.origin_s + p * (double)k;
+		r[k] = reading_at(t_s, w_w, n, u[k] + p / 2);
+		mean += r[k];
+	}
+	mean /= nu ? (double)nu : 1;
+	for (size_t k = 0; k < nu; k++) {
+		c.rtr += r[k] * r[k];
+		tss += (r[k] - mean) * (r[k] - mean);
+	}
+	for (size_t i = 0; i < n_iv; i++) {
+		if (iv[i].t0_s > u[0] - p && iv[i].t0_s < u[nu - 1])
+			out->edges++;
+		if (iv[i].t1_s > u[0] - p && iv[i].t1_s < u[nu - 1] && (i + 1 == n_iv || iv[i + 1].t0_s != iv[i].t1_s))
+			out->edges++;
+	}
+	if (out->edges < SENSOR_IDENT_MIN_EDGES) {
+		out->why = "too few phase edges during the readings to tell the window";
+		goto out;
+	}
+	c.u = u;
+	c.r = r;
+	c.nu = nu;
+	coarse = fmax(p / SENSOR_IDENT_COARSE_STEPS, SENSOR_IDENT_COARSE_MIN_S);
+	fine = coarse / 10;
+	best = scan(&c, 0, p, 0, p, coarse, p, -1, &bw, &bd, NULL);
+	{
+		double cw = bw, cd = bd;
+		best = fmin(best, scan(&c, cw - 2 * coarse, cw + 2 * coarse, cd - 2 * coarse, cd + 2 * coarse, fine, p, -1,
+				       &bw, &bd, NULL));
+	}
+	bound = best * (1 + SENSOR_IDENT_CHI2_2 / (double)(nu > c.q + 2 ? nu - c.q - 2 : 1));
+	/* The region: on the fine grid around the best when it closes there,
+	 * else on the coarse grid over the whole plane. */
+	{
+		double dummy_w, dummy_d;
+		scan(&c, bw - 2 * coarse, bw + 2 * coarse, bd - 2 * coarse, bd + 2 * coarse, fine, p, bound, &dummy_w,
+		     &dummy_d, &reg);
+		gstep = fine;
+		if (!reg.any || reg.at_edge) {
+			scan(&c, 0, p, 0, p, coarse, p, bound, &dummy_w, &dummy_d, &creg);
+			if (creg.any) {
+				reg = creg;
+				gstep = coarse;
+			}
+			reg.wlo = fmin(reg.wlo, bw);
+			reg.whi = fmax(reg.whi, bw);
+			reg.dlo = fmin(reg.dlo, bd);
+			reg.dhi = fmax(reg.dhi, bd);
+		}
+	}
+	out->window_s = bw;
+	out->window_lo_s = fmax(0, reg.wlo - gstep);
+	out->window_hi_s = fmin(out->grid.hi_s + fine, reg.whi + gstep);
+	out->delay_s = bd;
+	out->delay_lo_s = fmax(0, reg.dlo - gstep - tick_h);
+	out->delay_hi_s = reg.dhi + gstep + tick_h;
+	out->resid_w = sqrt(best / (double)nu);
+	out->r2 = tss > 0 ? 1 - best / tss : 0;
+	if (out->r2 < SENSOR_IDENT_MIN_R2)
+		out->why = "the window model explains too little of the readings";
+	else if (out->window_hi_s - out->window_lo_s > fmax(SENSOR_IDENT_DECIDED_SHARE * p, SENSOR_IDENT_DECIDED_MIN_S))
+		out->why = "the phase edges leave the window undecided (interval too wide)";
+	else
+		out->decided = 1;
+out:
+	free(ev);
+	free(eh);
+	free(u);
+	free(r);
+	free(c.ata);
+	free(c.atr);
+	free(c.beta);
+	return rc;
+}
