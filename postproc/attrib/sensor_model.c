@@ -3,11 +3,30 @@
  */
 #include "attrib/sensor_model.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
 double sensor_model_window_override_s = -1;
 double sensor_model_coverage_override = -1;
+double sensor_model_gpu_gain = -1;
+
+double sensor_model_gpu_joules(double e, double *lo, double *hi)
+{
+	double g = sensor_model_gpu_gain > 0 ? sensor_model_gpu_gain : 1, f = e / g * SENSOR_GAIN_FLOOR;
+	double l = isnan(*lo) ? e : *lo, h = isnan(*hi) ? e : *hi;
+	e /= g;
+	l /= g;
+	h /= g;
+	if (sensor_model_gpu_gain > 0) {
+		*lo = l;
+		*hi = h;
+		return e;
+	}
+	*lo = e - sqrt((e - l) * (e - l) + f * f);
+	*hi = e + sqrt((h - e) * (h - e) + f * f);
+	return e;
+}
 
 #define SRC_NVML "NVML docs, nvmlDeviceGetPowerUsage"
 #define SRC_NVML_PART "NVML docs (window) + arXiv 2312.02741 (25 % coverage)"

@@ -36,6 +36,19 @@ struct sensor_response {
 extern double sensor_model_window_override_s;
 extern double sensor_model_coverage_override;
 
+/* Board gain (reported / true power) from an external meter, --gpu-gain;
+ * < 0: uncalibrated.  Each board's gain is off by about ±5 % (arXiv
+ * 2312.02741, 70+ GPUs against a meter): an uncalibrated absolute GPU
+ * joule carries that floor in its interval; a share between phases on
+ * one GPU does not (the gain cancels). */
+extern double sensor_model_gpu_gain;
+#define SENSOR_GAIN_FLOOR 0.05
+
+/* A GPU energy e with interval [*lo, *hi] (NAN: none): divided by the
+ * calibrated gain, or else the interval widened by the gain floor (added
+ * in quadrature to what is there, independent errors).  Returns the energy. */
+double sensor_model_gpu_joules(double e, double *lo, double *hi);
+
 /* The response of a GPU named `name` (may be NULL), overrides applied. */
 void sensor_model_lookup(const char *name, struct sensor_response *out);
 

@@ -8,6 +8,7 @@
 
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_sensors(int argc, char **argv);
 int cmd_perun(int argc, char **argv);
 
 int cmd_phases(int argc, char **argv);

@@ -32,6 +32,7 @@ static const struct command commands[] = {
 	{"stragglers", cmd_stragglers, "--rings DIR|GLOB [--perun P]: per step, slowest rank, waits, joules", 0},
 	{"functions", cmd_functions, "--ring R --perun P --profile S [-o functions.csv]: joules per function", 0},
 	{"timeline", cmd_timeline, "--ring R --perun P [--profile S] [--bin 0.1]: power, phases, top frame per bin", 0},
+	{"sensors", cmd_sensors, "RING [-o FILE.csv]: GPU power sensor period/window and joules per phase, from the run", 0},
 	{"samples", cmd_samples, "PROFILE [-o FILE.csv]: py-spy speedscope/chrometrace/raw to CSV", 0},
 	{"record", cmd_record, "[-o DIR] -- python SCRIPT.py ...: run under perun + py-spy + libanchor", 1},
 	{"report", cmd_report, "DIR | --ring R [--perun P] [--profile S] -d OUTDIR: all outputs, pictures, trace, table", 0},

@@ -109,7 +109,12 @@ extern const struct opt_choice opt_method_choices[];
 	OPT_DOUBLE(0, "gpu-window", &sensor_model_window_override_s, "S", -1, 60, -1,                         \
 		   "GPU power reads = mean over S s before each (-1: by GPU model, sensor_model.c)"),           \
 	OPT_DOUBLE(0, "gpu-coverage", &sensor_model_coverage_override, "F", -1, 1, -1,                        \
-		   "fraction of that window the GPU samples (-1: by GPU model)")
+		   "fraction of that window the GPU samples (-1: by GPU model)"),                              \
+	OPT_GPU_GAIN
+/* The board's gain from an external meter (sensor_model.h). */
+#define OPT_GPU_GAIN                                                                                            \
+	OPT_DOUBLE(0, "gpu-gain", &sensor_model_gpu_gain, "G", -1, 10, -1,                                    \
+		   "GPU gain from an external meter (reported/true): joules divided by it, no +-5 % floor")
 
 /* What the help and the usage errors say about a command. */
 struct cmd_usage {

@@ -1,0 +1,184 @@
+/* gpu_sensors.c - a run's GPU sensors from its own data (see gpu_sensors.h). */
+#include "model/gpu_sensors.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The counter at its update points: the first sample, then each tick
+ * whose value changed, placed mid-way between that tick and the one
+ * before (the update happened in between). */
+struct upd {
+	double *t, *e;
+	size_t n;
+};
+
+static int counter_updates(const struct ring_counter *c, uint64_t base, struct upd *u, double *h)
+{
+	u->t = malloc(c->n * sizeof *u->t);
+	u->e = malloc(c->n * sizeof *u->e);
+	u->n = 0;
+	if (!u->t || !u->e)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		if (i && c->cum_j[i] == c->cum_j[i - 1])
+			continue;
+		u->t[u->n] = i ? ((double)(c->ts_ns[i] - base) + (double)(c->ts_ns[i - 1] - base)) / 2e9
+			       : (double)(c->ts_ns[0] - base) / 1e9;
+		if (h)
+			h[u->n] = i ? (double)(c->ts_ns[i] - c->ts_ns[i - 1]) / 2e9 : 0;
+		u->e[u->n++] = c->cum_j[i];
+	}
+	return 0;
+}
+
+static double upd_at(const struct upd *u, double x)
+{
+	size_t lo = 0, hi = u->n - 1;
+	if (x <= u->t[0])
+		return u->e[0];
+	if (x >= u->t[u->n - 1])
+		return u->e[u->n - 1];
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (u->t[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return u->e[lo] + (u->e[hi] - u->e[lo]) * (x - u->t[lo]) / (u->t[hi] - u->t[lo]);
+}
+
+static double tl(uint64_t ts, uint64_t base)
+{
+	return ((double)ts - (double)base) / 1e9;
+}
+
+/* Per phase: occurrences on the host thread and on the device timeline. */
+static int phase_rows(struct gpu_sensor *g, const struct upd *u, const struct phase_set *ph, uint64_t base,
+		      long host, long dev)
+{
+	g->rows = calloc(ph->nnames ? ph->nnames : 1, sizeof *g->rows);
+	if (!g->rows)
+		return -ENOMEM;
+	for (size_t p = 0; p < ph->nnames; p++)
+		g->rows[p].phase = (int)p;
+	for (size_t i = 0; i < ph->nocc; i++) {
+		const struct phase_occ *o = &ph->occ[i];
+		struct gpu_phase_row *r = &g->rows[o->phase];
+		double a = tl(o->t0_ns, base), b = tl(o->t1_ns, base);
+		if (host >= 0 && o->pid == ph->thr[host].pid && o->tid == ph->thr[host].tid) {
+			r->count++;
+			r->host_s += b - a;
+			r->host_j += upd_at(u, b) - upd_at(u, a);
+		} else if (dev >= 0 && o->pid == ph->thr[dev].pid && o->tid == ph->thr[dev].tid) {
+			r->dev_s += b - a;
+			r->dev_j += upd_at(u, b) - upd_at(u, a);
+		}
+	}
+	g->nrows = ph->nnames;
+	return 0;
+}
+
+static int one_gpu(struct gpu_sensor *g, const struct ring_counter *ctr, const struct ring_counter *gauge,
+		   const struct phase_set *ph, uint64_t base, long host, long dev)
+{
+	const struct phase_thread *th = dev >= 0 ? &ph->thr[dev] : host >= 0 ? &ph->thr[host] : NULL;
+	struct upd u = {0};
+	double *h = malloc(ctr->n * sizeof *h), *t = NULL;
+	struct attrib_interval *iv = NULL;
+	int rc;
+	snprintf(g->name, sizeof g->name, "%s", ctr->name);
+	if (!h)
+		return -ENOMEM;
+	if ((rc = counter_updates(ctr, base, &u, h)))
+		goto out;
+	/* The first point is the first sample, not an update: left out of
+	 * the interval's fit. */
+	rc = u.n > 1 ? sensor_ident_grid(u.t + 1, h + 1, u.n - 1, &g->counter, &g->counter_why)
+		     : (g->counter_why = "the counter never changed", -ENODATA);
+	if (rc == -ENOMEM)
+		goto out;
+	if ((rc = phase_rows(g, &u, ph, base, host, dev)))
+		goto out;
+	if (gauge) {
+		size_t niv = th ? th->nseg : 0;
+		g->has_power = 1;
+		t = malloc(gauge->n * sizeof *t);
+		iv = malloc((niv ? niv : 1) * sizeof *iv);
+		if (!t || !iv) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < gauge->n; i++)
+			t[i] = tl(gauge->ts_ns[i], base);
+		for (size_t i = 0; i < niv; i++) {
+			iv[i].t0_s = tl(th->seg[i].t0_ns, base);
+			iv[i].t1_s = tl(th->seg[i].t1_ns, base);
+			iv[i].phase = th->seg[i].phase;
+		}
+		if ((rc = sensor_ident_fit(t, gauge->value_w, gauge->n, iv, niv, ph->nnames, &g->id)))
+			goto out;
+		/* Counter against the readings between its first and last
+		 * update (both exact there). */
+		if (u.n > 2) {
+			double a = u.t[1], b = u.t[u.n - 1];
+			uint64_t ta = base + (uint64_t)(a * 1e9), tb = base + (uint64_t)(b * 1e9);
+			g->cmp_span_s = b - a;
+			g->cmp_counter_j = u.e[u.n - 1] - u.e[1];
+			g->cmp_power_j = ring_counter_at(gauge, tb) - ring_counter_at(gauge, ta);
+		}
+	}
+	rc = 0;
+out:
+	free(u.t);
+	free(u.e);
+	free(h);
+	free(t);
+	free(iv);
+	return rc;
+}
+
+int gpu_sensors_build(const struct ring_event *ev, size_t nev, const struct phase_set *ph, struct gpu_sensors *out)
+{
+	struct ring_counters rc;
+	long dev = phase_set_device_of(ph, 0), host;
+	uint64_t base;
+	int r = 0;
+	memset(out, 0, sizeof *out);
+	if ((r = ring_counters_build(ev, nev, &rc)))
+		return r;
+	host = dev >= 0 ? phase_set_primary_of(ph, ph->thr[dev].pid) : ph->nthr ? (long)ph->primary : -1;
+	out->emulated = rc.emulated;
+	out->device_timeline = dev >= 0;
+	out->tick_ms = rc.period_ms;
+	out->g = calloc(rc.n ? rc.n : 1, sizeof *out->g);
+	if (!out->g) {
+		ring_counters_free(&rc);
+		return -ENOMEM;
+	}
+	base = rc.n ? rc.c[0].ts_ns[0] : 0;
+	for (size_t k = 0; k < rc.n && !r; k++) {
+		const struct ring_counter *gauge = NULL;
+		if (strcmp(rc.c[k].group, "gpu") || rc.c[k].n < 2)
+			continue;
+		for (size_t j = 0; j < rc.n; j++)
+			if (rc.c[j].gauge && !strcmp(rc.c[j].name, rc.c[k].name))
+				gauge = &rc.c[j];
+		r = one_gpu(&out->g[out->n++], &rc.c[k], gauge, ph, base, host, dev);
+	}
+	ring_counters_free(&rc);
+	if (r)
+		gpu_sensors_free(out);
+	return r;
+}
+
+void gpu_sensors_free(struct gpu_sensors *gs)
+{
+	for (size_t i = 0; gs->g && i < gs->n; i++)
+		free(gs->g[i].rows);
+	free(gs->g);
+	memset(gs, 0, sizeof *gs);
+}
