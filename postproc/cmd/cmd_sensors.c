@@ -99,7 +99,7 @@ static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct ph
 	for (size_t i = 0; i < g->nrows; i++) {
 		const struct gpu_phase_row *r = &g->rows[i];
 		const char *name = ph->names[r->phase];
-		double hl = NAN, hh = NAN, dl = NAN, dh = NAN, hj, dj;
+		double hl = r->host_lo, hh = r->host_hi, dl = r->dev_lo, dh = r->dev_hi, hj, dj;
 		if (!r->count || phase_set_is_tool(ph, r->phase))
 			continue;
 		hj = sensor_model_gpu_joules(r->host_j, &hl, &hh);

@@ -34,32 +34,46 @@ static int counter_updates(const struct ring_counter *c, uint64_t base, struct u
 	return 0;
 }
 
-static double upd_at(const struct upd *u, double x)
-{
-	size_t lo = 0, hi = u->n - 1;
-	if (x <= u->t[0])
-		return u->e[0];
-	if (x >= u->t[u->n - 1])
-		return u->e[u->n - 1];
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (u->t[mid] <= x)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return u->e[lo] + (u->e[hi] - u->e[lo]) * (x - u->t[lo]) / (u->t[hi] - u->t[lo]);
-}
-
 static double tl(uint64_t ts, uint64_t base)
 {
 	return ((double)ts - (double)base) / 1e9;
+}
+
+/* A thread's exclusive timeline on this timeline's seconds. */
+static struct attrib_interval *segs(const struct phase_thread *th, uint64_t base)
+{
+	struct attrib_interval *iv = malloc((th->nseg ? th->nseg : 1) * sizeof *iv);
+	for (size_t i = 0; iv && i < th->nseg; i++) {
+		iv[i].t0_s = tl(th->seg[i].t0_ns, base);
+		iv[i].t1_s = tl(th->seg[i].t1_ns, base);
+		iv[i].phase = th->seg[i].phase;
+	}
+	return iv;
+}
+
+/* The counter's energy per phase on one timeline (attrib_split over its
+ * update windows); -ENODATA when it cannot say. */
+static int split_on(const struct upd *u, const struct phase_set *ph, long thr, uint64_t base,
+		    struct attrib_result *r)
+{
+	struct attrib_series s = {.t_s = u->t, .value = u->e, .n = u->n, .kind = ATTRIB_COUNTER_J};
+	struct attrib_interval *iv;
+	int rc;
+	if (thr < 0 || !ph->thr[thr].nseg || u->n < 3)
+		return -ENODATA;
+	if (!(iv = segs(&ph->thr[thr], base)))
+		return -ENOMEM;
+	rc = attrib_choose(ATTRIB_CHOICE_AUTO, &s, iv, ph->thr[thr].nseg, ph->nnames, NULL, r);
+	free(iv);
+	return rc;
 }
 
 /* Per phase: occurrences on the host thread and on the device timeline. */
 static int phase_rows(struct gpu_sensor *g, const struct upd *u, const struct phase_set *ph, uint64_t base,
 		      long host, long dev)
 {
+	struct attrib_result rh, rd;
+	int ch, cd;
 	g->rows = calloc(ph->nnames ? ph->nnames : 1, sizeof *g->rows);
 	if (!g->rows)
 		return -ENOMEM;
@@ -68,16 +82,41 @@ static int phase_rows(struct gpu_sensor *g, const struct upd *u, const struct ph
 	for (size_t i = 0; i < ph->nocc; i++) {
 		const struct phase_occ *o = &ph->occ[i];
 		struct gpu_phase_row *r = &g->rows[o->phase];
-		double a = tl(o->t0_ns, base), b = tl(o->t1_ns, base);
+		double d = tl(o->t1_ns, base) - tl(o->t0_ns, base);
 		if (host >= 0 && o->pid == ph->thr[host].pid && o->tid == ph->thr[host].tid) {
 			r->count++;
-			r->host_s += b - a;
-			r->host_j += upd_at(u, b) - upd_at(u, a);
+			r->host_s += d;
 		} else if (dev >= 0 && o->pid == ph->thr[dev].pid && o->tid == ph->thr[dev].tid) {
-			r->dev_s += b - a;
-			r->dev_j += upd_at(u, b) - upd_at(u, a);
+			r->dev_s += d;
 		}
 	}
+	memset(&rh, 0, sizeof rh);
+	memset(&rd, 0, sizeof rd);
+	ch = split_on(u, ph, host, base, &rh);
+	cd = split_on(u, ph, dev, base, &rd);
+	if (ch == -ENOMEM || cd == -ENOMEM) {
+		attrib_result_free(&rh);
+		attrib_result_free(&rd);
+		return -ENOMEM;
+	}
+	for (size_t p = 0; p < ph->nnames; p++) {
+		struct gpu_phase_row *r = &g->rows[p];
+		r->host_j = r->host_lo = r->host_hi = r->dev_j = r->dev_lo = r->dev_hi = NAN;
+		if (!ch) {
+			r->host_j = rh.row[p].energy_j;
+			r->host_lo = rh.row[p].ci_low_j;
+			r->host_hi = rh.row[p].ci_high_j;
+		}
+		if (!cd) {
+			r->dev_j = rd.row[p].energy_j;
+			r->dev_lo = rd.row[p].ci_low_j;
+			r->dev_hi = rd.row[p].ci_high_j;
+		}
+	}
+	if (!ch)
+		attrib_result_free(&rh);
+	if (!cd)
+		attrib_result_free(&rd);
 	g->nrows = ph->nnames;
 	return 0;
 }

@@ -12,11 +12,11 @@
  *     (whole counter updates at both ends, so the counter is exact there):
  *     equal only when the reading sees all of the time (window = period);
  *   - per phase: host-side and device-side time and the counter's energy
- *     over each.  The counter is read at its update points only and
- *     interpolated between them: exact where power is constant across an
- *     update interval, off by at most a fraction of one interval's energy
- *     step at a phase edge (a staircase read between its steps would be
- *     off by a whole step).
+ *     over each.  The counter is read at its update points only (a
+ *     staircase read between its steps is off by a whole step) and each
+ *     window between two updates is split among the phases in it by time
+ *     share x fitted power (attrib_split, as `phases` does for perun's
+ *     counters): exact while each phase's power is steady.
  * Gain: every joule here carries the board's gain error (about ±5 %,
  * arXiv 2312.02741); ratios between phases on one GPU do not.
  */
@@ -34,6 +34,7 @@ struct gpu_phase_row {
 	size_t count;           /* occurrences on the timeline used */
 	double host_s, dev_s;   /* total time (device: 0 without device edges) */
 	double host_j, dev_j;   /* counter energy over each */
+	double host_lo, host_hi, dev_lo, dev_hi; /* the split's intervals (no gain floor) */
 };
 
 struct gpu_sensor {
