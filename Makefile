@@ -139,6 +139,43 @@ $(B)/libanchor.so: $(LIB_OBJ)
 $(B)/anchorpost: $(POST_OBJ)
 	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS) -lm -lpthread
 
+# The device check's bundle (scripts/gpu-check.sh, docs/gpu-check.md): what
+# a GPU machine with only its driver needs, a few hundred KiB.  The
+# workload loads libcuda.so.1 and libnvidia-ml at run time (so it builds
+# here, without a GPU); its kernels come as a fatbin of cubins for
+# sm_80/86/89/90 plus PTX of an old ISA (7.0) for a driver older than this
+# nvcc; without nvcc the bundle has no kernels and only --stand-in runs.
+GC := $(B)/gpu-check
+NVCC ?= nvcc
+GC_CUBINS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 \
+	-gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+GC_FILES := $(GC)/gpucheck $(GC)/anchor-sensors $(GC)/libnvml_stub.so
+ifneq ($(shell command -v $(NVCC) 2>/dev/null),)
+GC_FILES += $(GC)/gpucheck_kernels.fatbin $(GC)/gpucheck_kernels.ptx
+endif
+.PHONY: gpu-check
+gpu-check: $(GC_FILES)
+$(B)/post.a: $(filter-out %/main.o,$(POST_OBJ))
+	rm -f $@ && ar rcs $@ $^
+$(GC)/anchor-sensors: tools/gpu_check/sensors_main.c $(B)/post.a
+	@mkdir -p $(GC)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(B)/post.a -lm -lpthread
+$(GC)/libanchor.so.$(SOMAJOR): $(B)/libanchor.so
+	@mkdir -p $(GC)
+	cp $< $@
+$(GC)/gpucheck: tools/gpu_check/gpucheck.c include/anchor.h $(GC)/libanchor.so.$(SOMAJOR)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -o $@ $< -L$(GC) \
+	  -l:libanchor.so.$(SOMAJOR) -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(GC)/libnvml_stub.so: tools/emulated_power/nvml_stub/libnvml_stub.c
+	@mkdir -p $(GC)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -shared -fPIC -o $@ $< -lm -lpthread
+$(GC)/gpucheck_kernels.fatbin: tools/gpu_check/gpucheck_kernels.cu
+	@mkdir -p $(GC)
+	$(NVCC) -fatbin $(GC_CUBINS) -o $@ $<
+$(GC)/gpucheck_kernels.ptx: tools/gpu_check/gpucheck_kernels.cu
+	@mkdir -p $(GC)
+	$(NVCC) -ptx -arch=compute_80 -o $@.tmp $< && sed 's/^\.version .*/.version 7.0/' $@.tmp >$@ && rm -f $@.tmp
+
 # Bash completion, generated from the option tables (postproc/cmd/options.h);
 # install it as $(PREFIX)/share/bash-completion/completions/anchorpost.
 all: $(B)/anchorpost.bash

@@ -41,13 +41,57 @@ static double grid_ls(const double *t, const long *k, size_t n, double *step, do
 	return sqrt(rss / (double)n);
 }
 
+/* Events seen to within a few typical ticks only: a sampler descheduled
+ * for 100 ms on a loaded host saw its update somewhere in those 100 ms,
+ * which says nothing about the grid and would fail its check. */
+#define GRID_H_FACTOR 4.0
+
+static int grid_fit(const double *t_s, const double *h_s, size_t n, double hmed, struct sensor_grid *g,
+		    const char **why);
+
 int sensor_ident_grid(const double *t_s, const double *h_s, size_t n, struct sensor_grid *g, const char **why)
 {
-	double *gaps, p0, step = 0, origin = 0, se = INFINITY, rms = 0, hmax = 0;
-	long *k;
-	int rc = 0;
+	double *hs, *tt, *hh, hmed;
+	size_t m = 0;
+	int rc;
 	memset(g, 0, sizeof *g);
 	g->events = n;
+	if (n < SENSOR_IDENT_MIN_UPDATES) {
+		*why = "too few updates of the reading to fit a period";
+		return -ENODATA;
+	}
+	hs = malloc(n * sizeof *hs);
+	tt = malloc(n * sizeof *tt);
+	hh = malloc(n * sizeof *hh);
+	if (!hs || !tt || !hh) {
+		free(hs);
+		free(tt);
+		free(hh);
+		return -ENOMEM;
+	}
+	memcpy(hs, h_s, n * sizeof *hs);
+	qsort(hs, n, sizeof *hs, cmp_double);
+	hmed = hs[n / 2];
+	for (size_t i = 0; i < n; i++)
+		if (h_s[i] <= GRID_H_FACTOR * hmed) {
+			tt[m] = t_s[i];
+			hh[m++] = h_s[i];
+		}
+	rc = grid_fit(tt, hh, m, hmed, g, why);
+	g->events = n;
+	free(hs);
+	free(tt);
+	free(hh);
+	return rc;
+}
+
+static int grid_fit(const double *t_s, const double *h_s, size_t n, double hmax, struct sensor_grid *g,
+		    const char **why)
+{
+	double *gaps, p0, step = 0, origin = 0, se = INFINITY, rms = 0;
+	long *k;
+	int rc = 0;
+	(void)h_s;
 	if (n < SENSOR_IDENT_MIN_UPDATES) {
 		*why = "too few updates of the reading to fit a period";
 		return -ENODATA;
@@ -65,10 +109,7 @@ int sensor_ident_grid(const double *t_s, const double *h_s, size_t n, struct sen
 		gaps[i] = t_s[i + 1] - t_s[i];
 	qsort(gaps, n - 1, sizeof *gaps, cmp_double);
 	p0 = gaps[(n - 1) / 4];
-	for (size_t i = 0; i < n; i++)
-		if (h_s[i] > hmax)
-			hmax = h_s[i];
-	if (!(p0 > 2 * hmax)) {
+	if (!(p0 > 4 * hmax)) {
 		*why = "the reading changes about every sampler tick: sample faster than the sensor updates";
 		rc = -ENODATA;
 		goto out;

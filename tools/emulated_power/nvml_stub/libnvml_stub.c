@@ -17,7 +17,8 @@
  * of the phase model's power (watts per phase id, id 0 = off) over the
  * transitions the workload published in its phase file
  * (anchor_emul/phasefile.py), the same integral the updater's truth.json
- * holds.  A counter the updater advances every tick lags the phase edges
+ * holds.  A transition may be published ahead of its time (stamped in the
+ * future): it takes effect when the clock reaches it.  A counter the updater advances every tick lags the phase edges
  * by up to a tick (DESIGN.md, "Ground truth"); this one does not, so a test
  * measures the attribution, not the emulator.
  *
@@ -150,6 +151,10 @@ static double exact_energy_j(void)
 		uint32_t ph;
 		memcpy(&t, slot, 8);
 		memcpy(&ph, slot + 8, 4);
+		/* A transition stamped in the future (a stand-in device queue
+		 * publishes when its kernel will end) waits until it is due. */
+		if (t > now)
+			break;
 		if (g_t_last_ns && t > g_t_last_ns)
 			g_acc_j += g_w[g_phase < MAX_PHASES ? g_phase : 0] * (double)(t - g_t_last_ns) / 1e9;
 		if (t > g_t_last_ns)
@@ -269,6 +274,9 @@ int nvmlInit_v2(void)
 {
 	const char *root = getenv("ANCHOR_EMUL_NVML_ROOT");
 	char path[4096];
+	if (g_init)
+		return NVML_SUCCESS; /* NVML counts inits: a second caller (the
+				      * workload timing the calls) must not reset the board */
 	g_n = 0;
 	if (!root) {
 		/* Sensor mode needs no updater tree: one GPU, the phase model. */
