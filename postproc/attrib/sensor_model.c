@@ -92,3 +92,17 @@ void sensor_model_lookup(const char *name, struct sensor_response *out)
 	if (sensor_model_coverage_override > 0)
 		out->coverage = sensor_model_coverage_override;
 }
+
+void sensor_model_identified(double period_s, double window_s, double delay_s, struct sensor_response *out)
+{
+	out->window_s = period_s + 2 * delay_s + window_s;
+	out->coverage = out->window_s > 0 ? window_s / out->window_s : 1;
+	out->model = "identified";
+	out->source = "identified from this run's readings (anchorpost sensors)";
+	if (sensor_model_window_override_s >= 0) {
+		out->window_s = sensor_model_window_override_s;
+		out->source = "--gpu-window";
+	}
+	if (sensor_model_coverage_override > 0)
+		out->coverage = sensor_model_coverage_override;
+}

@@ -49,6 +49,13 @@ extern double sensor_model_gpu_gain;
  * in quadrature to what is there, independent errors).  Returns the energy. */
 double sensor_model_gpu_joules(double e, double *lo, double *hi);
 
+/* The response from the run's own data (attrib/sensor_ident.h): a reading
+ * taken at t holds the window [u - d - W, u - d] of the last update u <= t,
+ * and t - u is spread over the period P, so it stands, on average, for a
+ * box of P + 2d + W before t (the same centre, wide enough for every
+ * position) of which W is sampled.  --gpu-window/--gpu-coverage still win. */
+void sensor_model_identified(double period_s, double window_s, double delay_s, struct sensor_response *out);
+
 /* The response of a GPU named `name` (may be NULL), overrides applied. */
 void sensor_model_lookup(const char *name, struct sensor_response *out);
 

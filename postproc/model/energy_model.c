@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/gpu_sensors.h"
 #include "util/diag.h"
 
 double energy_model_tl(const struct energy_model *m, uint64_t ts_ns)
@@ -59,6 +60,7 @@ static int build_sensor(struct em_sensor *s)
 			if (!strcmp(p->meta[k].key, "name"))
 				gname = p->meta[k].value;
 		sensor_model_lookup(gname, &resp);
+		s->resp = resp;
 		s->ser.avg_window_s = resp.window_s;
 		kind = ATTRIB_INSTANT_W;
 	}
@@ -482,6 +484,58 @@ static int check_overlap(struct energy_model *m, const struct em_opts *o, int ho
 	return 0;
 }
 
+/* perun's k-th GPU power sensor is NVML's device k, as libanchor's
+ * sampler numbers them (gpu<k>): where the ring identified that GPU's
+ * sensor from this run (gpu_sensors.h), its response replaces the table's
+ * row for the regression; the table stays for the rest, with its source.
+ * Said on stderr either way, when the ring has power readings. */
+static int use_ring_ident(struct energy_model *m)
+{
+	struct gpu_sensors gs;
+	size_t k = 0;
+	int has = 0;
+	for (size_t i = 0; i < m->nsen; i++)
+		has |= !strcmp(m->sen[i].group, "gpu") && m->sen[i].ser.kind == ATTRIB_INSTANT_W;
+	if (!has)
+		return 0;
+	if (gpu_sensors_build(m->rl.rf.ev, m->rl.rf.nev, &m->ph, &gs))
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nsen; i++) {
+		struct em_sensor *s = &m->sen[i];
+		const struct gpu_sensor *g = NULL;
+		char name[16];
+		if (strcmp(s->group, "gpu"))
+			continue;
+		snprintf(name, sizeof name, "gpu%zu", k++);
+		for (size_t j = 0; j < gs.n; j++)
+			if (!strcmp(gs.g[j].name, name) && gs.g[j].has_power)
+				g = &gs.g[j];
+		if (!g || s->ser.kind != ATTRIB_INSTANT_W)
+			continue;
+		if (g->id.decided) {
+			const char *table = s->resp.model;
+			sensor_model_identified(g->id.grid.step_s, g->id.window_s, g->id.delay_s, &s->resp);
+			s->ser.avg_window_s = s->resp.window_s;
+			if (attrib_series_cum_j(&s->ser, NULL, NULL, s->cum_j)) {
+				gpu_sensors_free(&gs);
+				return -ENOMEM;
+			}
+			diag_warn(m->ring_path,
+				  "%s: NVML power reading identified from this run: update period %.1f ms, window %.1f ms "
+				  "ending %.1f ms before each update; perun's readings modelled as the mean over %.1f ms "
+				  "(not the table's %s row)",
+				  name, g->id.grid.step_s * 1e3, g->id.window_s * 1e3, g->id.delay_s * 1e3,
+				  s->resp.window_s * 1e3, table);
+		} else {
+			diag_warn(m->ring_path, "%s: NVML power reading not identified from this run (%s): table row %s "
+						"(%s)", name, g->id.why ? g->id.why : "no reason", s->resp.model,
+				  s->resp.source);
+		}
+	}
+	gpu_sensors_free(&gs);
+	return 0;
+}
+
 int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
 	const struct perun_sensor *ref;
@@ -505,6 +559,8 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	}
 	if ((rc = load_inputs(m, o, e)))
 		return rc;
+	if (use_ring_ident(m))
+		EM_FAIL_OOM();
 	/* Alignment: the exact hook, else execution_dt (+ fit). */
 	m->align.prior_offset_s = NAN;
 	m->align.bound_lo_s = -INFINITY;

@@ -15,6 +15,7 @@
 
 #include "align/align.h"
 #include "attrib/attrib.h"
+#include "attrib/sensor_model.h"
 #include "input/perun.h"
 #include "input/ringload.h"
 #include "model/sensor_glitch.h"
@@ -29,6 +30,7 @@ struct em_sensor {
 	double *t_tl;             /* n: timeline seconds */
 	double *cum_j;            /* n: cumulative energy at each t */
 	struct sensor_glitch fix; /* ser.value, and the windows a repair touched */
+	struct sensor_response resp; /* GPU: what a reading stands for, and whence */
 };
 
 struct em_opts {
