@@ -56,7 +56,7 @@ check(len(cmds) >= 10, "anchorpost --help lists only %r" % cmds)
 MISSING = os.path.join(TMP, "no-such-file")
 # Arguments that reach the loading stage with a file that does not exist.
 RUNTIME = {
-    "info": [MISSING], "dump": [MISSING], "perun": [MISSING], "samples": [MISSING],
+    "info": [MISSING], "dump": [MISSING], "perun": [MISSING], "samples": [MISSING], "sensors": [MISSING],
     "phases": ["--ring", MISSING, "--perun", MISSING],
     "functions": ["--ring", MISSING, "--perun", MISSING, "--profile", MISSING],
     "timeline": ["--ring", MISSING, "--perun", MISSING],
