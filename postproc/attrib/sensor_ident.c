@@ -138,11 +138,17 @@ static int grid_fit(const double *t_s, const double *h_s, size_t n, double hmax,
 			rc = -ENODATA;
 			goto out;
 		}
-	/* 95 %: 2 standard errors of the slope; a floor of a microsecond for
-	 * a scatter that happens to vanish (ticks locked to the updates). */
+	/* 95 %: 2 standard errors of the slope, plus what an error bounded by
+	 * the typical tick half-width can do to a slope over the span when it
+	 * is not independent from update to update (the ticks' phase against
+	 * the updates drifts slowly: a sawtooth, not noise; 2 se alone missed
+	 * by a microsecond in bench/gpu_sensor_ident.sh). */
 	g->step_s = step;
-	g->lo_s = step - fmax(2 * se, 1e-6);
-	g->hi_s = step + fmax(2 * se, 1e-6);
+	{
+		double half = 2 * se + 2 * hmax / (double)(k[n - 1] - k[0]);
+		g->lo_s = step - half;
+		g->hi_s = step + half;
+	}
 	g->origin_s = origin + step * (double)k[0];
 	g->resid_rms_s = rms;
 out:

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attrib/attrib.h"
+#include "attrib/sensor_model.h"
 #include "input/ring_sensors.h"
 #include "util/diag.h"
 
@@ -192,9 +193,13 @@ static void write_phase_rows(struct csv *c, const struct ct_ctx *x, FILE *tty)
 		if (tty)
 			fprintf(tty, "%-22.22s", name);
 		for (size_t gi = 0; gi < x->ng; gi++) {
-			double ts = g[gi].time_s[p], e = g[gi].e[p];
-			row(c, name, g[gi].name, cnt, total_s, ts, e, g[gi].total_j > 0 ? e / g[gi].total_j : NAN,
-			    g[gi].lo[p], g[gi].hi[p], "counter-ms", "", x->rc.period_ms / 2, x->note);
+			double ts = g[gi].time_s[p], e = g[gi].e[p], lo = g[gi].lo[p], hi = g[gi].hi[p];
+			double share = g[gi].total_j > 0 ? e / g[gi].total_j : NAN;
+			/* GPU joules: the board's gain floor (sensor_model.h); the share is gain-free. */
+			if (!strcmp(g[gi].name, "gpu"))
+				e = sensor_model_gpu_joules(e, &lo, &hi);
+			row(c, name, g[gi].name, cnt, total_s, ts, e, share, lo, hi, "counter-ms", "", x->rc.period_ms / 2,
+			    x->note);
 			if (tty)
 				fprintf(tty, "  %10.3f %8.2f %5.1f%%", e, ts > 0 ? e / ts : 0.0,
 					g[gi].total_j > 0 ? 100 * e / g[gi].total_j : 0.0);
@@ -202,9 +207,13 @@ static void write_phase_rows(struct csv *c, const struct ct_ctx *x, FILE *tty)
 		if (tty)
 			fprintf(tty, "\n");
 	}
-	for (size_t gi = 0; gi < x->ng; gi++)
-		row(c, "(total)", g[gi].name, 0, 0, NAN, g[gi].total_j, 1.0, g[gi].total_j, g[gi].total_j,
-		    "counter-ms", "", x->rc.period_ms / 2, x->note);
+	for (size_t gi = 0; gi < x->ng; gi++) {
+		double lo = NAN, hi = NAN, e = g[gi].total_j;
+		if (!strcmp(g[gi].name, "gpu"))
+			e = sensor_model_gpu_joules(e, &lo, &hi);
+		row(c, "(total)", g[gi].name, 0, 0, NAN, e, 1.0, isnan(lo) ? e : lo, isnan(hi) ? e : hi, "counter-ms", "",
+		    x->rc.period_ms / 2, x->note);
+	}
 }
 
 /* The cross-check: the same span, two instruments.  Returns how many

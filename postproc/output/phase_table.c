@@ -8,6 +8,8 @@
  */
 #include "output/phase_table.h"
 
+#include "attrib/sensor_model.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -90,6 +92,15 @@ static int attribute_sensor(const struct energy_model *m, enum attrib_choice met
 	if (rc)
 		return diag_error(e, rc, m->pf.app, "attribution failed on sensor %s (%s)", es->ps->id,
 				  strerror(-rc));
+	/* A GPU's absolute joules carry its board's gain error (±5 %, or
+	 * the --gpu-gain calibration); its shares do not: every row and the
+	 * total scale alike (sensor_model.h). */
+	if (!strcmp(es->group, "gpu")) {
+		double lo = NAN, hi = NAN;
+		r.total_j = sensor_model_gpu_joules(r.total_j, &lo, &hi);
+		for (size_t k = 0; k <= np; k++)
+			r.row[k].energy_j = sensor_model_gpu_joules(r.row[k].energy_j, &r.row[k].ci_low_j, &r.row[k].ci_high_j);
+	}
 	sr->total_j[g] += r.total_j;
 	for (size_t k = 0; k <= np; k++) {
 		struct phase_group_row *gr = &sr->row[k * ng + g];
