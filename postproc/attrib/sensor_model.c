@@ -23,7 +23,7 @@ double sensor_model_gpu_joules(double e, double *lo, double *hi)
 		*hi = h;
 		return e;
 	}
-	*lo = e - sqrt((e - l) * (e - l) + f * f);
+	*lo = fmax(0, e - sqrt((e - l) * (e - l) + f * f)); /* joules are not negative */
 	*hi = e + sqrt((h - e) * (h - e) + f * f);
 	return e;
 }
