@@ -41,9 +41,10 @@ if [ ! -x "$B/gpucheck" ] || [ ! -x "$B/anchor-sensors" ]; then
 	make -s -C "$ROOT" gpu-check >"$OUT/build.log" 2>&1 || { say "make gpu-check failed: $OUT/build.log"; exit 1; }
 fi
 
-# The run: 1 kHz NVML sampler into a ring big enough for all of it (one
-# 64-byte record per tick; the run is about 45 s).
-export ANCHOR_SENSORS=nvml ANCHOR_SENSOR_HZ=1000 ANCHOR_RING_SIZE=64M
+# The run: 1 kHz NVML sampler into a ring big enough for all of it (a
+# tick is one 64-byte slot, three with 8 GPUs; the run is about 45 s),
+# small enough to bring back.
+export ANCHOR_SENSORS=nvml ANCHOR_SENSOR_HZ=1000 ANCHOR_RING_SIZE=16M
 if [ $STANDIN = 1 ]; then
 	ANCHOR_DISABLE=1 "$B/gpucheck" --make-phase-file "$OUT/phase.mmap" || { say "cannot create $OUT/phase.mmap"; exit 1; }
 	export ANCHOR_NVML_LIB=$B/libnvml_stub.so ANCHOR_EMUL_PHASE_FILE=$OUT/phase.mmap ANCHOR_EMUL_GPU_W=0,60,300
@@ -56,8 +57,10 @@ fi
 say "workload ($([ $STANDIN = 1 ] && echo stand-in || echo cuda)), about 45 s"
 ANCHOR_FILE=$OUT/run.ring timeout 240 "${RUN[@]}" >"$OUT/gpucheck.txt" 2>"$OUT/gpucheck.err" ||
 	{ say "the workload failed: $(tail -n 3 "$OUT/gpucheck.err")"; exit 1; }
-ANCHOR_SENSORS=0 ANCHOR_FILE=$OUT/markcost.ring timeout 60 "$B/gpucheck" --mark-cost >>"$OUT/gpucheck.txt" 2>>"$OUT/gpucheck.err" ||
-	say "the mark cost run failed (see gpucheck.err)"
+# Marks in a ring of their own (400k of them; not kept: only their cost is).
+ANCHOR_SENSORS=0 ANCHOR_RING_SIZE=32M ANCHOR_FILE=$OUT/markcost.ring timeout 60 "$B/gpucheck" --mark-cost \
+	>>"$OUT/gpucheck.txt" 2>>"$OUT/gpucheck.err" || say "the mark cost run failed (see gpucheck.err)"
+rm -f "$OUT/markcost.ring"
 "$B/anchor-sensors" "$OUT/run.ring" -o "$OUT/sensors.csv" >"$OUT/sensors.txt" 2>"$OUT/sensors.err" ||
 	{ say "anchor-sensors failed: $(cat "$OUT/sensors.err")"; exit 1; }
 
@@ -68,9 +71,12 @@ if [ $STANDIN = 1 ]; then
 	PERUN_LINE="perun: skipped on the stand-in (perun reads pynvml, not the C stub)"
 elif python3 -c 'import perun' 2>/dev/null; then
 	mkdir -p "$OUT/perun"
-	if ANCHOR_FILE=$OUT/perun.ring timeout 240 python3 -m perun monitor --data-out "$OUT/perun" -f hdf5 -b \
-		"$B/gpucheck" --kernels "$B" >"$OUT/perun.log" 2>&1; then
-		PERUN_LINE="perun: $(ls "$OUT"/perun/*.hdf5 2>/dev/null | head -n 1)"
+	# perun under libanchor too (preloaded), so its processes are in the
+	# same ring as the workload's anchors.
+	if LD_PRELOAD=$B/libanchor.so.0 ANCHOR_FILE=$OUT/perun.ring timeout 240 python3 -m perun monitor \
+		--data-out "$OUT/perun" -f hdf5 -b "$B/gpucheck" --kernels "$B" >"$OUT/perun.log" 2>&1 &&
+		ls "$OUT"/perun/*.hdf5 >/dev/null 2>&1; then
+		PERUN_LINE="perun: $(ls "$OUT"/perun/*.hdf5 | head -n 1)"
 		if [ -x "$ROOT/build/anchorpost" ] && "$ROOT/build/anchorpost" phases --ring "$OUT/perun.ring" \
 			--perun "$(ls "$OUT"/perun/*.hdf5 | head -n 1)" -o "$OUT/perun_phases.csv" >"$OUT/perun_phases.txt" 2>&1; then
 			PERUN_LINE="$PERUN_LINE; anchorpost phases: perun_phases.txt"
@@ -78,7 +84,7 @@ elif python3 -c 'import perun' 2>/dev/null; then
 			PERUN_LINE="$PERUN_LINE; anchorpost phases did not run (perun_phases.txt)"
 		fi
 	else
-		PERUN_LINE="perun: monitor failed (perun.log)"
+		PERUN_LINE="perun: monitor failed or wrote no HDF5 file (perun.log)"
 	fi
 fi
 
