@@ -8,8 +8,8 @@
 # bash and awk; no pip, no network.  Runs the workload (tools/gpu_check/
 # gpucheck.c) under libanchor's NVML sampler at 1 kHz (ANCHOR_SENSORS=nvml),
 # then anchor-sensors (anchorpost's `sensors` command) on its ring, and,
-# if perun is importable and a GPU is there, the same workload under perun
-# with `anchorpost phases`.  Writes DIR (default ./gpu-check-<UTC time>)
+# if perun is importable, the same workload under perun with `anchorpost
+# phases` (on the stand-in perun reads the stub pynvml, which reads the C stub).  Writes DIR (default ./gpu-check-<UTC time>)
 # with the ring, every output, and summary.txt, which it also prints.
 # --stand-in: the stub's sensor is ANCHOR_EMUL_NVML_SENSOR or, by
 # default, the H100 figures with a random window delay and board gain
@@ -64,22 +64,39 @@ rm -f "$OUT/markcost.ring"
 "$B/anchor-sensors" "$OUT/run.ring" -o "$OUT/sensors.csv" >"$OUT/sensors.txt" 2>"$OUT/sensors.err" ||
 	{ say "anchor-sensors failed: $(cat "$OUT/sensors.err")"; exit 1; }
 
-# perun, if it and its dependencies are importable (real GPUs only: the
-# stand-in's sensor is a C stub that perun's pynvml does not load).
+# perun, if it and its dependencies are importable: the same workload
+# again under `perun monitor` (perun preloaded with libanchor, so its
+# processes share the ring), then `anchorpost phases` on its HDF5 file,
+# which models perun's GPU readings with the response identified in that
+# run's ring.  On the stand-in perun reads the stub pynvml, which reads the
+# C stub: one emulated board for perun and the sampler.
 PERUN_LINE="perun: not importable here (skipped)"
-if [ $STANDIN = 1 ]; then
-	PERUN_LINE="perun: skipped on the stand-in (perun reads pynvml, not the C stub)"
-elif python3 -c 'import perun' 2>/dev/null; then
+if python3 -c 'import perun' 2>/dev/null; then
 	mkdir -p "$OUT/perun"
-	# perun under libanchor too (preloaded), so its processes are in the
-	# same ring as the workload's anchors.
-	if LD_PRELOAD=$B/libanchor.so.0 ANCHOR_FILE=$OUT/perun.ring timeout 240 python3 -m perun monitor \
-		--data-out "$OUT/perun" -f hdf5 -b "$B/gpucheck" --kernels "$B" >"$OUT/perun.log" 2>&1 &&
+	PRUN=("$B/gpucheck" --kernels "$B")
+	PPATH=${PYTHONPATH:-}
+	if [ $STANDIN = 1 ]; then
+		ANCHOR_DISABLE=1 "$B/gpucheck" --make-phase-file "$OUT/perun-phase.mmap" || exit 1
+		PRUN=("$B/gpucheck" --stand-in "$OUT/perun-phase.mmap")
+		PPATH=$ROOT/tools/emulated_power/nvml_stub${PPATH:+:$PPATH}
+	fi
+	say "the workload again under perun"
+	# A Python launcher, not `monitor -b` (perun 1.0 wrote no file for a
+	# binary here), that never calls sys.exit (perun 1.0 then writes
+	# nothing either, docs/perun-emulation.md); the status goes to a file.
+	printf '%s\n' 'import os, subprocess' \
+		'rc = subprocess.call(os.environ["GPUCHECK_CMD"].split("\x1f"))' \
+		'open(os.environ["GPUCHECK_RC"], "w").write(str(rc))' >"$OUT/gpucheck_launch.py"
+	if GPUCHECK_CMD=$(IFS=$'\x1f'; echo "${PRUN[*]}") GPUCHECK_RC=$OUT/perun_workload.rc PYTHONPATH=$PPATH \
+		ANCHOR_EMUL_PHASE_FILE=$OUT/perun-phase.mmap LD_PRELOAD=$B/libanchor.so.0 ANCHOR_FILE=$OUT/perun.ring \
+		timeout 300 python3 -m perun monitor --data_out "$OUT/perun" --sampling_period 0.1 "$OUT/gpucheck_launch.py" \
+		>"$OUT/perun.log" 2>&1 && [ "$(cat "$OUT/perun_workload.rc" 2>/dev/null)" = 0 ] &&
 		ls "$OUT"/perun/*.hdf5 >/dev/null 2>&1; then
-		PERUN_LINE="perun: $(ls "$OUT"/perun/*.hdf5 | head -n 1)"
-		if [ -x "$ROOT/build/anchorpost" ] && "$ROOT/build/anchorpost" phases --ring "$OUT/perun.ring" \
-			--perun "$(ls "$OUT"/perun/*.hdf5 | head -n 1)" -o "$OUT/perun_phases.csv" >"$OUT/perun_phases.txt" 2>&1; then
-			PERUN_LINE="$PERUN_LINE; anchorpost phases: perun_phases.txt"
+		H5=$(ls "$OUT"/perun/*.hdf5 | head -n 1)
+		PERUN_LINE="perun: $H5"
+		if [ -x "$ROOT/build/anchorpost" ] && "$ROOT/build/anchorpost" phases --ring "$OUT/perun.ring" --perun "$H5" \
+			-o "$OUT/perun_phases.csv" >"$OUT/perun_phases.txt" 2>&1; then
+			PERUN_LINE="$PERUN_LINE; $(grep -o 'gpu0: NVML power reading [^;(]*' "$OUT/perun_phases.txt" | head -n 1)"
 		else
 			PERUN_LINE="$PERUN_LINE; anchorpost phases did not run (perun_phases.txt)"
 		fi
@@ -87,13 +104,16 @@ elif python3 -c 'import perun' 2>/dev/null; then
 		PERUN_LINE="perun: monitor failed or wrote no HDF5 file (perun.log)"
 	fi
 fi
+[ -f "$OUT/perun_phases.csv" ] || : >"$OUT/perun_phases.csv"
 
 # The summary: sensors.csv (gpu,quantity,phase,value,lo,hi,unit,note) and
 # gpucheck.txt (key=value).
 awk -F, -v standin=$STANDIN -v perun="$PERUN_LINE" -v out="$OUT" '
 function kv(k) { return (k in K) ? K[k] : "absent" }
-FNR == NR { i = index($0, "="); if (i) K[substr($0, 1, i - 1)] = substr($0, i + 1); next }
+FILENAME ~ /gpucheck.txt$/ { i = index($0, "="); if (i) K[substr($0, 1, i - 1)] = substr($0, i + 1); next }
 FNR == 1 { next }
+FILENAME ~ /perun_phases.csv$/ { if ($1 != "counters" && $4 == "gpu" && ($3 ~ /^k[124]x$/ || $3 ~ /^sq/)) {
+	ph = $3 ~ /^sq/ ? "sq" : $3; PJ[ph] += $11; PL[ph] += $14; PH[ph] += $15; PN++; if ($18 ~ /unidentifiable/) PU++ } next }
 $1 == "gpu0" { V[$2 "|" $3] = $4; L[$2 "|" $3] = $5; H[$2 "|" $3] = $6; N[$2 "|" $3] = $8 }
 END {
 	split(kv("stub_spec"), sp, " "); for (j in sp) { split(sp[j], q, "="); C[q[1]] = q[2] }
@@ -115,6 +135,8 @@ END {
 	printf "(b) ratios    1 : %.3f : %.3f (device-side; expect 1 : 2 : 4)\n", r2, r4
 	printf "(e) cost      anchor_mark %s ns (clock_gettime %s ns); NVML power read %s us, energy read %s us; sampler thread %s %% of a CPU (%s s)\n", kv("anchor_mark_ns"), kv("clock_gettime_ns"), kv("nvml_power_call_us"), kv("nvml_energy_call_us"), kv("sampler_cpu_pct"), kv("sampler_cpu_s")
 	printf "%s\n", perun
+	if (PN) { q2 = (PJ["k1x"] > 0) ? PJ["k2x"] / PJ["k1x"] : 0; q4 = (PJ["k1x"] > 0) ? PJ["k4x"] / PJ["k1x"] : 0
+		printf "perun GPU J   k1x %.2f [%.2f, %.2f], k2x %.2f, k4x %.2f (1 : %.3f : %.3f); sq* %.2f [%.2f, %.2f]; from perun'"'"'s power readings, an estimate: %d of %d rows unidentifiable\n", PJ["k1x"], PL["k1x"], PH["k1x"], PJ["k2x"], PJ["k4x"], q2, q4, PJ["sq"], PL["sq"], PH["sq"], PU, PN }
 	if (standin) {
 		ok = (p - C["period_ms"] <= 2 && C["period_ms"] - p <= 2 && w - C["window_ms"] <= 2 && C["window_ms"] - w <= 2 && N["power_window_ms|"] ~ /^decided/)
 		okr = (r2 > 2 * 0.97 && r2 < 2 * 1.03 && r4 > 4 * 0.97 && r4 < 4 * 1.03)
@@ -122,7 +144,7 @@ END {
 		bad = !(ok && okr)
 	}
 	exit bad
-}' "$OUT/gpucheck.txt" "$OUT/sensors.csv" >"$OUT/summary.txt"
+}' "$OUT/gpucheck.txt" "$OUT/sensors.csv" "$OUT/perun_phases.csv" >"$OUT/summary.txt"
 rc=$?
 cat "$OUT/summary.txt"
 exit $rc

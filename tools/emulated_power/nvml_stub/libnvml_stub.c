@@ -231,10 +231,14 @@ static void sensor_setup(uint64_t now)
 	g_sen.gain = strstr(spec, "gain=R") ? spec_num(spec, "gain=", 1, &seed, 0.95, 1.05)
 					    : spec_num(spec, "gain=", 1, &seed, 0, 0);
 	g_sen.counter_s = spec_num(spec, "counter_ms=", 100, &seed, 0, 0) / 1e3;
-	g_sen.grid0_ns = now + (uint64_t)(g_sen.period_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX);
-	g_sen.cgrid0_ns = g_sen.counter_s > 0
-				  ? now + (uint64_t)(g_sen.counter_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX)
-				  : now;
+	/* The grids' phase is drawn on the absolute clock, not from the
+	 * moment of init: every process that loads the stub with the same
+	 * seed (the workload's sampler, perun's through pynvml.py) reads one
+	 * board. */
+	(void)now;
+	g_sen.grid0_ns = (uint64_t)(g_sen.period_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX);
+	g_sen.cgrid0_ns = g_sen.counter_s > 0 ? (uint64_t)(g_sen.counter_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX)
+					      : 0;
 	snprintf(anchor_emulated_sensor_spec, sizeof anchor_emulated_sensor_spec,
 		 "period_ms=%.3f window_ms=%.3f delay_ms=%.3f gain=%.5f counter_ms=%.3f", g_sen.period_s * 1e3,
 		 g_sen.window_s * 1e3, g_sen.delay_s * 1e3, g_sen.gain, g_sen.counter_s * 1e3);

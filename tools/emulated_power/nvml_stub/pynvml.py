@@ -9,8 +9,15 @@ average over --gpu-avg-ms); the exact joules are in truth.json.  Every
 name/metadata string says "emulated sensor, not a measurement".
 
 Only the calls perun 1.0.0 makes are provided (docs/perun-emulation.md).
+
+Sensor mode (ANCHOR_EMUL_NVML_SENSOR set and ANCHOR_NVML_LIB naming the C
+stub, libnvml_stub.c): one GPU whose readings are the C stub's, loaded
+with ctypes, so perun and libanchor's sampler read one emulated board
+(same seed, same update grid, same window and gain) whose power is the
+workload's phase file; ANCHOR_EMUL_NVML is not needed then.
 """
 
+import ctypes
 import os
 import types
 
@@ -23,6 +30,7 @@ _MEM_TOTAL = 80 * 2**30
 _MEM_USED = 3 * 2**30
 _CLOCKS_MHZ = {NVML_CLOCK_GRAPHICS: 1410, NVML_CLOCK_SM: 1410, NVML_CLOCK_MEM: 1593, NVML_CLOCK_VIDEO: 1275}
 _root = None
+_clib = None  # sensor mode: the C stub
 
 
 class NVMLError(Exception):
@@ -57,8 +65,22 @@ def _need_init():
 		raise NVMLError_Uninitialized("nvmlInit() not called")
 
 
+class _CHandle:
+	def __init__(self, idx):
+		self.idx = idx
+		self.dev = ctypes.c_void_p()
+		if _clib.nvmlDeviceGetHandleByIndex_v2(idx, ctypes.byref(self.dev)):
+			raise NVMLError_InvalidArgument(f"no emulated GPU {idx}")
+
+
 def nvmlInit():
-	global _root
+	global _root, _clib
+	if os.environ.get("ANCHOR_EMUL_NVML_SENSOR") is not None and os.environ.get("ANCHOR_NVML_LIB"):
+		_clib = ctypes.CDLL(os.environ["ANCHOR_NVML_LIB"])
+		if _clib.nvmlInit_v2():
+			raise NVMLError("the C NVML stub did not initialise (sensor mode needs ANCHOR_EMUL_PHASE_FILE)")
+		_root = "(sensor mode)"
+		return
 	root = os.environ.get("ANCHOR_EMUL_NVML")
 	if not root or not os.path.isdir(root):
 		raise NVMLError("ANCHOR_EMUL_NVML does not name an emulated GPU directory")
@@ -71,11 +93,17 @@ def nvmlShutdown():
 
 def nvmlDeviceGetCount():
 	_need_init()
+	if _clib is not None:
+		n = ctypes.c_uint()
+		_clib.nvmlDeviceGetCount_v2(ctypes.byref(n))
+		return n.value
 	return len([d for d in os.listdir(_root) if d.startswith("gpu")])
 
 
 def nvmlDeviceGetHandleByIndex(i):
 	_need_init()
+	if i not in _handles and _clib is not None:
+		_handles[i] = _CHandle(i)
 	if i not in _handles:
 		path = os.path.join(_root, f"gpu{i}")
 		if not os.path.isdir(path):
@@ -110,11 +138,20 @@ def nvmlDeviceGetPowerUsage(h):
 	"""mW.  At least 1 mW: perun lists a GPU only if its power is > 0
 	(nvml.py _findSensors), and the emulator draws 0 W before a workload
 	starts; the floor adds at most 1 mW x that time to perun's estimate."""
+	if _clib is not None:
+		mw = ctypes.c_uint()
+		if _clib.nvmlDeviceGetPowerUsage(h.dev, ctypes.byref(mw)):
+			raise NVMLError("power reading failed")
+		return max(1, mw.value)
 	return max(1, h.read(h.power))
 
 
 def nvmlDeviceGetTotalEnergyConsumption(h):
 	"""mJ since the emulated GPU was created (perun does not call it)."""
+	if _clib is not None:
+		mj = ctypes.c_ulonglong()
+		_clib.nvmlDeviceGetTotalEnergyConsumption(h.dev, ctypes.byref(mj))
+		return mj.value
 	return h.read(h.energy) // 1000
 
 
