@@ -21,6 +21,7 @@
 #include "anchors/ring_clock.h"
 #include "anchors/ring_procs.h"
 #include "attrib/attrib.h"
+#include "attrib/sensor_model.h"
 #include "input/input_file.h"
 #include "input/ringload.h"
 #include "model/train_procs.h"
@@ -546,6 +547,15 @@ static int attribute_unit(const struct mring *m, const struct mring_opts *o, con
 			free(iv);
 			return diag_error(e, rc, m->pf.app, "attribution failed on host %s sensor %s (%s)", h->ph->name,
 					  es->ps->id, strerror(-rc));
+		}
+		/* GPU joules: the board's gain floor, as one ring's phases do
+		 * (sensor_model.h); shares are gain-free. */
+		if (!strcmp(es->group, "gpu")) {
+			double lo = NAN, hi = NAN;
+			r.total_j = sensor_model_gpu_joules(r.total_j, &lo, &hi);
+			for (size_t k = 0; k <= r.n_phase; k++)
+				r.row[k].energy_j = sensor_model_gpu_joules(r.row[k].energy_j, &r.row[k].ci_low_j,
+									    &r.row[k].ci_high_j);
 		}
 		add_result(ps, &r, group_index(m, es->group), u);
 		attrib_result_free(&r);

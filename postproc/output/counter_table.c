@@ -175,9 +175,15 @@ static void write_phase_rows(struct csv *c, const struct ct_ctx *x, FILE *tty)
 	const struct energy_model *m = x->m;
 	const struct group_acc *g = x->g;
 	if (tty) {
-		fprintf(tty, "\nms counters (ANCHOR_SENSORS): %zu counter(s) sampled by pid %u, %zu ticks, median %.3f ms, "
+		size_t nc = 0, ngauge = 0;
+		for (size_t k = 0; k < x->rc.n; k++)
+			*(x->rc.c[k].gauge ? &ngauge : &nc) += 1;
+		fprintf(tty, "\nms counters (ANCHOR_SENSORS): %zu counter(s)", nc);
+		if (ngauge)
+			fprintf(tty, " and %zu GPU power reading(s) (anchorpost sensors)", ngauge);
+		fprintf(tty, " sampled by pid %u, %zu ticks, median %.3f ms, "
 			     "longest gap %.1f ms; exact per-phase integrals on thread %u%s%s\n",
-			x->rc.n, x->rc.pid, x->rc.ticks, x->rc.period_ms, x->rc.max_gap_ms, x->th ? x->th->tid : 0,
+			x->rc.pid, x->rc.ticks, x->rc.period_ms, x->rc.max_gap_ms, x->th ? x->th->tid : 0,
 			x->rc.emulated ? "; " : "", x->rc.emulated ? "emulated sensor, not a measurement" : "");
 		fprintf(tty, "%-22s", "phase");
 		for (size_t gi = 0; gi < x->ng; gi++)
