@@ -275,8 +275,13 @@ static double scan(struct fit_ctx *c, double w0, double w1, double d0, double d1
 	for (double w = w0; w <= w1 + step / 2; w += step)
 		for (double d = d0; d <= d1 + step / 2; d += step) {
 			double s;
-			if (w < 0 || d < 0 || w + d > p + step / 2)
-				continue; /* the window inside the period before its update */
+			/* A window shorter than the period lies inside the period
+			 * before its update (A100/H100 instant power); a longer one
+			 * is a moving average (the 1 s "average" field, which
+			 * nvmlDeviceGetPowerUsage answers on Ampere and newer), its
+			 * end at most a period before the update. */
+			if (w < 0 || d < 0 || d > p + step / 2 || (w <= p && w + d > p + step / 2))
+				continue;
 			s = rss_at(c, w, d);
 			if (s < best) {
 				best = s;
@@ -399,8 +404,21 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 	c.r = r;
 	c.nu = nu;
 	coarse = fmax(p / SENSOR_IDENT_COARSE_STEPS, SENSOR_IDENT_COARSE_MIN_S);
-	fine = coarse / 10;
 	best = scan(&c, 0, p, 0, p, coarse, p, -1, &bw, &bd, NULL);
+	/* Windows longer than the period, on a coarser grid of their own. */
+	{
+		double lw = 0, ld = 0, lstep = fmax(coarse, SENSOR_IDENT_MAX_WINDOW_S / SENSOR_IDENT_COARSE_STEPS);
+		double lbest = p < SENSOR_IDENT_MAX_WINDOW_S
+				       ? scan(&c, p + lstep, SENSOR_IDENT_MAX_WINDOW_S, 0, p, lstep, p, -1, &lw, &ld, NULL)
+				       : INFINITY;
+		if (lbest < best) {
+			best = lbest;
+			bw = lw;
+			bd = ld;
+			coarse = lstep;
+		}
+	}
+	fine = coarse / 10;
 	{
 		double cw = bw, cd = bd;
 		best = fmin(best, scan(&c, cw - 2 * coarse, cw + 2 * coarse, cd - 2 * coarse, cd + 2 * coarse, fine, p, -1,
@@ -415,7 +433,7 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 		     &dummy_d, &reg);
 		gstep = fine;
 		if (!reg.any || reg.at_edge) {
-			scan(&c, 0, p, 0, p, coarse, p, bound, &dummy_w, &dummy_d, &creg);
+			scan(&c, 0, bw > p ? SENSOR_IDENT_MAX_WINDOW_S : p, 0, p, coarse, p, bound, &dummy_w, &dummy_d, &creg);
 			if (creg.any) {
 				reg = creg;
 				gstep = coarse;
@@ -428,7 +446,7 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 	}
 	out->window_s = bw;
 	out->window_lo_s = fmax(0, reg.wlo - gstep);
-	out->window_hi_s = fmin(out->grid.hi_s + fine, reg.whi + gstep);
+	out->window_hi_s = fmin(bw > p ? SENSOR_IDENT_MAX_WINDOW_S : out->grid.hi_s + fine, reg.whi + gstep);
 	out->delay_s = bd;
 	out->delay_lo_s = fmax(0, reg.dlo - gstep - tick_h);
 	out->delay_hi_s = reg.dhi + gstep + tick_h;

@@ -153,6 +153,10 @@
 #define SENSOR_IDENT_COARSE_MIN_S 0.001
 /* chi2 with 2 degrees of freedom at 95 %: the joint (W, d) region. */
 #define SENSOR_IDENT_CHI2_2 5.99
+/* Longest averaging window sought, s: NVML's 1 s "average" power
+ * (nvmlDeviceGetPowerUsage on Ampere and newer, per NVML's docs) with
+ * room either side. */
+#define SENSOR_IDENT_MAX_WINDOW_S 1.5
 /* Phases (plus idle) the per-candidate least squares solves for. */
 #define SENSOR_IDENT_MAX_PHASES 31
 

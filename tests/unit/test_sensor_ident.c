@@ -132,6 +132,9 @@ int main(void)
 	one("Volta 20/10 d=3", 20, 10, 3, 0, 1);
 	one("GH200 100/20 d=70", 100, 20, 70, 0, 1);
 	one("H100 100/25 noise 2 W", 100, 25, 10, 2.0, 1);
+	/* nvmlDeviceGetPowerUsage on Ampere and newer: a 1 s average,
+	 * updated every 100 ms. */
+	one("1 s average every 100 ms", 100, 1000, 0, 0, 1);
 
 	/* One long phase: the readings are one value, nothing to fit. */
 	niv = 1;
