@@ -12,8 +12,9 @@
  * flight-recorder ring that overwrote the first still has one.  Raw values
  * are stored; the reader undoes wrap-around (ring_format.h).
  *
- * Each GPU's power reading (nvmlDeviceGetPowerUsage, mW) is sampled beside
- * its counter as a gauge (group gpu_power): not energy, but what shows
+ * Each GPU's power reading (nvmlDeviceGetPowerUsage, mW) and its instant
+ * power (field NVML_FI_DEV_POWER_INSTANT, name gpu<i>.instant) are sampled
+ * beside its counter as gauges (group gpu_power): not energy, but what shows
  * how the board's power sensor updates and averages, which anchorpost
  * identifies from the run (attrib/sensor_ident.h) to model the readings
  * perun stores.  One more NVML call per GPU and tick (bench/sensor_floor.c).
@@ -55,7 +56,8 @@ _Static_assert(SENSORS_MAX <= ANCHOR_SENSOR_MAX, "counters fit one SENSOR record
 struct counter {
 	int fd;          /* RAPL: energy_uj, kept open (-1 for NVML) */
 	void *nvml_dev;  /* NVML: device handle */
-	int power;       /* NVML: the power reading (mW), a gauge, not the counter */
+	int power;       /* NVML: 1 the power reading (mW), 2 the instant power field:
+			  * gauges, not the counter */
 	uint64_t last;   /* last value read (kept on a failed read) */
 };
 
@@ -65,6 +67,23 @@ typedef int (*nvml_count_fn)(unsigned *);
 typedef int (*nvml_handle_fn)(unsigned, void **);
 typedef int (*nvml_energy_fn)(void *, unsigned long long *);
 typedef int (*nvml_power_fn)(void *, unsigned *);
+/* nvmlFieldValue_t (nvml.h): the instant power is field 186,
+ * NVML_FI_DEV_POWER_INSTANT; valueType says which union member holds it. */
+struct nvml_field {
+	unsigned field_id, scope_id;
+	long long timestamp, latency_us;
+	int value_type, nvml_return;
+	union {
+		double d;
+		unsigned ui;
+		unsigned long ul;
+		unsigned long long ull;
+		long long sll;
+		int si;
+	} value;
+};
+typedef int (*nvml_fields_fn)(void *, int, struct nvml_field *);
+#define NVML_FI_DEV_POWER_INSTANT 186
 
 static struct counter g_ctr[SENSORS_MAX];
 static unsigned g_nctr;
@@ -72,6 +91,26 @@ static char g_desc[ANCHOR_NAME_INLINE + ANCHOR_TEXT_MAX_CONT * ANCHOR_CONT_BYTES
 static size_t g_desc_len;
 static nvml_energy_fn g_nvml_energy;
 static nvml_power_fn g_nvml_power;
+static nvml_fields_fn g_nvml_fields;
+
+/* The instant power (mW) through nvmlDeviceGetFieldValues; -1 if none. */
+static int read_instant(void *dev, uint64_t *mw)
+{
+	struct nvml_field f;
+	memset(&f, 0, sizeof f);
+	f.field_id = NVML_FI_DEV_POWER_INSTANT;
+	if (!g_nvml_fields || g_nvml_fields(dev, 1, &f) != 0 || f.nvml_return != 0)
+		return -1;
+	switch (f.value_type) {
+	case 0: *mw = f.value.d > 0 ? (uint64_t)f.value.d : 0; return 0;
+	case 1: *mw = f.value.ui; return 0;
+	case 2: *mw = f.value.ul; return 0;
+	case 3: *mw = f.value.ull; return 0;
+	case 4: *mw = f.value.sll > 0 ? (uint64_t)f.value.sll : 0; return 0;
+	case 5: *mw = f.value.si > 0 ? (uint64_t)f.value.si : 0; return 0;
+	default: return -1;
+	}
+}
 static uint64_t g_period_ns;
 /* Copied in the constructor: the host may setenv() (which can move
  * environ) while the sampler thread sets up, so the thread never calls
@@ -269,6 +308,7 @@ static void nvml_setup(void)
 	handle = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
 	g_nvml_energy = (nvml_energy_fn)dlsym(h, "nvmlDeviceGetTotalEnergyConsumption");
 	g_nvml_power = (nvml_power_fn)dlsym(h, "nvmlDeviceGetPowerUsage");
+	g_nvml_fields = (nvml_fields_fn)dlsym(h, "nvmlDeviceGetFieldValues");
 	if (dlsym(h, "anchor_emulated_sensor"))
 		g_emulated = 1; /* tools/emulated_power/nvml_stub */
 	if (!init || !count || !handle || !g_nvml_energy || init() != 0 || count(&n) != 0) {
@@ -291,8 +331,10 @@ static void nvml_setup(void)
 	}
 	/* The power readings after all counters, so a reader that knows no
 	 * gauge still finds the counters where they were. */
-	for (unsigned i = 0, k = before, nc = g_nctr; g_nvml_power && k < nc && g_nctr < SENSORS_MAX; i++) {
+	for (unsigned i = 0, k = before, nc = g_nctr; (g_nvml_power || g_nvml_fields) && k < nc && g_nctr < SENSORS_MAX;
+	     i++) {
 		unsigned mw;
+		uint64_t inst;
 		void *dev = NULL;
 		char name[16];
 		if (handle(i, &dev) != 0)
@@ -300,15 +342,26 @@ static void nvml_setup(void)
 		if (dev != g_ctr[k].nvml_dev)
 			continue; /* a GPU without counter: not sampled at all */
 		k++;
-		if (g_nvml_power(dev, &mw) != 0)
-			continue;
-		g_ctr[g_nctr].fd = -1;
-		g_ctr[g_nctr].nvml_dev = dev;
-		g_ctr[g_nctr].power = 1;
-		g_ctr[g_nctr].last = mw;
-		snprintf(name, sizeof name, "gpu%u", i);
-		desc_add("gpu_power", name, "1e-3", 0);
-		g_nctr++;
+		if (g_nvml_power && g_nvml_power(dev, &mw) == 0) {
+			g_ctr[g_nctr].fd = -1;
+			g_ctr[g_nctr].nvml_dev = dev;
+			g_ctr[g_nctr].power = 1;
+			g_ctr[g_nctr].last = mw;
+			snprintf(name, sizeof name, "gpu%u", i);
+			desc_add("gpu_power", name, "1e-3", 0);
+			g_nctr++;
+		}
+		/* The instant power beside it: on Ampere and newer the reading
+		 * above is a 1 s average (NVML's docs), this the 100 ms field. */
+		if (g_nctr < SENSORS_MAX && !read_instant(dev, &inst)) {
+			g_ctr[g_nctr].fd = -1;
+			g_ctr[g_nctr].nvml_dev = dev;
+			g_ctr[g_nctr].power = 2;
+			g_ctr[g_nctr].last = inst;
+			snprintf(name, sizeof name, "gpu%u.instant", i);
+			desc_add("gpu_power", name, "1e-3", 0);
+			g_nctr++;
+		}
 	}
 	if (g_nctr == before)
 		why_add("GPU energy not sampled: NVML found no GPU with an energy counter (Volta or later)", "", "");
@@ -335,6 +388,9 @@ static uint64_t tick(void)
 			uint64_t x;
 			if (c->fd >= 0) {
 				if (!read_fd_u64(c->fd, &x))
+					c->last = x;
+			} else if (c->power == 2) {
+				if (!read_instant(c->nvml_dev, &x))
 					c->last = x;
 			} else if (c->power) {
 				unsigned mw;

@@ -48,7 +48,7 @@ export ANCHOR_SENSORS=nvml ANCHOR_SENSOR_HZ=1000 ANCHOR_RING_SIZE=16M
 if [ $STANDIN = 1 ]; then
 	ANCHOR_DISABLE=1 "$B/gpucheck" --make-phase-file "$OUT/phase.mmap" || { say "cannot create $OUT/phase.mmap"; exit 1; }
 	export ANCHOR_NVML_LIB=$B/libnvml_stub.so ANCHOR_EMUL_PHASE_FILE=$OUT/phase.mmap ANCHOR_EMUL_GPU_W=0,60,300
-	export ANCHOR_EMUL_NVML_SENSOR=${ANCHOR_EMUL_NVML_SENSOR-period_ms=100,window_ms=25,delay_ms=R,gain=R,counter_ms=100,seed=$RANDOM}
+	export ANCHOR_EMUL_NVML_SENSOR=${ANCHOR_EMUL_NVML_SENSOR-period_ms=100,window_ms=25,delay_ms=R,gain=R,counter_ms=100,avg_ms=1000,seed=$RANDOM}
 	unset ANCHOR_EMUL_NVML_ROOT
 	RUN=("$B/gpucheck" --stand-in "$OUT/phase.mmap")
 else
@@ -120,12 +120,15 @@ END {
 	bad = 0
 	printf "gpu-check summary (%s)\n", out
 	printf "device        %s%s\n", kv("device"), standin ? " [emulated sensor, not a measurement]" : ""
-	if (standin) printf "configured    period %s ms, window %s ms, delay %s ms, gain %s, counter %s ms\n", C["period_ms"], C["window_ms"], C["delay_ms"], C["gain"], C["counter_ms"]
-	p = V["power_update_period_ms|"]; w = V["power_window_ms|"]; d = V["power_window_delay_ms|"]
-	printf "(c) period    %.3f ms [%.3f, %.3f]   (%s)\n", p, L["power_update_period_ms|"], H["power_update_period_ms|"], N["power_update_period_ms|"]
-	printf "(c) window    %.2f ms [%.2f, %.2f], ending %.2f ms [%.2f, %.2f] before each update; r2 %.4f\n", w, L["power_window_ms|"], H["power_window_ms|"], d, L["power_window_delay_ms|"], H["power_window_delay_ms|"], V["power_fit_r2|"]
+	if (standin) printf "configured    instant power: period %s ms, window %s ms, delay %s ms; power reading: %s ms average; gain %s, counter %s ms\n", C["period_ms"], C["window_ms"], C["delay_ms"], C["avg_ms"], C["gain"], C["counter_ms"]
+	for (r = 0; r < 2; r++) {
+		pre = r ? "power" : "instant"; lab = r ? "reading" : "instant"
+		if (!((pre "_update_period_ms|") in V)) { printf "(c) %-9s not in the ring (the driver does not answer it)\n", lab; continue }
+		printf "(c) %-9s update period %.3f ms [%.3f, %.3f]; window %.2f ms [%.2f, %.2f], ending %.2f ms [%.2f, %.2f] before each update; r2 %.4f (%s)\n", lab, V[pre "_update_period_ms|"], L[pre "_update_period_ms|"], H[pre "_update_period_ms|"], V[pre "_window_ms|"], L[pre "_window_ms|"], H[pre "_window_ms|"], V[pre "_window_delay_ms|"], L[pre "_window_delay_ms|"], H[pre "_window_delay_ms|"], V[pre "_fit_r2|"], N[pre "_update_period_ms|"]
+	}
+	p = V["instant_update_period_ms|"]; w = V["instant_window_ms|"]
 	printf "(c) counter   updates every %.3f ms [%.3f, %.3f]\n", V["counter_update_ms|"], L["counter_update_ms|"], H["counter_update_ms|"]
-	printf "(d) counter   %.3f J vs integrated power readings %.3f J (%+.2f %%)\n", V["counter_j|"], V["integrated_power_j|"], V["power_vs_counter_pct|"]
+	printf "(d) counter   %.3f J vs integrated readings %.3f J (%+.2f %%), integrated instant power %.3f J (%+.2f %%)\n", V["counter_j|"], V["integrated_power_j|"], V["power_vs_counter_pct|"], V["integrated_instant_j|"], V["instant_vs_counter_pct|"]
 	hs = 0; ds = 0; hj = 0; dj = 0
 	for (k in V) if (k ~ /^host_s\|sq/) { ph = substr(k, 8); hs += V[k]; ds += V["device_s|" ph]; hj += V["host_j|" ph]; dj += V["device_j|" ph] }
 	printf "(a) square    host-side %.3f s and %.2f J, device-side %.3f s and %.2f J over the sq* phases\n", hs, hj, ds, dj
@@ -138,9 +141,9 @@ END {
 	if (PN) { q2 = (PJ["k1x"] > 0) ? PJ["k2x"] / PJ["k1x"] : 0; q4 = (PJ["k1x"] > 0) ? PJ["k4x"] / PJ["k1x"] : 0
 		printf "perun GPU J   k1x %.2f [%.2f, %.2f], k2x %.2f, k4x %.2f (1 : %.3f : %.3f); sq* %.2f [%.2f, %.2f]; from perun'"'"'s power readings, an estimate: %d of %d rows unidentifiable\n", PJ["k1x"], PL["k1x"], PH["k1x"], PJ["k2x"], PJ["k4x"], q2, q4, PJ["sq"], PL["sq"], PH["sq"], PU, PN }
 	if (standin) {
-		ok = (p - C["period_ms"] <= 2 && C["period_ms"] - p <= 2 && w - C["window_ms"] <= 2 && C["window_ms"] - w <= 2 && N["power_window_ms|"] ~ /^decided/)
+		ok = (p - C["period_ms"] <= 2 && C["period_ms"] - p <= 2 && w - C["window_ms"] <= 2 && C["window_ms"] - w <= 2 && N["instant_window_ms|"] ~ /^decided/)
 		okr = (r2 > 2 * 0.97 && r2 < 2 * 1.03 && r4 > 4 * 0.97 && r4 < 4 * 1.03)
-		printf "stand-in      period/window %s (within 2 ms of the configured), 1:2:4 %s (within 3 %%)\n", ok ? "RECOVERED" : "NOT RECOVERED", okr ? "RECOVERED" : "NOT RECOVERED"
+		printf "stand-in      instant period/window %s (within 2 ms of the configured), 1:2:4 %s (within 3 %%)\n", ok ? "RECOVERED" : "NOT RECOVERED", okr ? "RECOVERED" : "NOT RECOVERED"
 		bad = !(ok && okr)
 	}
 	exit bad

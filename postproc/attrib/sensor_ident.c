@@ -454,7 +454,8 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 	out->r2 = tss > 0 ? 1 - best / tss : 0;
 	if (out->r2 < SENSOR_IDENT_MIN_R2)
 		out->why = "the window model explains too little of the readings";
-	else if (out->window_hi_s - out->window_lo_s > fmax(SENSOR_IDENT_DECIDED_SHARE * p, SENSOR_IDENT_DECIDED_MIN_S))
+	else if (out->window_hi_s - out->window_lo_s > fmax(fmax(SENSOR_IDENT_DECIDED_SHARE * p, SENSOR_IDENT_DECIDED_MIN_S),
+							    SENSOR_IDENT_DECIDED_WINDOW_SHARE * out->window_s))
 		out->why = "the phase edges leave the window undecided (interval too wide)";
 	else
 		out->decided = 1;

@@ -44,35 +44,47 @@ static void put(struct csv *c, const char *gpu, const char *q, const char *phase
 	csv_row_end(c);
 }
 
+/* One reading's identification: rows prefix_update_period_ms, ... and a
+ * summary line. */
+static void write_ident(struct csv *c, const char *gpu, const char *prefix, const char *what, int has,
+			const struct sensor_ident *id, const char *note, FILE *tty)
+{
+	const char *verdict = id->decided ? "decided" : id->why ? id->why : "not in the ring";
+	char q[64];
+	if (has) {
+		snprintf(q, sizeof q, "%s_update_period_ms", prefix);
+		put(c, gpu, q, "", id->grid.step_s * 1e3, id->grid.lo_s * 1e3, id->grid.hi_s * 1e3, "ms", verdict);
+		snprintf(q, sizeof q, "%s_window_ms", prefix);
+		put(c, gpu, q, "", id->window_s * 1e3, id->window_lo_s * 1e3, id->window_hi_s * 1e3, "ms", verdict);
+		snprintf(q, sizeof q, "%s_window_delay_ms", prefix);
+		put(c, gpu, q, "", id->delay_s * 1e3, id->delay_lo_s * 1e3, id->delay_hi_s * 1e3, "ms", verdict);
+		snprintf(q, sizeof q, "%s_fit_r2", prefix);
+		put(c, gpu, q, "", id->r2, NAN, NAN, "", verdict);
+		snprintf(q, sizeof q, "%s_updates", prefix);
+		put(c, gpu, q, "", (double)id->updates, NAN, NAN, "", note);
+	}
+	if (!tty)
+		return;
+	fprintf(tty, "%s: %s (%zu readings, %zu updates, %zu phase edges): ", gpu, what, id->readings, id->updates,
+		id->edges);
+	if (!has)
+		fprintf(tty, "not in the ring (the driver does not answer it)\n");
+	else if (!id->grid.step_s)
+		fprintf(tty, "no period: %s\n", verdict);
+	else
+		fprintf(tty,
+			"update period %.3f ms [%.3f, %.3f]; window %.2f ms [%.2f, %.2f], ending %.2f ms "
+			"[%.2f, %.2f] before the update; r2 %.4f; %s\n",
+			id->grid.step_s * 1e3, id->grid.lo_s * 1e3, id->grid.hi_s * 1e3, id->window_s * 1e3,
+			id->window_lo_s * 1e3, id->window_hi_s * 1e3, id->delay_s * 1e3, id->delay_lo_s * 1e3,
+			id->delay_hi_s * 1e3, id->r2, verdict);
+}
+
 static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct phase_set *ph, const char *note, FILE *tty)
 {
-	const struct sensor_ident *id = &g->id;
-	const char *verdict = id->decided ? "decided" : id->why ? id->why : "no power reading in the ring";
-	if (g->has_power) {
-		put(c, g->name, "power_update_period_ms", "", id->grid.step_s * 1e3, id->grid.lo_s * 1e3,
-		    id->grid.hi_s * 1e3, "ms", verdict);
-		put(c, g->name, "power_window_ms", "", id->window_s * 1e3, id->window_lo_s * 1e3, id->window_hi_s * 1e3,
-		    "ms", verdict);
-		put(c, g->name, "power_window_delay_ms", "", id->delay_s * 1e3, id->delay_lo_s * 1e3,
-		    id->delay_hi_s * 1e3, "ms", verdict);
-		put(c, g->name, "power_fit_r2", "", id->r2, NAN, NAN, "", verdict);
-		put(c, g->name, "power_updates", "", (double)id->updates, NAN, NAN, "", note);
-	}
-	if (tty) {
-		fprintf(tty, "%s: power reading (%zu readings, %zu updates, %zu phase edges): ", g->name, id->readings,
-			id->updates, id->edges);
-		if (!g->has_power)
-			fprintf(tty, "not in the ring (the driver answers no nvmlDeviceGetPowerUsage)\n");
-		else if (!id->grid.step_s)
-			fprintf(tty, "no period: %s\n", verdict);
-		else
-			fprintf(tty,
-				"update period %.3f ms [%.3f, %.3f]; window %.2f ms [%.2f, %.2f], ending %.2f ms "
-				"[%.2f, %.2f] before the update; r2 %.4f; %s\n",
-				id->grid.step_s * 1e3, id->grid.lo_s * 1e3, id->grid.hi_s * 1e3, id->window_s * 1e3,
-				id->window_lo_s * 1e3, id->window_hi_s * 1e3, id->delay_s * 1e3, id->delay_lo_s * 1e3,
-				id->delay_hi_s * 1e3, id->r2, verdict);
-	}
+	write_ident(c, g->name, "power", "power reading (nvmlDeviceGetPowerUsage)", g->has_power, &g->id, note, tty);
+	write_ident(c, g->name, "instant", "instant power (field NVML_FI_DEV_POWER_INSTANT)", g->has_instant, &g->inst,
+		    note, tty);
 	put(c, g->name, "counter_update_ms", "", g->counter.step_s * 1e3, g->counter.lo_s * 1e3,
 	    g->counter.hi_s * 1e3, "ms", g->counter.step_s ? note : g->counter_why);
 	if (tty) {
@@ -87,9 +99,14 @@ static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct ph
 		put(c, g->name, "counter_j", "", g->cmp_counter_j, NAN, NAN, "J", note);
 		put(c, g->name, "integrated_power_j", "", g->cmp_power_j, NAN, NAN, "J", note);
 		put(c, g->name, "power_vs_counter_pct", "", 100 * d, NAN, NAN, "%", note);
+		put(c, g->name, "integrated_instant_j", "", g->cmp_instant_j, NAN, NAN, "J", note);
+		put(c, g->name, "instant_vs_counter_pct", "", 100 * (g->cmp_instant_j - g->cmp_counter_j) / g->cmp_counter_j,
+		    NAN, NAN, "%", note);
 		if (tty)
-			fprintf(tty, "%s: over %.3f s the counter says %.3f J, the integrated readings %.3f J (%+.2f %%)\n",
-				g->name, g->cmp_span_s, g->cmp_counter_j, g->cmp_power_j, 100 * d);
+			fprintf(tty, "%s: over %.3f s the counter says %.3f J, the integrated readings %.3f J (%+.2f %%), "
+				     "the integrated instant power %.3f J (%+.2f %%)\n",
+				g->name, g->cmp_span_s, g->cmp_counter_j, g->cmp_power_j, 100 * d, g->cmp_instant_j,
+				100 * (g->cmp_instant_j - g->cmp_counter_j) / g->cmp_counter_j);
 	}
 	if (tty)
 		fprintf(tty, "%-20s %5s %10s %10s %12s %12s  (GPU joules %s)\n", "phase", "n", "host_s", "device_s",

@@ -121,13 +121,35 @@ static int phase_rows(struct gpu_sensor *g, const struct upd *u, const struct ph
 	return 0;
 }
 
+/* One gauge's identification against the phases th (NULL: none). */
+static int fit_gauge(const struct ring_counter *gauge, const struct phase_thread *th, size_t n_phase, uint64_t base,
+		     struct sensor_ident *id)
+{
+	size_t niv = th ? th->nseg : 0;
+	double *t = malloc(gauge->n * sizeof *t);
+	struct attrib_interval *iv = malloc((niv ? niv : 1) * sizeof *iv);
+	int rc = -ENOMEM;
+	if (t && iv) {
+		for (size_t i = 0; i < gauge->n; i++)
+			t[i] = tl(gauge->ts_ns[i], base);
+		for (size_t i = 0; i < niv; i++) {
+			iv[i].t0_s = tl(th->seg[i].t0_ns, base);
+			iv[i].t1_s = tl(th->seg[i].t1_ns, base);
+			iv[i].phase = th->seg[i].phase;
+		}
+		rc = sensor_ident_fit(t, gauge->value_w, gauge->n, iv, niv, n_phase, id);
+	}
+	free(t);
+	free(iv);
+	return rc;
+}
+
 static int one_gpu(struct gpu_sensor *g, const struct ring_counter *ctr, const struct ring_counter *gauge,
-		   const struct phase_set *ph, uint64_t base, long host, long dev)
+		   const struct ring_counter *ginst, const struct phase_set *ph, uint64_t base, long host, long dev)
 {
 	const struct phase_thread *th = dev >= 0 ? &ph->thr[dev] : host >= 0 ? &ph->thr[host] : NULL;
 	struct upd u = {0};
-	double *h = malloc(ctr->n * sizeof *h), *t = NULL;
-	struct attrib_interval *iv = NULL;
+	double *h = malloc(ctr->n * sizeof *h);
 	int rc;
 	snprintf(g->name, sizeof g->name, "%s", ctr->name);
 	if (!h)
@@ -142,41 +164,31 @@ static int one_gpu(struct gpu_sensor *g, const struct ring_counter *ctr, const s
 		goto out;
 	if ((rc = phase_rows(g, &u, ph, base, host, dev)))
 		goto out;
+	if (ginst) {
+		g->has_instant = 1;
+		if ((rc = fit_gauge(ginst, th, ph->nnames, base, &g->inst)))
+			goto out;
+	}
 	if (gauge) {
-		size_t niv = th ? th->nseg : 0;
 		g->has_power = 1;
-		t = malloc(gauge->n * sizeof *t);
-		iv = malloc((niv ? niv : 1) * sizeof *iv);
-		if (!t || !iv) {
-			rc = -ENOMEM;
+		if ((rc = fit_gauge(gauge, th, ph->nnames, base, &g->id)))
 			goto out;
-		}
-		for (size_t i = 0; i < gauge->n; i++)
-			t[i] = tl(gauge->ts_ns[i], base);
-		for (size_t i = 0; i < niv; i++) {
-			iv[i].t0_s = tl(th->seg[i].t0_ns, base);
-			iv[i].t1_s = tl(th->seg[i].t1_ns, base);
-			iv[i].phase = th->seg[i].phase;
-		}
-		if ((rc = sensor_ident_fit(t, gauge->value_w, gauge->n, iv, niv, ph->nnames, &g->id)))
-			goto out;
-		/* Counter against the readings between its first and last
-		 * update (both exact there). */
-		if (u.n > 2) {
-			double a = u.t[1], b = u.t[u.n - 1];
-			uint64_t ta = base + (uint64_t)(a * 1e9), tb = base + (uint64_t)(b * 1e9);
-			g->cmp_span_s = b - a;
-			g->cmp_counter_j = u.e[u.n - 1] - u.e[1];
-			g->cmp_power_j = ring_counter_at(gauge, tb) - ring_counter_at(gauge, ta);
-		}
+	}
+	/* Counter against the readings between its first and last update
+	 * (both exact there). */
+	if (u.n > 2 && (gauge || ginst)) {
+		double a = u.t[1], b = u.t[u.n - 1];
+		uint64_t ta = base + (uint64_t)(a * 1e9), tb = base + (uint64_t)(b * 1e9);
+		g->cmp_span_s = b - a;
+		g->cmp_counter_j = u.e[u.n - 1] - u.e[1];
+		g->cmp_power_j = gauge ? ring_counter_at(gauge, tb) - ring_counter_at(gauge, ta) : NAN;
+		g->cmp_instant_j = ginst ? ring_counter_at(ginst, tb) - ring_counter_at(ginst, ta) : NAN;
 	}
 	rc = 0;
 out:
 	free(u.t);
 	free(u.e);
 	free(h);
-	free(t);
-	free(iv);
 	return rc;
 }
 
@@ -200,13 +212,18 @@ int gpu_sensors_build(const struct ring_event *ev, size_t nev, const struct phas
 	}
 	base = rc.n ? rc.c[0].ts_ns[0] : 0;
 	for (size_t k = 0; k < rc.n && !r; k++) {
-		const struct ring_counter *gauge = NULL;
+		const struct ring_counter *gauge = NULL, *ginst = NULL;
+		char iname[48];
 		if (strcmp(rc.c[k].group, "gpu") || rc.c[k].n < 2)
 			continue;
-		for (size_t j = 0; j < rc.n; j++)
+		snprintf(iname, sizeof iname, "%s.instant", rc.c[k].name);
+		for (size_t j = 0; j < rc.n; j++) {
 			if (rc.c[j].gauge && !strcmp(rc.c[j].name, rc.c[k].name))
 				gauge = &rc.c[j];
-		r = one_gpu(&out->g[out->n++], &rc.c[k], gauge, ph, base, host, dev);
+			if (rc.c[j].gauge && !strcmp(rc.c[j].name, iname))
+				ginst = &rc.c[j];
+		}
+		r = one_gpu(&out->g[out->n++], &rc.c[k], gauge, ginst, ph, base, host, dev);
 	}
 	ring_counters_free(&rc);
 	if (r)

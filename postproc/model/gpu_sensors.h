@@ -5,7 +5,8 @@
  * the device's timeline.
  *
  *   - the power reading's update period, averaging window and window delay
- *     (attrib/sensor_ident.h), when the ring has the gpu_power gauge;
+ *     (attrib/sensor_ident.h), when the ring has the gpu_power gauge, and
+ *     the same for the instant power field (gpu<i>.instant) when it has that;
  *   - the energy counter's update interval (the ticks where it changes,
  *     fitted to a grid like the reading's updates);
  *   - the counter against the integrated readings over the same span
@@ -41,9 +42,12 @@ struct gpu_sensor {
 	char name[40];                 /* "gpu0" */
 	int has_power;                 /* the ring has its power reading */
 	struct sensor_ident id;        /* the reading's period and window */
+	int has_instant;               /* ... and its instant power (gpu<i>.instant) */
+	struct sensor_ident inst;      /* the instant power's period and window */
 	struct sensor_grid counter;    /* the counter's update interval */
 	const char *counter_why;       /* when counter.step_s is 0 */
 	double cmp_span_s, cmp_counter_j, cmp_power_j; /* counter vs integrated readings */
+	double cmp_instant_j;          /* ... and vs the integrated instant power */
 	struct gpu_phase_row *rows;
 	size_t nrows;
 };

@@ -144,6 +144,9 @@
  * would not. */
 #define SENSOR_IDENT_DECIDED_SHARE 0.2
 #define SENSOR_IDENT_DECIDED_MIN_S 0.004
+/* ... or at most this share of the window itself (a 1 s average known to
+ * +-2.5 % serves the response model as well as a 25 ms window to 4 ms). */
+#define SENSOR_IDENT_DECIDED_WINDOW_SHARE 0.05
 /* ... and the model explains at least this share of the readings'
  * variance (a poorer fit is a sensor the model does not describe). */
 #define SENSOR_IDENT_MIN_R2 0.5

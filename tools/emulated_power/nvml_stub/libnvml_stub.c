@@ -34,6 +34,12 @@
  *                   "random window phase" of a board; a number fixes it;
  *   gain=1          the board's gain error, on power and counter alike
  *                   (R: drawn from [0.95, 1.05], the published ±5 %);
+ *   avg_ms=1000     nvmlDeviceGetPowerUsage answers the mean over the last
+ *                   avg_ms at each update (Ampere and newer: a 1 s
+ *                   average, NVML's docs); the period/window/delay above
+ *                   are the instant power's, nvmlDeviceGetFieldValues
+ *                   field 186 (NVML_FI_DEV_POWER_INSTANT); 0: both are
+ *                   the instant power;
  *   counter_ms=100  the energy counter advances only every counter_ms
  *                   (then exact up to that instant, times the gain);
  *   seed=1          for the random draws (rand_r; the same seed, the same board).
@@ -89,7 +95,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Sensor mode (see the opening comment). */
 static struct {
 	int on;
-	double period_s, window_s, delay_s, gain, counter_s;
+	double period_s, window_s, delay_s, gain, counter_s, avg_s;
 	uint64_t grid0_ns, cgrid0_ns; /* update grids' origins (random phase) */
 } g_sen;
 char anchor_emulated_sensor_spec[256];
@@ -231,6 +237,7 @@ static void sensor_setup(uint64_t now)
 	g_sen.gain = strstr(spec, "gain=R") ? spec_num(spec, "gain=", 1, &seed, 0.95, 1.05)
 					    : spec_num(spec, "gain=", 1, &seed, 0, 0);
 	g_sen.counter_s = spec_num(spec, "counter_ms=", 100, &seed, 0, 0) / 1e3;
+	g_sen.avg_s = spec_num(spec, "avg_ms=", 1000, &seed, 0, 0) / 1e3;
 	/* The grids' phase is drawn on the absolute clock, not from the
 	 * moment of init: every process that loads the stub with the same
 	 * seed (the workload's sampler, perun's through pynvml.py) reads one
@@ -240,8 +247,8 @@ static void sensor_setup(uint64_t now)
 	g_sen.cgrid0_ns = g_sen.counter_s > 0 ? (uint64_t)(g_sen.counter_s * 1e9 * (double)rand_r(&seed) / (double)RAND_MAX)
 					      : 0;
 	snprintf(anchor_emulated_sensor_spec, sizeof anchor_emulated_sensor_spec,
-		 "period_ms=%.3f window_ms=%.3f delay_ms=%.3f gain=%.5f counter_ms=%.3f", g_sen.period_s * 1e3,
-		 g_sen.window_s * 1e3, g_sen.delay_s * 1e3, g_sen.gain, g_sen.counter_s * 1e3);
+		 "period_ms=%.3f window_ms=%.3f delay_ms=%.3f gain=%.5f counter_ms=%.3f avg_ms=%.3f", g_sen.period_s * 1e3,
+		 g_sen.window_s * 1e3, g_sen.delay_s * 1e3, g_sen.gain, g_sen.counter_s * 1e3, g_sen.avg_s * 1e3);
 	g_sen.on = 1;
 }
 
@@ -261,6 +268,17 @@ static double sensor_power_w(void)
 	}
 	a = b - (uint64_t)(g_sen.window_s * 1e9);
 	return g_sen.gain * (energy_at_j(b) - energy_at_j(a)) / ((double)(b - a) / 1e9);
+}
+
+/* Sensor mode's "average" reading (W): the mean over the avg_s before
+ * the last update, times the gain. */
+static double sensor_avg_w(void)
+{
+	uint64_t now, u;
+	exact_energy_j();
+	now = mono_ns();
+	u = grid_last(g_sen.grid0_ns, g_sen.period_s, now);
+	return g_sen.gain * (energy_at_j(u) - energy_at_j(u - (uint64_t)(g_sen.avg_s * 1e9))) / g_sen.avg_s;
 }
 
 /* Sensor mode's counter (J): exact at its last update, times the gain. */
@@ -375,8 +393,44 @@ int nvmlDeviceGetPowerUsage(void *device, unsigned *power_mw)
 	if (!g_sen.on || g != &g_gpu[0])
 		return NVML_ERROR_NOT_SUPPORTED;
 	pthread_mutex_lock(&g_lock);
-	w = sensor_power_w();
+	w = g_sen.avg_s > 0 ? sensor_avg_w() : sensor_power_w();
 	pthread_mutex_unlock(&g_lock);
 	*power_mw = w > 0 ? (unsigned)lround(w * 1e3) : 0;
+	return NVML_SUCCESS;
+}
+
+/* nvmlFieldValue_t, as nvml.h lays it out. */
+struct field_value {
+	unsigned field_id, scope_id;
+	long long timestamp, latency_us;
+	int value_type, nvml_return;
+	union {
+		double d;
+		unsigned ui;
+		unsigned long long ull;
+	} value;
+};
+
+/* nvmlDeviceGetFieldValues: field 186 (NVML_FI_DEV_POWER_INSTANT, mW,
+ * unsigned int) on sensor mode's GPU 0; every other field NOT_SUPPORTED. */
+int nvmlDeviceGetFieldValues(void *device, int count, struct field_value *v)
+{
+	if (!g_init)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!device || count < 0 || (count && !v))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	for (int i = 0; i < count; i++) {
+		double w;
+		v[i].nvml_return = NVML_ERROR_NOT_SUPPORTED;
+		if (v[i].field_id != 186 || !g_sen.on || device != &g_gpu[0])
+			continue;
+		pthread_mutex_lock(&g_lock);
+		w = sensor_power_w();
+		pthread_mutex_unlock(&g_lock);
+		v[i].value_type = 1; /* NVML_VALUE_TYPE_UNSIGNED_INT */
+		v[i].value.ui = w > 0 ? (unsigned)lround(w * 1e3) : 0;
+		v[i].timestamp = (long long)(mono_ns() / 1000);
+		v[i].nvml_return = NVML_SUCCESS;
+	}
 	return NVML_SUCCESS;
 }
