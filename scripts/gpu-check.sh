@@ -3,6 +3,7 @@
 #
 #   bash scripts/gpu-check.sh [-o DIR]            on a machine with an NVIDIA GPU and its driver
 #   bash scripts/gpu-check.sh --stand-in [-o DIR] anywhere: the NVML stub and a stand-in device
+#   --no-perun: skip the second pass under perun
 #
 # Needs only the built bundle (make gpu-check: build/gpu-check, < 1 MiB),
 # bash and awk; no pip, no network.  Runs the workload (tools/gpu_check/
@@ -21,12 +22,14 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${GPU_CHECK_BUNDLE:-$ROOT/build/gpu-check}
 STANDIN=0
+NOPERUN=0
 OUT=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--stand-in) STANDIN=1 ;;
+	--no-perun) NOPERUN=1 ;;
 	-o) OUT=${2:?-o needs a directory}; shift ;;
-	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -71,7 +74,9 @@ rm -f "$OUT/markcost.ring"
 # run's ring.  On the stand-in perun reads the stub pynvml, which reads the
 # C stub: one emulated board for perun and the sampler.
 PERUN_LINE="perun: not importable here (skipped)"
-if python3 -c 'import perun' 2>/dev/null; then
+if [ $NOPERUN = 1 ]; then
+	PERUN_LINE="perun: skipped (--no-perun)"
+elif python3 -c 'import perun' 2>/dev/null; then
 	mkdir -p "$OUT/perun"
 	PRUN=("$B/gpucheck" --kernels "$B")
 	PPATH=${PYTHONPATH:-}
