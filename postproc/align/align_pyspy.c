@@ -337,7 +337,7 @@ static int fit_steps(struct fit_ctx *c)
 		return -1;
 	if (c->sites.nsites)
 		apy_label_check(c->a, c->p, c->ph, c->base_ns, &c->sites);
-	return 0;
+	return apy_confidence(c);
 }
 
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
@@ -368,6 +368,8 @@ void align_pyspy_free(struct align_pyspy *a)
 	free(a->thr);
 	free(a->knot_x);
 	free(a->knot_y);
+	free(a->unplaced);
+	a->unplaced = NULL;
 	a->thr = NULL;
 	a->knot_x = a->knot_y = NULL;
 	a->nthr = a->nknots = 0;
@@ -413,7 +415,7 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[512] = "";
+	char extra[1024] = "";
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);
@@ -433,6 +435,22 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	if (a->warp_rejected)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; phase/frame warp rejected (missed the pulses by more than the line + 1 period)");
+	if (a->cannot_place)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; CANNOT PLACE: %s; every sample is marked unplaced (samples.csv) and its energy is "
+			 "counted in no phase; record with --format chrometrace or call anchor.sync_pulse()",
+			 a->verdict);
+	else if (isfinite(a->reckon_ms))
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; placed by structure: labelled samples predicted from the previous one miss their phases "
+			 "by %.3g ms (p95); %s",
+			 a->reckon_ms, a->ambiguity_ms > 0 ? "other offsets fit nearly as well out to" : "no other offset fits as well");
+	if (!a->cannot_place && a->ambiguity_ms > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %.3g ms", a->ambiguity_ms);
+	if (a->outside_life)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; %zu sample(s) fall outside their process's life (a contradiction: marked unplaced)",
+			 a->outside_life);
 	char per[64] = "", unsampled[400];
 	snprintf(unsampled, sizeof unsampled,
 		 "; %s: %.3g s of the process's life have no sample and nothing says where, so any sample may be "
@@ -445,5 +463,5 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
 		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
-		 a->idle_dropped || a->time_unknown ? unsampled : "");
+		 (a->idle_dropped || a->time_unknown) && !isfinite(a->reckon_ms) ? unsampled : "");
 }

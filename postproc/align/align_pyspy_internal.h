@@ -115,6 +115,23 @@ static inline int in_phase(const struct phase_thread *th, uint64_t base_ns, int 
 	return 0;
 }
 
+/* Does [t0, t1] meet a segment of a phase in set (bit q: phase q)? */
+static inline int in_phase_set(const struct phase_thread *th, uint64_t base_ns, uint64_t set, double t0, double t1)
+{
+	size_t l = 0, h = th->nseg;
+	while (l < h) {
+		size_t mid = (l + h) / 2;
+		if (tl(base_ns, th->seg[mid].t1_ns) <= t0)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	for (size_t k = l; k < th->nseg && tl(base_ns, th->seg[k].t0_ns) <= t1; k++)
+		if (th->seg[k].phase >= 0 && th->seg[k].phase < 64 && (set >> th->seg[k].phase & 1))
+			return 1;
+	return 0;
+}
+
 /* Room in *fr for a stack d frames deep.  -ENOMEM. */
 static inline int frames_room(uint32_t **fr, uint32_t *cap, uint32_t d)
 {
@@ -178,6 +195,10 @@ int apy_fit_local_warp(struct fit_ctx *c, long th);
 int apy_fit_site_labels(struct fit_ctx *c);  /* align_pyspy_structure.c */
 int apy_fit_phase_frames(struct fit_ctx *c); /* align_pyspy_frames.c */
 void apy_fit_proc_start(struct fit_ctx *c);  /* align_pyspy.c */
+
+/* align_pyspy_confidence.c: per-sample unplaced flags, the verdict and
+ * the measured uncertainty (after the mapping is final). */
+int apy_confidence(struct fit_ctx *c);
 
 /* align_pyspy_choose.c: the offset by the best method the data allow. */
 int apy_fit_choose(struct fit_ctx *c);

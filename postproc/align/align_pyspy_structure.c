@@ -91,9 +91,9 @@ void apy_label_check(struct align_pyspy *a, const struct pyspy_profile *p, const
 	int chrome = p->meta.format == PYSPY_FMT_CHROMETRACE;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pyspy_sample *s = &p->samples[i];
-		int32_t q = pyspy_sites_of(sites, s->stack);
+		uint64_t q = pyspy_sites_set(sites, s->stack);
 		const struct align_pyspy_thread *t = &a->thr[s->thread];
-		if (q < 0 || !t->ring_tid)
+		if (!q || !t->ring_tid)
 			continue;
 		const struct phase_thread *th = NULL;
 		for (size_t k = 0; k < ph->nthr && !th; k++)
@@ -105,7 +105,7 @@ void apy_label_check(struct align_pyspy *a, const struct pyspy_profile *p, const
 		if (chrome && s->duration_s > 0)
 			t1 = t0 + s->duration_s * a->scale;
 		a->labelled++;
-		a->labelled_in += in_phase(th, base_ns, q, t0, t1);
+		a->labelled_in += in_phase_set(th, base_ns, q, t0, t1);
 	}
 }
 
@@ -113,7 +113,7 @@ void apy_label_check(struct align_pyspy *a, const struct pyspy_profile *p, const
 /* Labelled rows of the reference thread: profile time, duration, phase. */
 struct lab_row {
 	double x, d;
-	int q;
+	uint64_t q; /* the phases it may be in */
 };
 
 /* How many labelled rows lie in their phase at offset o (scale 1). */
@@ -121,7 +121,7 @@ static size_t site_score(const struct phase_thread *th, uint64_t base_ns, const 
 {
 	size_t in = 0;
 	for (size_t j = 0; j < n; j++)
-		in += in_phase(th, base_ns, v[j].q, o + v[j].x, o + v[j].x + v[j].d);
+		in += in_phase_set(th, base_ns, v[j].q, o + v[j].x, o + v[j].x + v[j].d);
 	return in;
 }
 
@@ -144,8 +144,8 @@ int apy_site_offset_fit(struct fit_ctx *c, const struct phase_thread *th, double
 		return -ENOMEM;
 	for (size_t j = 0; j < r->n; j++) {
 		const struct pyspy_sample *s = &c->p->samples[r->idx[j]];
-		int32_t q = pyspy_sites_of(&c->sites, s->stack);
-		if (q >= 0)
+		uint64_t q = pyspy_sites_set(&c->sites, s->stack);
+		if (q)
 			v[n++] = (struct lab_row){s->t_rel_s, s->duration_s > 0 ? s->duration_s : 0, q};
 	}
 	double lo = c->lo, hi = c->hi + STAMP_LAG_S, step = SITE_SCAN_STEP_S;

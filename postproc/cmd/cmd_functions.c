@@ -424,7 +424,7 @@ static void write_device_rule(FILE *fp, const struct energy_model *m, const stru
 static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
 			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
 {
-	char line[768];
+	char line[2048];
 	align_pyspy_describe(a, p, line, sizeof line);
 	fprintf(fp, "profile: %s\n", profile);
 	fprintf(fp, "alignment: %s\n", line);
@@ -516,7 +516,7 @@ int functions_write(const struct run_model *rm, const char *out, const char *ss_
 	}
 	outfile_commit(&of);
 	{
-		char line[768];
+		char line[2048];
 		align_pyspy_describe(ap, pp, line, sizeof line);
 		fprintf(stderr, "anchorpost functions: %s\n", line);
 	}

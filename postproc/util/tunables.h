@@ -127,5 +127,23 @@
 /* Upper bound on the offset when the profiled process never ended in the
  * ring (it was still running): an hour past its start. */
 #define ALIGN_PYSPY_OPEN_SPAN_S 3600.0
+/* Placement confidence (align_pyspy_confidence.c, issue 21).  Shifts of
+ * the whole mapping searched for an offset that fits the phase sites as
+ * well: out to 5 s (a training step is well below that; a longer period
+ * that fits as well is beyond what labels can tell anyway), a shift
+ * counting as "as well" when it loses at most 3 % of the labelled
+ * samples (noise: samples on phase edges), the scan capped in work. */
+#define ALIGN_PYSPY_AMBIG_SPAN_S 5.0
+#define ALIGN_PYSPY_AMBIG_TOL 0.03
+#define ALIGN_PYSPY_AMBIG_MAX_WORK 2e8
+/* An ambiguity beyond 1 s leaves the phase of every sample of a typical
+ * step open: not a placement any more, a CANNOT PLACE. */
+#define ALIGN_PYSPY_AMBIG_MAX_MS 1000.0
+/* Fewer labelled samples than this say nothing about the whole run. */
+#define ALIGN_PYSPY_MIN_LABELS 20
+/* The share of labelled samples (or of phase-frames' in-phase samples)
+ * inside their phases below which the placement is not trusted: the
+ * project's placement target (DESIGN.md: >= 90 %). */
+#define ALIGN_PYSPY_MIN_PLACED 0.9
 
 #endif
