@@ -15,7 +15,8 @@
  *     keeps (nearly) as many labelled samples inside their phases, the
  *     data cannot tell those offsets apart, and the uncertainty reaches
  *     out to the farthest such shift.
- * With no pulse, labels that the mapping cannot put in their phases (or
+ * (chrometrace: its times are real, so only the ambiguity and the
+ * verdict apply.)  With no pulse, labels that the mapping cannot put in their phases (or
  * no label and a weak phase-frames score) make the verdict CANNOT PLACE:
  * every sample is marked unplaced, and the line says so in words. */
 #include "align/align_pyspy_internal.h"
@@ -163,7 +164,7 @@ int apy_confidence(struct fit_ctx *c)
 		return -1;
 	}
 	a->reckon_ms = a->ambiguity_ms = NAN;
-	if (!c->chrome && !c->nbusy && th >= 0 && c->ph->nnames) {
+	if (!c->nbusy && th >= 0 && c->ph->nnames) {
 		struct lab *v = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *v);
 		if (!v) {
 			apy_seterr(c->err, c->errlen, "out of memory");
@@ -181,8 +182,12 @@ int apy_confidence(struct fit_ctx *c)
 				/* decided: the measured error, half a period for
 				 * where in it the sample fell, the ambiguity */
 				double u = sqrt(rk * rk + per * per / 4);
-				a->uncert_ms = fmax(u, amb) * 1e3;
-				strncat(a->method, "+structure", sizeof a->method - strlen(a->method) - 1);
+				/* chrometrace's times are real: its own uncertainty
+				 * (the stamp's lag within a period) stays, widened by
+				 * the ambiguity */
+				a->uncert_ms = c->chrome ? fmax(a->uncert_ms, amb * 1e3) : fmax(u, amb) * 1e3;
+				if (!c->chrome)
+					strncat(a->method, "+structure", sizeof a->method - strlen(a->method) - 1);
 			} else {
 				a->cannot_place = 1;
 				snprintf(a->verdict, sizeof a->verdict,
