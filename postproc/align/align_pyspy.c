@@ -107,9 +107,21 @@ static int fit_setup(struct fit_ctx *c)
 /* The reference thread: the mapped thread with the most samples. */
 static int fit_reference(struct fit_ctx *c)
 {
-	for (uint32_t k = 0; k < c->p->nthreads; k++)
-		if (c->a->thr[k].ring_tid && c->tr[k].n && (c->ref < 0 || c->tr[k].n > c->tr[c->ref].n))
+	/* Prefer a thread with phases: with --subprocesses the parent that
+	 * only waits for the training (sampled with --idle as often) has
+	 * none to place against (issue 21: 33 % placed when it was chosen). */
+	int best_ph = -1;
+	for (uint32_t k = 0; k < c->p->nthreads; k++) {
+		if (!c->a->thr[k].ring_tid || !c->tr[k].n)
+			continue;
+		int has = 0;
+		for (size_t i = 0; i < c->ph->nthr && !has; i++)
+			has = c->ph->thr[i].pid == c->rt[k].pid && c->ph->thr[i].tid == c->rt[k].tid && c->ph->thr[i].nseg;
+		if (c->ref < 0 || has > best_ph || (has == best_ph && c->tr[k].n > c->tr[c->ref].n)) {
 			c->ref = k;
+			best_ph = has;
+		}
+	}
 	if (c->ref < 0) {
 		apy_seterr(c->err, c->errlen, "no sample of the profile is on a thread of the ring");
 		return -1;
@@ -152,6 +164,35 @@ static int fit_bounds(struct fit_ctx *c)
 		return -1;
 	}
 	return 0;
+}
+
+/* speedscope with a warp: the line through its knots (least squares)
+ * is the time base py-spy kept on average, the scale reported (py-spy
+ * falling behind: > 1) and used beyond the first and last knot.  The
+ * knots themselves still map every sample in between. */
+static void fit_knot_scale(struct fit_ctx *c)
+{
+	struct align_pyspy *a = c->a;
+	size_t n = a->nknots;
+	double mx = 0, my = 0, sxx = 0, sxy = 0;
+	if (n < 2 || a->pulse_knots)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		mx += a->knot_x[i];
+		my += a->knot_y[i];
+	}
+	mx /= (double)n;
+	my /= (double)n;
+	for (size_t i = 0; i < n; i++) {
+		sxx += (a->knot_x[i] - mx) * (a->knot_x[i] - mx);
+		sxy += (a->knot_x[i] - mx) * (a->knot_y[i] - my);
+	}
+	double sc = sxx > 0 ? sxy / sxx : NAN;
+	if (!(sc >= 1.0 / (1 + MAX_SCALE_DEV) && sc <= 1 + 2 * MAX_SCALE_DEV))
+		return;
+	a->scale = sc;
+	/* the offset of the reference thread's profile time 0 */
+	a->offset_s = my - sc * (mx - a->thr[c->ref].x_shift_s);
 }
 
 /* Method "proc-start": the prior alone, within what the lifetimes allow. */
@@ -326,6 +367,8 @@ static int fit_steps(struct fit_ctx *c)
 	long th = !c->chrome && c->ph->nnames ? apy_ref_timeline(c) : -1;
 	if (th >= 0 && apy_fit_local_warp(c, th))
 		return -1;
+	if (!c->chrome)
+		fit_knot_scale(c);
 	if (c->chrome && fit_chrome_period(c))
 		return -1;
 	if (!c->chrome)
