@@ -11,6 +11,8 @@ true p95 + one sample period where >= 90 % are placed.
 
   python3 bench/placement_suite.py [OUTDIR] [--only SUBSTRING]
 
+Also tests/victims/placement_torch.py: Lightning's callbacks and
+ANCHOR_AUTO=torch (phases no with-statement opens).
 Prints a markdown table (and OUTDIR/placement.json)."""
 import json
 import os
@@ -26,6 +28,12 @@ import placement_check as pc  # noqa: E402
 from pyspy_common import ANCHORPOST, BUILD, pyspy_binary  # noqa: E402
 
 VICTIM = os.path.join(ROOT, "tests", "victims", "placement_victim.py")
+TORCH = os.path.join(ROOT, "tests", "victims", "placement_torch.py")
+# phase-only functions of placement_torch.py (its docstring)
+TORCH_FN = {"lightning": {"train.forward": "fwd_work", "train.backward": "_engine_run_backward",
+                          "train.optimizer_step": "_single_tensor_adam"},
+            "auto": {"forward": "fwd_work", "backward": "_engine_run_backward",
+                     "optimizer.step": "_single_tensor_adam"}}
 PY = sys.executable
 SECONDS = "2.5"
 ALL = ("inline", "helper_class", "helper_begin", "contextmanager", "decorator", "generic_lines", "generic")
@@ -48,6 +56,17 @@ def rec_parent(d, style, opts, seed):
     ring, prof = os.path.join(d, "r.ring"), os.path.join(d, "p.json")
     with open(os.path.join(d, "log"), "w") as log:
         spy(opts, prof, [PY, VICTIM, style, SECONDS, str(seed)], env(ring), log)
+    return ring, prof
+
+
+def rec_torch(d, style, opts, seed):
+    """Phases from Lightning's callbacks or ANCHOR_AUTO=torch: no with-statement."""
+    ring, prof = os.path.join(d, "r.ring"), os.path.join(d, "p.json")
+    e = env(ring)
+    if style == "auto":
+        e["ANCHOR_AUTO"] = "torch"
+    with open(os.path.join(d, "log"), "w") as log:
+        spy(opts, prof, [PY, TORCH, style, "60"], e, log)
     return ring, prof
 
 
@@ -126,6 +145,9 @@ def rows():
         r.append(("two concurrent runs, one ring", s, rec_concurrent, SS100, 100))
     r.append(("py-spy parent of perun monitor", "helper_class", rec_perun, SS100, 100))
     r.append(("py-spy parent of perun monitor", "generic_lines", rec_perun, SS100, 100))
+    for s in ("lightning", "auto"):
+        r.append(("speedscope --idle 100 Hz", s, rec_torch, SS100, 100))
+        r.append(("chrometrace 100 Hz", s, rec_torch, CT100, 100))
     return r
 
 
@@ -149,7 +171,7 @@ def main():
         if not r or r.returncode:
             row["error"] = (r.stderr.strip() if r else "no profile")[-200:]
         else:
-            row.update(pc.score(ANCHORPOST, ring, csvp, d))
+            row.update(pc.score(ANCHORPOST, ring, csvp, d, TORCH_FN.get(style)))
             line, stated, cannot = pc.alignment_line(csvp + ".alignment.txt")
             row.update(stated_ms=stated, cannot=cannot, line=line)
         res.append(row)

@@ -112,7 +112,7 @@ struct align_pyspy {
 	 * or it lies outside its process's life: outside_life of them). */
 	double reckon_ms, ambiguity_ms;
 	int cannot_place;
-	char verdict[200];
+	char verdict[320];
 	uint8_t *unplaced;
 	size_t outside_life;
 };

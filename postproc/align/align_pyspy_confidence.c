@@ -170,10 +170,21 @@ int apy_confidence(struct fit_ctx *c)
 			apy_seterr(c->err, c->errlen, "out of memory");
 			return -1;
 		}
-		size_t n = ref_labels(c, v), in0 = 0;
+		size_t n = ref_labels(c, v), in0 = 0, single = 0;
 		const struct phase_thread *pt = &c->ph->thr[th];
 		double share = 0;
-		if (n >= ALIGN_PYSPY_MIN_LABELS) {
+		for (size_t j = 0; j < n; j++)
+			single += !(v[j].set & (v[j].set - 1));
+		if (n >= ALIGN_PYSPY_MIN_LABELS && 2 * single < n) {
+			/* most labels are sets (one site opened every phase, called
+			 * from one line): they say "in a phase", not which one, and
+			 * shifting the mapping keeps them in some phase anyway */
+			a->cannot_place = 1;
+			snprintf(a->verdict, sizeof a->verdict,
+				 "%zu of the %zu samples at a phase site are at a site that opens several phases (a "
+				 "generic helper called from one line): the stacks do not say which phase",
+				 n - single, n);
+		} else if (n >= ALIGN_PYSPY_MIN_LABELS) {
 			double rk = reckon_p95(c, pt, v, n), amb = ambiguity_s(c, pt, v, n, &in0);
 			share = (double)in0 / (double)n;
 			a->reckon_ms = rk * 1e3;
@@ -211,8 +222,41 @@ int apy_confidence(struct fit_ctx *c)
 				 "no phase site in the profile's stacks (phases opened from callbacks?) and only "
 				 "%.0f%% of in-phase samples hold their phase's typical frame",
 				 isfinite(a->phase_score) ? 100 * a->phase_score : 0.0);
+		} else if (!c->chrome && !a->idle_dropped && isfinite(a->prior_offset_s) &&
+			   fabs(a->offset_s - a->prior_offset_s) > ALIGN_PYSPY_PRIOR_SLACK_S) {
+			/* phases against frames score their own choice (the
+			 * typical frames are found at the offset tried), so a
+			 * repeating loop fits at many offsets; with --idle the
+			 * profile starts with the process, and nothing but that
+			 * score moved it this far (issue 21: 5 s off, 0 % right) */
+			a->cannot_place = 1;
+			snprintf(a->verdict, sizeof a->verdict,
+				 "no phase site in the profile's stacks (phases opened from callbacks?) and the "
+				 "phases-vs-frames offset is %.3g s from the prior (%s), which nothing else confirms",
+				 a->offset_s - a->prior_offset_s, a->prior);
+		} else if (a->uncert_ms / 1e3 > median_seg_s(pt, c->base_ns)) {
+			/* no label names a sample's phase, and the time is
+			 * known less well than a typical phase lasts */
+			a->cannot_place = 1;
+			snprintf(a->verdict, sizeof a->verdict,
+				 "no phase site in the profile's stacks (phases opened from callbacks?) and the "
+				 "sample times are known to +-%.3g ms, longer than a typical phase (%.3g ms)",
+				 a->uncert_ms, 1e3 * median_seg_s(pt, c->base_ns));
 		}
 		free(v);
+	}
+	life_check(c);
+	/* Samples the mapping puts outside their process's life: the
+	 * mapping is wrong, not the samples (a few at the ends are py-spy's
+	 * last stack held open) */
+	size_t mapped = 0;
+	for (size_t i = 0; i < c->p->nsamples; i++)
+		mapped += c->a->thr[c->p->samples[i].thread].ring_pid != 0;
+	if (!a->cannot_place && !c->nbusy && (double)a->outside_life > ALIGN_PYSPY_LIFE_TOL * (double)mapped + 3) {
+		a->cannot_place = 1;
+		snprintf(a->verdict, sizeof a->verdict,
+			 "%zu of %zu samples would fall outside their process's life: the offset is wrong",
+			 a->outside_life, mapped);
 	}
 	if (a->cannot_place) {
 		memset(a->unplaced, 1, c->p->nsamples);
@@ -220,6 +264,5 @@ int apy_confidence(struct fit_ctx *c)
 		if (w > a->uncert_ms)
 			a->uncert_ms = w;
 	}
-	life_check(c);
 	return 0;
 }

@@ -183,9 +183,22 @@ int apy_fit_phase_frames(struct fit_ctx *c)
 {
 	long th = apy_ref_timeline(c);
 	double o, score, half;
-	double w_hi = c->hi < c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? c->hi : c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
+	double w_lo = c->lo, w_hi = c->hi < c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? c->hi : c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
+	/* speedscope with --idle starts sampling with the process: py-spy's
+	 * own PROC_START bounds the search (a training loop repeats, and
+	 * phases against frames fit nearly as well many steps away: 10 s
+	 * off in issue 21's recordings) */
+	int bounded = !c->chrome && c->p->meta.idle != PYSPY_IDLE_UNLIKELY && !strncmp(c->a->prior, "py-spy", 6);
+	if (bounded) {
+		w_lo = fmax(c->lo, c->a->prior_offset_s - ALIGN_PYSPY_PRIOR_SLACK_S);
+		w_hi = fmin(w_hi, c->a->prior_offset_s + ALIGN_PYSPY_PRIOR_SLACK_S);
+		if (!(w_lo < w_hi)) {
+			w_lo = c->lo;
+			w_hi = c->hi < c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S ? c->hi : c->lo + ALIGN_PYSPY_FRAMES_WINDOW_S;
+		}
+	}
 	int pf = th >= 0 ? apy_phase_frames_fit(c->p, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, c->ph->nnames, 1.0,
-						c->lo, w_hi, &o, &score, &half)
+						w_lo, w_hi, &o, &score, &half)
 			 : -ENODATA;
 	if (pf == -ENOMEM) {
 		/* not a reason to fall back to the prior silently */

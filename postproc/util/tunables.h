@@ -145,5 +145,12 @@
  * inside their phases below which the placement is not trusted: the
  * project's placement target (DESIGN.md: >= 90 %). */
 #define ALIGN_PYSPY_MIN_PLACED 0.9
+/* speedscope with --idle starts with the process: a phases-vs-frames
+ * offset more than 1 s from the prior (py-spy's attach takes ~0.1 s) is
+ * not confirmed by anything. */
+#define ALIGN_PYSPY_PRIOR_SLACK_S 1.0
+/* More than 1 % of the samples (+3: the held-open last stack) outside
+ * their process's life: the mapping, not the samples, is wrong. */
+#define ALIGN_PYSPY_LIFE_TOL 0.01
 
 #endif

@@ -47,9 +47,10 @@ def _dist(iv, t):
     return best
 
 
-def score(anchorpost, ring, samples_csv, tmp):
+def score(anchorpost, ring, samples_csv, tmp, phase_fn=None):
+    """phase_fn: {phase: function-name regex} (default PHASE_FN)."""
     occ = occurrences(anchorpost, ring, tmp)
-    pat = {q: re.compile(r"(^|;)%s \(" % fn) for q, fn in PHASE_FN.items()}
+    pat = {q: re.compile(r"(^|;)(%s) \(" % fn) for q, fn in (phase_fn or PHASE_FN).items()}
     n = right = unplaced = 0
     errs = []
     with open(samples_csv) as f:
