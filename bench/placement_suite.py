@@ -9,7 +9,10 @@ the verdict.  Targets: >= 90 % placed where the output does not say
 CANNOT PLACE; stated >= true p95 miss in >= 95 % of rows; stated <= 3x the
 true p95 + one sample period where >= 90 % are placed.
 
-  python3 bench/placement_suite.py [OUTDIR] [--only SUBSTRING]
+  python3 bench/placement_suite.py [OUTDIR] [--only=SUBSTRING] [--rescore]
+
+--rescore: align OUTDIR's recordings again (after a change to anchorpost)
+instead of recording.
 
 Also tests/victims/placement_torch.py: Lightning's callbacks and
 ANCHOR_AUTO=torch (phases no with-statement opens).
@@ -154,6 +157,8 @@ def rows():
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--only")]
     only = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")), None)
+    rescore = "--rescore" in args
+    args = [a for a in args if a != "--rescore"]
     out = args[0] if args else tempfile.mkdtemp(prefix="anchor-placement-")
     os.makedirs(out, exist_ok=True)
     res = []
@@ -161,9 +166,13 @@ def main():
         if only and only not in mode + " " + style:
             continue
         d = os.path.join(out, "%02d-%s" % (i, style))
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        ring, prof = fn(d, style, list(opts), i + 1)
+        if rescore:  # the recordings of an earlier run, aligned again
+            ring = os.path.join(d, "run", "run.ring") if fn is rec_perun else os.path.join(d, "r.ring")
+            prof = os.path.join(d, "p.json")
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            ring, prof = fn(d, style, list(opts), i + 1)
         row = {"i": i, "mode": mode, "style": style, "rate": rate}
         csvp = os.path.join(d, "s.csv")
         r = subprocess.run([ANCHORPOST, "samples", prof, "--ring", ring, "--stack-text", "-o", csvp],

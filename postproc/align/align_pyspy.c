@@ -126,6 +126,7 @@ static int fit_reference(struct fit_ctx *c)
 		apy_seterr(c->err, c->errlen, "no sample of the profile is on a thread of the ring");
 		return -1;
 	}
+	c->a->ref_pid = c->rt[c->ref].pid;
 	return 0;
 }
 

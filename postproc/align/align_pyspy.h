@@ -115,6 +115,7 @@ struct align_pyspy {
 	char verdict[320];
 	uint8_t *unplaced;
 	size_t outside_life;
+	uint32_t ref_pid;      /* the reference thread's process (0: none mapped) */
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a

@@ -138,8 +138,9 @@ static double median_seg_s(const struct phase_thread *th, uint64_t base_ns)
 
 /* Samples outside their process's life (a contradiction: reported, and
  * marked unplaced). */
-static void life_check(struct fit_ctx *c)
+static size_t life_check(struct fit_ctx *c)
 {
+	size_t ref_out = 0;
 	for (size_t i = 0; i < c->p->nsamples; i++) {
 		const struct pyspy_sample *s = &c->p->samples[i];
 		const struct align_pyspy_thread *t = &c->a->thr[s->thread];
@@ -149,8 +150,10 @@ static void life_check(struct fit_ctx *c)
 		if (y < t->ring_start_s - LIFETIME_SLACK_S || y > t->ring_end_s + LIFETIME_SLACK_S) {
 			c->a->outside_life++;
 			c->a->unplaced[i] = 1;
+			ref_out += (long)s->thread == c->ref;
 		}
 	}
+	return ref_out;
 }
 
 int apy_confidence(struct fit_ctx *c)
@@ -164,6 +167,7 @@ int apy_confidence(struct fit_ctx *c)
 		return -1;
 	}
 	a->reckon_ms = a->ambiguity_ms = NAN;
+	int decided = 0; /* by structure: labels that the mapping keeps in their phases */
 	if (!c->nbusy && th >= 0 && c->ph->nnames) {
 		struct lab *v = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *v);
 		if (!v) {
@@ -202,6 +206,7 @@ int apy_confidence(struct fit_ctx *c)
 				 * (the stamp's lag within a period) stays, widened by
 				 * the ambiguity */
 				a->uncert_ms = c->chrome ? fmax(a->uncert_ms, amb * 1e3) : fmax(u, amb) * 1e3;
+				decided = 1;
 				if (!c->chrome)
 					strncat(a->method, "+structure", sizeof a->method - strlen(a->method) - 1);
 			} else {
@@ -244,19 +249,29 @@ int apy_confidence(struct fit_ctx *c)
 				 a->uncert_ms, 1e3 * median_seg_s(pt, c->base_ns));
 		}
 		free(v);
-	}
-	life_check(c);
-	/* Samples the mapping puts outside their process's life: the
-	 * mapping is wrong, not the samples (a few at the ends are py-spy's
-	 * last stack held open) */
-	size_t mapped = 0;
-	for (size_t i = 0; i < c->p->nsamples; i++)
-		mapped += c->a->thr[c->p->samples[i].thread].ring_pid != 0;
-	if (!a->cannot_place && !c->nbusy && (double)a->outside_life > ALIGN_PYSPY_LIFE_TOL * (double)mapped + 3) {
+	} else if (c->nbusy && !c->chrome && th >= 0 && c->ph->nnames && !a->pulse_knots &&
+		   a->uncert_ms / 1e3 > median_seg_s(&c->ph->thr[th], c->base_ns)) {
+		/* pulses at the start and end pin the line, but between them
+		 * the nominal times drift further than a typical phase lasts
+		 * (ANCHOR_AUTO=torch: 56 % right at +-50 ms, 16 ms phases) */
 		a->cannot_place = 1;
 		snprintf(a->verdict, sizeof a->verdict,
-			 "%zu of %zu samples would fall outside their process's life: the offset is wrong",
-			 a->outside_life, mapped);
+			 "between the sync pulses the sample times are known to +-%.3g ms, longer than a typical "
+			 "phase (%.3g ms); call anchor.sync_pulse() more often or record chrometrace",
+			 a->uncert_ms, 1e3 * median_seg_s(&c->ph->thr[th], c->base_ns));
+	}
+	/* Reference-thread samples the mapping puts outside their process's
+	 * life: the mapping is wrong, not the samples (a few at the end are
+	 * py-spy's lag on a loaded machine, or its last stack held open;
+	 * other threads follow the reference thread's mapping from their own
+	 * start, less exactly: they are marked, not judged by) */
+	size_t ref_out = life_check(c), nref = c->tr[c->ref].n;
+	if (!a->cannot_place && !c->nbusy && !decided && (double)ref_out > ALIGN_PYSPY_LIFE_TOL * (double)nref + 5) {
+		a->cannot_place = 1;
+		snprintf(a->verdict, sizeof a->verdict,
+			 "%zu of the main thread's %zu samples would fall outside its process's life: the offset is "
+			 "wrong",
+			 ref_out, nref);
 	}
 	if (a->cannot_place) {
 		memset(a->unplaced, 1, c->p->nsamples);

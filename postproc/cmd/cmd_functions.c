@@ -434,6 +434,19 @@ static void write_device_rule(FILE *fp, const struct energy_model *m, const stru
 			fprintf(fp, "energy %s in device-side phases: %.6f J\n", m->groups[g], se->dev_j[g]);
 }
 
+/* The profile and the energy file observed different processes (two
+ * concurrent runs of the script sharing one ring, issue 21 point 3). */
+static const char *other_process_note(const struct energy_model *m, const struct align_pyspy *a)
+{
+	static char buf[400];
+	snprintf(buf, sizeof buf,
+		 "the profile observed pid %u, the phases carrying the energy are pid %u's: the samples are placed on "
+		 "pid %u's own phases, and each one's joules are what the machine drew at its time (both processes "
+		 "together), not pid %u's share",
+		 a->ref_pid, m->ph.thr[m->ph.primary].pid, a->ref_pid, a->ref_pid);
+	return buf;
+}
+
 static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
 			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
 {
@@ -446,6 +459,8 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
 	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
 	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
+	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
+		fprintf(fp, "processes: %s\n", other_process_note(m, a));
 	for (size_t g = 0; g < m->ngroups; g++)
 		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
 			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
@@ -532,6 +547,8 @@ int functions_write(const struct run_model *rm, const char *out, const char *ss_
 		char line[2048];
 		align_pyspy_describe(ap, pp, line, sizeof line);
 		fprintf(stderr, "anchorpost functions: %s\n", line);
+		if (mp->ph.nthr && ap->ref_pid && mp->ph.thr[mp->ph.primary].pid != ap->ref_pid)
+			fprintf(stderr, "anchorpost functions: %s\n", other_process_note(mp, ap));
 		/* where the user looks: which recording places exactly */
 		if (pp->meta.format == PYSPY_FMT_SPEEDSCOPE && (ap->cannot_place || ap->uncert_ms > 100))
 			fprintf(stderr, "anchorpost functions: speedscope placement is weak here (%s): record with "

@@ -149,8 +149,10 @@
  * offset more than 1 s from the prior (py-spy's attach takes ~0.1 s) is
  * not confirmed by anything. */
 #define ALIGN_PYSPY_PRIOR_SLACK_S 1.0
-/* More than 1 % of the samples (+3: the held-open last stack) outside
- * their process's life: the mapping, not the samples, is wrong. */
-#define ALIGN_PYSPY_LIFE_TOL 0.01
+/* More than 5 % of the reference thread's samples (+5) outside their
+ * process's life: the mapping, not the samples, is wrong (measured: a
+ * right placement under stress-ng had 8 of 411 past the exit, py-spy's
+ * lag; Lightning's 5 s-off offset had 569 of 1500). */
+#define ALIGN_PYSPY_LIFE_TOL 0.05
 
 #endif
