@@ -32,9 +32,11 @@ from . import _anchor, _sites
 _OWN = os.path.dirname(os.path.abspath(__file__))
 _WITH = ("BEFORE_WITH", "BEFORE_ASYNC_WITH", "SETUP_WITH", "SETUP_ASYNC_WITH")
 _GEN = 0x20 | 0x200  # CO_GENERATOR | CO_ASYNC_GENERATOR
+_ASYNC = 0x80 | 0x100 | 0x200  # coroutines suspend: their caller is the event loop
 _UP = 8  # frames searched above the helper
 _SKIP = (os.path.dirname(os.path.abspath(dis.__file__)) + os.sep + "contextlib.py", _OWN)
 _ops = {}  # code -> {offset: opname}
+_done = set()  # what went into the ring: site.c hands a site over once per call path
 _whole = {}  # code -> is the function only one with-statement?
 
 
@@ -63,7 +65,18 @@ def _only_with(code, lasti):
     return w
 
 
+def _once(*key):
+    """1 the first time key is seen (the C side keys by call path, so the
+    same site reached from two callers comes twice)."""
+    if key in _done:
+        return 0
+    _done.add(key)
+    return 1
+
+
 def _emit_line(name, code, line):
+    if not _once("line", name, code, line):
+        return
     qual = getattr(code, "co_qualname", code.co_name)
     text = "phase=%s\0file=%s\0func=%s\0at=%d\0lines=%d-%d\0via=1\0" % (
         name, code.co_filename, qual, line, line, line)
@@ -77,14 +90,18 @@ def _helper(name, code, lasti, is_mark, frame):
     if at_with and not code.co_flags & _GEN:
         # the body is this frame's; a function that is nothing else
         # also runs inside the phase at its caller's line
+        # (not anchor's own @anchor.phase wrapper: _sites.decorated()
+        # labels the decorated function itself)
         up = frame.f_back
-        if up is not None and not _skip(up.f_code) and _only_with(code, lasti):
+        if (up is not None and not code.co_flags & _ASYNC and not _skip(code) and not _skip(up.f_code)
+                and _only_with(code, lasti)):
             _emit_line(name, up.f_code, up.f_lineno)
         return
     g, n = frame.f_back, 0
     while g is not None and n < _UP:
         if not _skip(g.f_code) and _opname(g.f_code, g.f_lasti) in _WITH:
-            _sites.record(name, g.f_code, g.f_lasti, 0)
+            if _once("site", name, g.f_code, g.f_lasti):
+                _sites.record(name, g.f_code, g.f_lasti, 0)
             return
         g, n = g.f_back, n + 1
 
@@ -92,7 +109,7 @@ def _helper(name, code, lasti, is_mark, frame):
 def hook(name, code, lasti, is_mark=0):
     """The site hook (site.c): the call's own site, then the helper's
     caller's.  is_mark 2: anchor.begin(), which has no site of its own."""
-    if is_mark in (0, 1):
+    if is_mark in (0, 1) and _once("site", name, code, lasti):
         _sites.record(name, code, lasti, is_mark)
     try:
         _helper(name, code, lasti, is_mark, sys._getframe(1))
