@@ -278,6 +278,12 @@ $(B)/tools/ringgen: tools/ringgen/ringgen.c anchors/ring_format.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -lm
 
+# py-spy placement over phase styles and py-spy modes (issue 21,
+# BENCHMARKS.md section 15): 34 real recordings, a few minutes.
+.PHONY: bench-placement
+bench-placement: all
+	$(PYTHON) bench/placement_suite.py
+
 # Attribution accuracy against ground truth (real perun, emulated sensor);
 # several minutes.  The test suite runs the --quick subset.
 .PHONY: accuracy

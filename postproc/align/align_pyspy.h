@@ -105,6 +105,17 @@ struct align_pyspy {
 	 * they were taken in, and how many of those the final mapping puts
 	 * inside a range of that phase on their own thread */
 	size_t label_sites, labelled, labelled_in;
+	/* Confidence (align_pyspy_confidence.c): speedscope without pulses,
+	 * the dead-reckoning p95 and the offset's ambiguity (ms, NAN when not
+	 * measured); cannot_place with the reason in verdict; per sample
+	 * unplaced (1: its time is not known well enough to name its phase,
+	 * or it lies outside its process's life: outside_life of them). */
+	double reckon_ms, ambiguity_ms;
+	int cannot_place;
+	char verdict[320];
+	uint8_t *unplaced;
+	size_t outside_life;
+	uint32_t ref_pid;      /* the reference thread's process (0: none mapped) */
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a

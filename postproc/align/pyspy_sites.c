@@ -10,6 +10,7 @@
 
 struct site {
 	int32_t phase;
+	uint64_t set;            /* every phase seen at this site (phases 0..63) */
 	const char *file, *func; /* into the ring's arena */
 	long l0, l1;             /* lines inside the phase (a mark's: see mark_lines) */
 	long at;                 /* line of the `with` or mark() call, 0 unknown */
@@ -29,6 +30,7 @@ static int parse_site(const struct ring_event *e, const struct phase_set *ph, st
 	s->file = ring_event_field(e, "file");
 	s->func = ring_event_field(e, "func");
 	s->phase = phase_set_find(ph, name);
+	s->set = s->phase >= 0 && s->phase < 64 ? 1ULL << s->phase : 0;
 	s->at = at ? strtol(at, NULL, 10) : 0;
 	s->mark = mark && *mark == '1';
 	s->dead = 0;
@@ -80,9 +82,9 @@ static void mark_lines(struct site *v, size_t n)
 	}
 }
 
-/* Collect the usable sites; the same site named with two phases (a
- * computed phase name) is dropped, duplicates (one site seen by several
- * processes) kept once. */
+/* Collect the usable sites; the same site named with several phases (a
+ * generic helper, a computed phase name) keeps the set of them, duplicates
+ * (one site seen by several processes) kept once. */
 static int collect(const struct ring_file *rf, const struct phase_set *ph, struct site **out, size_t *n)
 {
 	size_t cap = 0, m = 0;
@@ -96,7 +98,9 @@ static int collect(const struct ring_file *rf, const struct phase_set *ph, struc
 			if (v[k].l0 == s.l0 && v[k].l1 == s.l1 && v[k].at == s.at && v[k].mark == s.mark && same_func(&v[k], &s))
 				break;
 		if (k < m) {
-			v[k].dead |= v[k].phase != s.phase;
+			v[k].set |= s.set;
+			if (v[k].phase != s.phase)
+				v[k].phase = -2; /* several: only the set says */
 			continue;
 		}
 		if (m == cap) {
@@ -116,13 +120,15 @@ static int collect(const struct ring_file *rf, const struct phase_set *ph, struc
 }
 
 /* The phase of one frame: the narrowest live site holding its line (a
- * `with` nested in another `with` of the same function), -1 none or a
- * tie between two phases; | PYSPY_SITE_SOFT from a mark. */
-static int32_t frame_phase(const struct pyspy_frame *f, const struct site *v, size_t n)
+ * `with` nested in another `with` of the same function), -1 none or
+ * several (*set says which: a site with several names, or a tie between
+ * sites); | PYSPY_SITE_SOFT from a mark. */
+static int32_t frame_phase(const struct pyspy_frame *f, const struct site *v, size_t n, uint64_t *set)
 {
 	int32_t best = -1;
 	int soft = 0;
 	long w = -1;
+	*set = 0;
 	if (!f->file || f->line < 0)
 		return -1;
 	for (size_t k = 0; k < n; k++) {
@@ -133,11 +139,35 @@ static int32_t frame_phase(const struct pyspy_frame *f, const struct site *v, si
 			w = s->l1 - s->l0;
 			best = s->phase;
 			soft = s->mark;
-		} else if (s->l1 - s->l0 == w && s->phase != best) {
-			best = -1;
+			*set = s->set;
+		} else if (s->l1 - s->l0 == w) {
+			if (s->phase != best)
+				best = -1;
+			*set |= s->set;
 		}
 	}
+	if (best < 0)
+		best = -1;
 	return best >= 0 && soft ? best | PYSPY_SITE_SOFT : best;
+}
+
+/* A node's label from its frame's (fp, fs) and its parent's (up, us): the
+ * innermost frame at a site wins; a set that an outer label meets is
+ * narrowed to the common phases (the helper's caller named one). */
+static void node_label(int32_t fp, uint64_t fs, int32_t up, uint64_t us, int32_t *np, uint64_t *ns)
+{
+	if (!fs) {
+		*np = up;
+		*ns = us;
+		return;
+	}
+	if (fp < 0 && (fs & us)) {
+		fs &= us;
+		if (!(fs & (fs - 1)))
+			fp = (int32_t)__builtin_ctzll(fs) | (up >= 0 ? (up & PYSPY_SITE_SOFT) : 0);
+	}
+	*np = fp;
+	*ns = fs;
 }
 
 int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, const struct pyspy_profile *p,
@@ -146,44 +176,63 @@ int pyspy_sites_label(const struct ring_file *rf, const struct phase_set *ph, co
 	struct site *v = NULL;
 	size_t n = 0;
 	int32_t *fp = NULL;
+	uint64_t *fs = NULL;
 	memset(out, 0, sizeof *out);
 	if (collect(rf, ph, &v, &n))
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		out->nsites += !v[k].dead;
+	for (size_t k = 0; k < n; k++) {
+		out->nsites += !v[k].dead && v[k].set;
+		out->nset_sites += !v[k].dead && (v[k].set & (v[k].set - 1));
+	}
 	if (!out->nsites) {
 		free(v);
 		return 0;
 	}
 	fp = malloc((p->frames.n ? p->frames.n : 1) * sizeof *fp);
+	fs = malloc((p->frames.n ? p->frames.n : 1) * sizeof *fs);
 	out->node_phase = malloc((p->stacks.n ? p->stacks.n : 1) * sizeof *out->node_phase);
-	if (!fp || !out->node_phase) {
+	out->node_set = malloc((p->stacks.n ? p->stacks.n : 1) * sizeof *out->node_set);
+	if (!fp || !fs || !out->node_phase || !out->node_set) {
 		free(v);
 		free(fp);
+		free(fs);
 		pyspy_sites_free(out);
 		return -ENOMEM;
 	}
 	int32_t pulse = phase_set_find(ph, PYSPY_PULSE_RANGE);
 	for (uint32_t f = 0; f < p->frames.n; f++) {
-		fp[f] = pulse >= 0 && !strcmp(p->frames.v[f].name, PYSPY_PULSE_FRAME) ? pulse
-										     : frame_phase(&p->frames.v[f], v, n);
-		out->nframes += fp[f] >= 0;
+		if (pulse >= 0 && !strcmp(p->frames.v[f].name, PYSPY_PULSE_FRAME)) {
+			fp[f] = pulse;
+			fs[f] = pulse < 64 ? 1ULL << pulse : 0;
+		} else {
+			fp[f] = frame_phase(&p->frames.v[f], v, n, &fs[f]);
+		}
+		out->nframes += fs[f] != 0;
 	}
 	/* A node's frame is its stack's innermost: it wins over the
 	 * parent's label.  Parents come before their children. */
 	out->nnodes = p->stacks.n;
 	for (uint32_t k = 0; k < p->stacks.n; k++) {
 		const struct pyspy_node *nd = &p->stacks.v[k];
-		int32_t up = k && nd->parent < k ? out->node_phase[nd->parent] : -1;
-		out->node_phase[k] = k && fp[nd->frame] >= 0 ? fp[nd->frame] : up;
+		int up_ok = k && nd->parent < k;
+		int32_t up = up_ok ? out->node_phase[nd->parent] : -1;
+		uint64_t us = up_ok ? out->node_set[nd->parent] : 0;
+		if (!k) {
+			out->node_phase[k] = -1;
+			out->node_set[k] = 0;
+			continue;
+		}
+		node_label(fp[nd->frame], fs[nd->frame], up, us, &out->node_phase[k], &out->node_set[k]);
 	}
 	free(v);
 	free(fp);
+	free(fs);
 	return 0;
 }
 
 void pyspy_sites_free(struct pyspy_sites *s)
 {
 	free(s->node_phase);
+	free(s->node_set);
 	memset(s, 0, sizeof *s);
 }

@@ -9,6 +9,14 @@
  * holding a frame at a site's lines was taken inside the site's phase; the
  * innermost such frame names the innermost phase.  Nothing else is
  * inferred: a stack with no frame at a site stays unlabelled.
+ *
+ * One site may open several phases (a generic helper, `with
+ * anchor.phase(name)` for every name; a computed name): its frames are
+ * labelled with the *set* of them (issue 21), and an outer frame whose
+ * set meets it narrows it (the helper's caller's line, anchor/_body_sites.py:
+ * run("fwd", ...) at line 12 is the set {fwd}).  Only phases 0..63 go into
+ * a set; a label with more than one phase has no single phase
+ * (pyspy_sites_of is -1) and says only "in one of these".
  */
 #ifndef ANCHORPOST_PYSPY_SITES_H
 #define ANCHORPOST_PYSPY_SITES_H
@@ -32,9 +40,11 @@
 #define PYSPY_SITE_SOFT 0x40000000
 
 struct pyspy_sites {
-	int32_t *node_phase; /* per stack node: index into ph->names (| PYSPY_SITE_SOFT), -1 none */
+	int32_t *node_phase; /* per stack node: index into ph->names (| PYSPY_SITE_SOFT), -1 none or a set */
+	uint64_t *node_set;  /* per stack node: the phases it may be in (bit q: ph->names[q]), 0 none */
 	size_t nnodes;
-	size_t nsites;       /* usable SITE records (phase in ph, unambiguous) */
+	size_t nsites;       /* usable sites (phase in ph; one site with several names counts once) */
+	size_t nset_sites;   /* of those, sites with more than one phase */
 	size_t nframes;      /* frames of the profile at a site */
 };
 
@@ -48,6 +58,13 @@ static inline int32_t pyspy_sites_of(const struct pyspy_sites *s, uint32_t stack
 {
 	int32_t q = s->node_phase && stack < s->nnodes ? s->node_phase[stack] : -1;
 	return q < 0 ? -1 : q & ~PYSPY_SITE_SOFT;
+}
+
+/* The set of phases a stack may be in (a single label's bit included),
+ * 0 unlabelled. */
+static inline uint64_t pyspy_sites_set(const struct pyspy_sites *s, uint32_t stack)
+{
+	return s->node_set && stack < s->nnodes ? s->node_set[stack] : 0;
 }
 
 /* 1 when the stack's label comes from a mark (PYSPY_SITE_SOFT). */

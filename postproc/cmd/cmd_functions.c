@@ -70,11 +70,12 @@ struct agg {
 	uint32_t *func_of_frame;
 	double *self_j, *total_j; /* nfunc+1 x (ngroups+1): [0] = all groups */
 	double *self_s, *phase_j; /* nfunc+1; (nfunc+1) x (nphase+1) */
+	double *unplaced_j;       /* nfunc+1: joules of samples the alignment could not place (in no phase) */
 	uint64_t *samples;
 	double *frame_self;       /* per frame */
 	/* per stack node */
 	double *node_j;           /* nodes x (ngroups+1) */
-	double *node_s, *node_phase_j;
+	double *node_s, *node_phase_j, *node_un_j;
 	uint64_t *node_n;
 };
 
@@ -134,6 +135,8 @@ static void aggregate(const struct energy_model *m, const struct pyspy_profile *
 	g->node_s = xcalloc(nn, sizeof *g->node_s);
 	g->node_n = xcalloc(nn, sizeof *g->node_n);
 	g->node_phase_j = xcalloc(nn * np, sizeof *g->node_phase_j);
+	g->node_un_j = xcalloc(nn, sizeof *g->node_un_j);
+	g->unplaced_j = xcalloc(nf, sizeof *g->unplaced_j);
 	g->self_j = xcalloc(nf * gw, sizeof *g->self_j);
 	g->total_j = xcalloc(nf * gw, sizeof *g->total_j);
 	g->self_s = xcalloc(nf, sizeof *g->self_s);
@@ -151,7 +154,12 @@ static void aggregate(const struct energy_model *m, const struct pyspy_profile *
 		g->node_j[node * gw] += e;
 		g->node_s[node] += se->t1_s[i] > se->t0_s[i] ? se->t1_s[i] - se->t0_s[i] : 0;
 		g->node_n[node]++;
-		int ph = sample_energy_phase_at(m, a, p->samples[i].thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		/* an unplaced sample (CANNOT PLACE, or outside its process's
+		 * life) names no phase: its joules are counted apart */
+		int unpl = a->unplaced && a->unplaced[i];
+		int ph = unpl ? -1 : sample_energy_phase_at(m, a, p->samples[i].thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		if (unpl)
+			g->node_un_j[node] += e;
 		g->node_phase_j[node * np + (size_t)(ph + 1)] += e;
 	}
 	for (uint32_t node = 0; node < nn; node++) {
@@ -185,6 +193,7 @@ static void aggregate(const struct energy_model *m, const struct pyspy_profile *
 				g->total_j[f * gw + q] += g->node_j[node * gw + q];
 			for (size_t q = 0; q < np; q++)
 				g->phase_j[f * np + q] += g->node_phase_j[node * np + q];
+			g->unplaced_j[f] += g->node_un_j[node];
 		}
 		for (uint32_t k = 0; k < d; k++)
 			seen[g->func_of_frame[fr[k]]] = 0;
@@ -217,12 +226,12 @@ static void write_functions(struct csv *c, const struct energy_model *m, const s
 			    const struct agg *g)
 {
 	size_t ng = m->ngroups, gw = ng + 1, np = m->ph.nnames + 1, nf = g->nfunc + 1, nrows = 0;
-	const char **cols = xcalloc(9 + 2 * ng + 1, sizeof *cols);
+	const char **cols = xcalloc(10 + 2 * ng + 1, sizeof *cols);
 	char **owned = xcalloc(2 * ng + 1, sizeof *owned);
 	size_t nc = 0;
 	static const char *const base[] = {"function", "file", "line", "self_j", "total_j",
-					   "self_s", "samples", "top_phase"};
-	for (size_t i = 0; i < 8; i++)
+					   "self_s", "samples", "top_phase", "unplaced_j"};
+	for (size_t i = 0; i < 9; i++)
 		cols[nc++] = base[i];
 	if (ng > 1)
 		for (size_t k = 0; k < ng; k++) {
@@ -259,7 +268,11 @@ static void write_functions(struct csv *c, const struct energy_model *m, const s
 		csv_f64(c, g->total_j[f * gw], 9);
 		csv_f64(c, g->self_s[f], 9);
 		csv_u64(c, g->samples[f]);
-		csv_str(c, best && g->phase_j[f * np + best] > 0 ? m->ph.names[best - 1] : "");
+		/* no phase named when most of its joules are unplaced: the
+		 * phase of those samples is not known (issue 21) */
+		int named = best && g->phase_j[f * np + best] > 0 && !(g->unplaced_j[f] > 0.5 * g->total_j[f * gw]);
+		csv_str(c, named ? m->ph.names[best - 1] : "");
+		csv_f64(c, g->unplaced_j[f], 9);
 		if (ng > 1)
 			for (size_t k = 0; k < ng; k++) {
 				csv_f64(c, g->self_j[f * gw + 1 + k], 9);
@@ -421,10 +434,23 @@ static void write_device_rule(FILE *fp, const struct energy_model *m, const stru
 			fprintf(fp, "energy %s in device-side phases: %.6f J\n", m->groups[g], se->dev_j[g]);
 }
 
+/* The profile and the energy file observed different processes (two
+ * concurrent runs of the script sharing one ring, issue 21 point 3). */
+static const char *other_process_note(const struct energy_model *m, const struct align_pyspy *a)
+{
+	static char buf[400];
+	snprintf(buf, sizeof buf,
+		 "the profile observed pid %u, the phases carrying the energy are pid %u's: the samples are placed on "
+		 "pid %u's own phases, and each one's joules are what the machine drew at its time (both processes "
+		 "together), not pid %u's share",
+		 a->ref_pid, m->ph.thr[m->ph.primary].pid, a->ref_pid, a->ref_pid);
+	return buf;
+}
+
 static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
 			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
 {
-	char line[768];
+	char line[2048];
 	align_pyspy_describe(a, p, line, sizeof line);
 	fprintf(fp, "profile: %s\n", profile);
 	fprintf(fp, "alignment: %s\n", line);
@@ -433,6 +459,8 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
 	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
 	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
+	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
+		fprintf(fp, "processes: %s\n", other_process_note(m, a));
 	for (size_t g = 0; g < m->ngroups; g++)
 		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
 			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
@@ -516,9 +544,17 @@ int functions_write(const struct run_model *rm, const char *out, const char *ss_
 	}
 	outfile_commit(&of);
 	{
-		char line[768];
+		char line[2048];
 		align_pyspy_describe(ap, pp, line, sizeof line);
 		fprintf(stderr, "anchorpost functions: %s\n", line);
+		if (mp->ph.nthr && ap->ref_pid && mp->ph.thr[mp->ph.primary].pid != ap->ref_pid)
+			fprintf(stderr, "anchorpost functions: %s\n", other_process_note(mp, ap));
+		/* where the user looks: which recording places exactly */
+		if (pp->meta.format == PYSPY_FMT_SPEEDSCOPE && (ap->cannot_place || ap->uncert_ms > 100))
+			fprintf(stderr, "anchorpost functions: speedscope placement is weak here (%s): record with "
+					"`py-spy record --format chrometrace` or call anchor.sync_pulse() at the start and "
+					"end of the script for exact placement\n",
+				ap->cannot_place ? "CANNOT PLACE" : "uncertainty above 100 ms");
 	}
 	free(g.fn);
 	free(g.func_of_frame);
@@ -532,6 +568,8 @@ int functions_write(const struct run_model *rm, const char *out, const char *ss_
 	free(g.node_s);
 	free(g.node_n);
 	free(g.node_phase_j);
+	free(g.node_un_j);
+	free(g.unplaced_j);
 	return 0;
 }
 

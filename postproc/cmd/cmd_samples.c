@@ -35,7 +35,7 @@ static const struct cmd_usage samples_usage = {
 	.about = "  py-spy output (format detected from the content) to CSV, one row per sample\n"
 		 "  (speedscope), per interval of an unchanged stack (chrometrace) or per sample\n"
 		 "  of each collapsed stack (raw: no time, t_rel_s and duration_s are empty):\n"
-		 "    thread,pid,tid,thread_name,sample_index,t_rel_s,duration_s[,t_s,unix_s],depth,stack_id\n"
+		 "    thread,pid,tid,thread_name,sample_index,t_rel_s,duration_s[,t_s,unix_s,at_s,placed,place_ms],depth,stack_id\n"
 		 "  Stacks are ids into companion tables written beside OUT (OUT minus .csv, plus):\n"
 		 "    .stacks.csv   stack_id,depth,frame_id   (depth 0 = root; one row per frame)\n"
 		 "    .frames.csv   frame_id,function,file,line\n"
@@ -320,9 +320,17 @@ static void mark_used(struct out *o, uint32_t node)
 	o->used[node] = 1;
 }
 
+/* With --ring: the sample's instant on the timeline and whether it is
+ * placed (align_pyspy.h: unplaced), beside its slice. */
+struct row_place {
+	double at_s;
+	int placed;
+	double place_ms;
+};
+
 /* One row; t_s: the sample's aligned slice start (--ring), else unused. */
 static void write_row(struct out *o, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
-		      uint64_t index, double t_s)
+		      uint64_t index, double t_s, const struct row_place *rp)
 {
 	const struct pyspy_node *nd = &p->stacks.v[s->stack];
 	struct csv *c = &o->c;
@@ -346,6 +354,9 @@ static void write_row(struct out *o, const struct pyspy_profile *p, const struct
 			raw_field(c, buf, n);
 		else
 			csv_empty(c);
+		csv_fixed(c, rp->at_s, 9);
+		u64_field(c, (uint64_t)rp->placed);
+		csv_f64(c, rp->place_ms, 6);
 	}
 	u64_field(c, nd->depth);
 	u64_field(c, s->stack);
@@ -364,10 +375,10 @@ static void emit(struct out *o, const struct pyspy_profile *p, const struct pysp
 			diag_fatal(o->path, "raw counts add up to more than %llu samples; use --by-frame",
 				   (unsigned long long)RAW_MAX_ROWS);
 		for (uint64_t k = 0; k < s->count; k++)
-			write_row(o, p, s, first + k, NAN);
+			write_row(o, p, s, first + k, NAN, NULL);
 		return;
 	}
-	write_row(o, p, s, s->index, NAN);
+	write_row(o, p, s, s->index, NAN, NULL);
 }
 
 static void flush_pending(struct out *o, const struct pyspy_profile *p)
@@ -576,7 +587,7 @@ static void ring_thread_names(struct out *o, const struct ringload *rl, const st
 static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char *profile, const char *ring,
 			    const struct align_pyspy *al, const struct ringload *rl, uint64_t base_ns)
 {
-	char iso[48], line[768];
+	char iso[48], line[2048];
 	ring_clock_iso(ring_clock_unix_ns(&rl->clock, base_ns), iso, sizeof iso);
 	align_pyspy_describe(al, p, line, sizeof line);
 	fprintf(fp, "method: %s (the fit functions, timeline and trace.json use: align_pyspy.h)\n", al->method);
@@ -585,6 +596,9 @@ static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char 
 	fprintf(fp, "t_s: start of the sample's aligned slice, seconds since the ring's first record "
 		    "(mono_ns %" PRIu64 " = %s)\n", base_ns, iso);
 	fprintf(fp, "unix_s: t_s in UTC through the ring's SYNC records (%zu)\n", rl->clock.n);
+	fprintf(fp, "at_s: the sample's own instant on the same timeline; placed: 0 when its time is not known well "
+		    "enough to name its phase (CANNOT PLACE) or it lies outside its process's life; place_ms: the "
+		    "placement's stated uncertainty\n");
 }
 
 /* OUT minus ".csv", plus suffix. */
@@ -722,7 +736,8 @@ static void summary(const char *in, const struct pyspy_profile *p)
 }
 
 static const char *const cols[] = {"thread", "pid", "tid", "thread_name", "sample_index", "t_rel_s",
-				   "duration_s", "t_s", "unix_s", "depth", "stack_id", "stack_text", NULL};
+				   "duration_s", "t_s", "unix_s", "at_s", "placed", "place_ms", "depth", "stack_id",
+				   "stack_text", NULL};
 static const char *const cols_short[] = {"thread", "pid", "tid", "thread_name", "sample_index",
 					 "t_rel_s", "duration_s", "depth", "stack_id", "stack_text", NULL};
 
@@ -804,7 +819,9 @@ static void write_aligned(struct out *o, const struct pyspy_profile *p, const ch
 		};
 		double t0, t1;
 		align_pyspy_slice(al, p, i, &t0, &t1);
-		write_row(o, p, &ev, idx[sm->thread]++, t0);
+		struct row_place rp = {align_pyspy_time(al, sm->thread, sm->t_rel_s),
+				       !(al->unplaced && al->unplaced[i]), al->uncert_ms};
+		write_row(o, p, &ev, idx[sm->thread]++, t0, &rp);
 	}
 	free(idx);
 	o->al = NULL;

@@ -183,7 +183,7 @@ static void write_alignment_note(const struct run_model *rm, const char *out, in
 	fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
 	fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
 	if (have_prof) {
-		char line[768];
+		char line[2048];
 		align_pyspy_describe(&rm->al, &rm->p, line, sizeof line);
 		fprintf(afp, "py-spy alignment: %s\n", line);
 	}

@@ -615,7 +615,7 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	put_str(w, m->align.method);
 	put_num(w, "perun_align_uncert_ms", "%.6g", m->align.uncert_ms);
 	if (ps && ps->p) {
-		char buf[640];
+		char buf[2048];
 		align_pyspy_describe(ps->al, ps->p, buf, sizeof buf);
 		fputs(",\"pyspy_alignment\":", w->fp);
 		put_str(w, buf);

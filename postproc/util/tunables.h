@@ -127,6 +127,33 @@
 /* Upper bound on the offset when the profiled process never ended in the
  * ring (it was still running): an hour past its start. */
 #define ALIGN_PYSPY_OPEN_SPAN_S 3600.0
+/* Placement confidence (align_pyspy_confidence.c, issue 21).  Shifts of
+ * the whole mapping searched for an offset that fits the phase sites as
+ * well: out to 5 s (a training step is well below that; a longer period
+ * that fits as well is beyond what labels can tell anyway), a shift
+ * counting as "as well" when it loses at most 3 % of the labelled
+ * samples (noise: samples on phase edges), the scan capped in work. */
+#define ALIGN_PYSPY_AMBIG_SPAN_S 5.0
+#define ALIGN_PYSPY_AMBIG_TOL 0.03
+#define ALIGN_PYSPY_AMBIG_MAX_WORK 2e8
+/* An ambiguity beyond 1 s leaves the phase of every sample of a typical
+ * step open: not a placement any more, a CANNOT PLACE. */
+#define ALIGN_PYSPY_AMBIG_MAX_MS 1000.0
+/* Fewer labelled samples than this say nothing about the whole run. */
+#define ALIGN_PYSPY_MIN_LABELS 20
+/* The share of labelled samples (or of phase-frames' in-phase samples)
+ * inside their phases below which the placement is not trusted: the
+ * project's placement target (DESIGN.md: >= 90 %). */
+#define ALIGN_PYSPY_MIN_PLACED 0.9
+/* speedscope with --idle starts with the process: a phases-vs-frames
+ * offset more than 1 s from the prior (py-spy's attach takes ~0.1 s) is
+ * not confirmed by anything. */
+#define ALIGN_PYSPY_PRIOR_SLACK_S 1.0
+/* More than 5 % of the reference thread's samples (+5) outside their
+ * process's life: the mapping, not the samples, is wrong (measured: a
+ * right placement under stress-ng had 8 of 411 past the exit, py-spy's
+ * lag; Lightning's 5 s-off offset had 569 of 1500). */
+#define ALIGN_PYSPY_LIFE_TOL 0.05
 
 /* GPU power sensor identification (attrib/sensor_ident.h). */
 /* Updates needed before a period is stated: 20 grid points fix a step to

@@ -104,6 +104,7 @@ _anchor._set_decorator(_decorate)
 # Call sites of `with anchor.phase` go into the ring once each (SITE
 # records): anchorpost places py-spy samples by them (anchor/_sites.py).
 from . import _sites  # noqa: E402
+from . import _body_sites  # noqa: E402,F401  (after _sites: it wraps its hook)
 
 # perun in this process (perun monitor, python -m perun, perun's decorator
 # API) puts its own sample stamps into the ring: the exact alignment is the

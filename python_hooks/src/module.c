@@ -124,7 +124,12 @@ usage:
 
 static PyObject *py_begin(PyObject *self, PyObject *name)
 {
-	return emit_named(ANCHOR_KIND_BEGIN, name, 0, 0);
+	PyObject *r = emit_named(ANCHOR_KIND_BEGIN, name, 0, 0);
+	/* is_mark 2: a begin, placed only through a helper's `with`
+	 * (anchor/_body_sites.py) */
+	if (r && PYA_SITE_DUE())
+		pya_site_check(name, 2);
+	return r;
 }
 
 static PyObject *py_end(PyObject *self, PyObject *name)

@@ -35,6 +35,13 @@ static inline PyCodeObject *PyFrame_GetCode(PyFrameObject *frame)
 	return frame->f_code;
 }
 
+/* 3.9 added it too: the calling frame, a new reference (NULL at the top). */
+static inline PyFrameObject *PyFrame_GetBack(PyFrameObject *frame)
+{
+	Py_XINCREF(frame->f_back);
+	return frame->f_back;
+}
+
 static inline PyObject *PyObject_CallOneArg(PyObject *fn, PyObject *arg)
 {
 	return PyObject_CallFunctionObjArgs(fn, arg, NULL);

@@ -6,13 +6,16 @@ a range of its own phase, whatever the nominal sample times say.
 
 The profile is built here from the victim's source lines (no py-spy, no
 timing): per step one sample in each of data (after the mark), fwd, inner
-(nested in fwd: the innermost wins), optim (a decorated function), one at
-a `with` whose phase name is computed (two names at one site: dropped,
-unlabelled) and one at the loop line (unlabelled), at nominal 10 ms each,
+(nested in fwd: the innermost wins), optim (a decorated function), one
+at a `with` whose phase name is computed (two names at one site: labelled
+with the set {even, odd}, issue 21) and one at the loop line
+(unlabelled), at nominal 10 ms each,
 so the profile is shorter than the run (as without --idle: the
 sleeps' samples are missing).  Both writers: the module's own and
-libanchor.so's (LD_PRELOAD).  Checked: 4 sites, 4 labelled samples per
-step, 100 % of them inside their phase."""
+libanchor.so's (LD_PRELOAD).  Checked: 5 sites (data, fwd, inner, optim,
+the computed name's set), 5 labelled samples per
+step, 100 % of them inside their phase (a set's: inside one of its
+phases)."""
 import json
 import os
 import re
@@ -64,7 +67,7 @@ def profile(tid, out):
                       "weights": [0.01] * len(samples)}],
     }
     json.dump(prof, open(out, "w"))
-    return 4 * STEPS
+    return 5 * STEPS
 
 
 def run(tmp, preload):
@@ -90,8 +93,8 @@ def run(tmp, preload):
     if not m:
         fail("no structure in the alignment line: " + line)
     sites, lab, inside = int(m.group(1)), int(m.group(2)), float(m.group(3))
-    if sites != 4 or lab != want or inside != 100.0:
-        fail("want 4 sites, %d labelled samples, 100%% inside; got %d, %d, %g%%: %s"
+    if sites != 5 or lab != want or inside != 100.0:
+        fail("want 5 sites, %d labelled samples, 100%% inside; got %d, %d, %g%%: %s"
              % (want, sites, lab, inside, line))
     print("ok (%s): %s" % ("LD_PRELOAD" if preload else "own writer", line.strip()))
 

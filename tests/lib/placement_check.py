@@ -1,0 +1,81 @@
+"""Placement of py-spy samples against the truth (issue 21), computed
+without anchorpost's alignment: a sample whose stack holds a function
+that runs in one phase only (PHASE_FN) belongs in that phase; the ring's
+own BEGIN/END records (anchorpost dump) say when each phase ran; the
+sample's placed time is samples.csv's at_s (its instant; unix_s is its
+slice's start), in UTC through unix_s - t_s.
+
+score(ring, samples_csv) -> dict: n (samples with a phase-only function),
+right (placed inside an occurrence of their phase on their thread),
+share, err_p95_ms / err_max_ms (distance from the placed time to the
+nearest occurrence of the true phase, 0 inside), unplaced (rows that
+samples.csv marks placed=0)."""
+import bisect
+import csv
+import os
+import re
+import subprocess
+
+csv.field_size_limit(1 << 30)
+PHASE_FN = {"data": "data_work", "fwd": "fwd_work", "bwd": "bwd_work", "opt": "opt_work"}
+
+
+def occurrences(anchorpost, ring, tmp):
+    """{(tid, phase): sorted [(t0_unix_s, t1_unix_s)]} from the ring."""
+    out = os.path.join(tmp, os.path.basename(ring) + ".dump.csv")
+    subprocess.run([anchorpost, "dump", ring, "-o", out], check=True, capture_output=True)
+    occ, open_ = {}, {}
+    with open(out) as f:
+        for r in csv.DictReader(f):
+            k = (r["tid"], r["name"])
+            if r["kind"] == "begin":
+                open_.setdefault(k, []).append(int(r["unix_ns"]) / 1e9)
+            elif r["kind"] == "end" and open_.get(k):
+                occ.setdefault(k, []).append((open_[k].pop(), int(r["unix_ns"]) / 1e9))
+    for v in occ.values():
+        v.sort()
+    return occ
+
+
+def _dist(iv, t):
+    i = bisect.bisect_right(iv, (t, float("inf"))) - 1
+    best = float("inf")
+    for j in (i, i + 1):
+        if 0 <= j < len(iv):
+            a, b = iv[j]
+            best = min(best, 0.0 if a <= t <= b else min(abs(t - a), abs(t - b)))
+    return best
+
+
+def score(anchorpost, ring, samples_csv, tmp, phase_fn=None):
+    """phase_fn: {phase: function-name regex} (default PHASE_FN)."""
+    occ = occurrences(anchorpost, ring, tmp)
+    pat = {q: re.compile(r"(^|;)(%s) \(" % fn) for q, fn in (phase_fn or PHASE_FN).items()}
+    n = right = unplaced = 0
+    errs = []
+    with open(samples_csv) as f:
+        for r in csv.DictReader(f):
+            st = r.get("stack_text") or ""
+            qs = [q for q, p in pat.items() if p.search(st)]
+            if len(qs) != 1 or not r.get("unix_s"):
+                continue
+            n += 1
+            if r.get("placed") == "0":
+                unplaced += 1
+            at = float(r["unix_s"]) + (float(r["at_s"]) - float(r["t_s"]) if r.get("at_s") else 0.0)
+            iv = occ.get((r["tid"], qs[0]), [])
+            d = _dist(iv, at)
+            right += d == 0.0
+            errs.append(d)
+    errs.sort()
+    p95 = errs[int(0.95 * (len(errs) - 1))] if errs else float("nan")
+    return {"n": n, "right": right, "share": right / n if n else float("nan"), "err_p95_ms": p95 * 1e3,
+            "err_max_ms": (errs[-1] if errs else float("nan")) * 1e3, "unplaced": unplaced}
+
+
+def alignment_line(path):
+    """The py-spy line of an alignment.txt, its stated uncertainty (ms) and
+    whether it says it cannot place."""
+    line = next((x for x in open(path).read().splitlines() if x.startswith("py-spy ")), "")
+    m = re.search(r"uncertainty \+-([0-9.e+-]+) ms", line)
+    return line, float(m.group(1)) if m else float("nan"), "CANNOT PLACE" in line
