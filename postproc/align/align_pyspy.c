@@ -1,5 +1,6 @@
 /* align_pyspy.c - py-spy samples on the ring's timeline (see align_pyspy.h). */
 #include "align/align_pyspy.h"
+#include "align/align_torch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -2189,6 +2190,10 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
 	char extra[512] = "";
+	if (p->meta.torch) {
+		align_torch_describe(a, p, buf, cap);
+		return;
+	}
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);

@@ -46,6 +46,7 @@
 #include <libgen.h>
 
 #include "align/align_pyspy.h"
+#include "output/op_table.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
@@ -224,7 +225,7 @@ static void start_tmp_dir(struct report *r)
  * truth; a name missing here is still checked before the commit, only
  * later).  Checked before anything is written. */
 /* WITH_PERUN: not written without a perun file (write_times_only). */
-enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN };
+enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN, WITH_TORCH_PERUN };
 static const struct {
 	const char *name;
 	int when;
@@ -242,6 +243,7 @@ static const struct {
 	{"functions.csv", WITH_PROFILE_PERUN},
 	{"energy.speedscope.json", WITH_PROFILE_PERUN},
 	{"functions.csv.alignment.txt", WITH_PROFILE_PERUN},
+	{"ops.csv", WITH_TORCH_PERUN},
 	{"timeline.csv", WITH_PERUN},
 	{"timeline.csv.alignment.txt", WITH_PROFILE_PERUN},
 	{"timeline.svg", WITH_PERUN},
@@ -293,7 +295,8 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		if (planned[i].when == ALWAYS || (planned[i].when == WITH_PROFILE && rm->have_profile) ||
 		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks) ||
 		    (planned[i].when == WITH_PERUN && !rm->m.times_only) ||
-		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only))
+		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only) ||
+		    (planned[i].when == WITH_TORCH_PERUN && rm->have_profile && rm->p.meta.torch && !rm->m.times_only))
 			check_target(r->final, planned[i].name);
 }
 
@@ -552,6 +555,12 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	out_path(r, "perun.csv.energy.csv");
 	if (rm->have_profile)
 		write_profile_files(r, rm, o);
+	if (rm->have_profile && rm->p.meta.torch) {
+		/* joules per operator through the phases' powers (op_table.h) */
+		progress(r, "ops.csv");
+		if (op_table_write(rm, &all, method, ao, out_path(r, "ops.csv"), &e))
+			diag_fatal(e.file, "%s", e.msg);
+	}
 	progress(r, "timeline.csv");
 	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
 	if (rm->have_profile)
