@@ -116,3 +116,39 @@ def truth_per_op(trace):
 def rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+# anchor.torch.layers(model, depth=2) on the victim's model: its module paths
+LAYER_PATHS = ["0", "1", "1.layers.0", "1.layers.1", "2"]
+
+
+def layer_phases():
+    """PHASES plus every layer's forward and backward, each its own power
+    (forward 22-34 W, backward 36-60 W package; dram a tenth)."""
+    out = list(PHASES)
+    for i, pth in enumerate(LAYER_PATHS):
+        out.append((pth + "/forward", 2, 22.0 + 3 * i, 2.2 + 0.3 * i, "spin"))
+        out.append((pth + "/backward", 4, 36.0 + 6 * i, 3.6 + 0.6 * i, "spin"))
+    return out
+
+
+def record_layers(name, steps=70, depth=2):
+    out = os.path.join(TMP, name)
+    trace = os.path.join(out, "trace.json")
+    os.makedirs(out, exist_ok=True)
+    spec = run_scenario.make_spec(layer_phases(), repeat=1, jitter=0.0, sampling_period=0.1, seed=3)
+    s = run_scenario.run(out, spec, sampling_period=0.1, python=sys.executable,
+                         libanchor=os.path.join(BUILD, "libanchor.so"), quiet=True, workload=VICTIM,
+                         workload_args=["--trace", trace, "--steps", str(steps), "--layers", str(depth)],
+                         timeout_s=900)
+    return out, trace, s["files"]["ring"], s["files"]["perun_hdf5"], s["files"]["instances"]
+
+
+def truth_per_phase(instances, phases):
+    """Exclusive joules per phase, package + dram, from the victim's own log
+    of what it published (the sensor's power at every instant)."""
+    power = {p[0]: p[2] + p[3] for p in phases}
+    out = {}
+    for r in rows(instances):
+        out[r["phase"]] = out.get(r["phase"], 0.0) + (int(r["t_end_mono_ns"]) - int(r["t_begin_mono_ns"])) / 1e9 * power[r["phase"]]
+    return out

@@ -12,9 +12,12 @@ range mirrored as a record_function of the same name:
          [--steps N] [--layers DEPTH]
 
 --layers DEPTH also anchors every module to that depth with
-anchor.torch.layers (forward and backward phases by module path).  The log
-(phase,t_begin_mono_ns,t_end_mono_ns) has every published phase: the
-power the emulated sensor drew at each instant.
+anchor.torch.layers (forward and backward phases by module path); each
+layer phase named in the spec gets its own power: the anchor module's
+begin/end that layers() calls are wrapped here to publish the innermost
+phase at the instant it is anchored (at a layer's end, the phase around
+it again).  The log (phase,t_begin_mono_ns,t_end_mono_ns) has every
+published phase: the power the emulated sensor drew at each instant.
 Emulated sensor, not a measurement.
 """
 import argparse
@@ -50,16 +53,37 @@ def main():
     layer = torch.nn.TransformerEncoderLayer(48, 4, 96, dropout=0.0, batch_first=True)
     model = torch.nn.Sequential(torch.nn.Linear(16, 48), torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False),
                                 torch.nn.Linear(48, 1))
-    if a.layers:
-        anchor.torch.layers(model, depth=a.layers)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     rng = random.Random(1)
     log = []
+    stack = []
 
     def phase(name):
         t = pub.publish(ids[name])
         log.append((name, t))
+        stack[:] = [name]
         return t
+
+    if a.layers:
+        raw = anchor._anchor
+        real_begin, real_end = raw.begin, raw.end
+
+        def begin(name):
+            if name in ids:
+                stack.append(name)
+                log.append((name, pub.publish(ids[name])))
+            real_begin(name)
+
+        def end(name):
+            real_end(name)
+            if name in ids and stack and stack[-1] == name:
+                stack.pop()
+                if stack:
+                    log.append((stack[-1], pub.publish(ids[stack[-1]])))
+
+        raw.begin, raw.end = begin, end
+        anchor.torch.layers(model, depth=a.layers)
+        raw.begin, raw.end = real_begin, real_end
 
     time.sleep(float(spec.get("lead_in_s", 1.0)))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
