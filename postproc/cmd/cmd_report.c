@@ -433,12 +433,14 @@ static void write_pictures(struct report *r, const struct energy_model *m, const
 }
 
 /* trace.json, with py-spy's stacks as --trace-stacks says. */
-static void write_trace(struct report *r, const struct run_model *rm, const char *title, const char *stacks,
-			char *pyspy_line, size_t pyspy_cap)
+/* all: the phases' attribution (NULL: times only, no joules on slices). */
+static void write_trace(struct report *r, const struct run_model *rm, const struct phase_scope *all, const char *title,
+			const char *stacks, char *pyspy_line, size_t pyspy_cap)
 {
 	struct trace_pyspy tp = {0};
 	struct trace_stats ts;
 	char terr[256], *path;
+	double *row_j = NULL;
 	if (rm->have_profile) {
 		align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
 		if (strcmp(stacks, "none")) {
@@ -447,10 +449,29 @@ static void write_trace(struct report *r, const struct run_model *rm, const char
 			tp.all_processes = !strcmp(stacks, "all");
 		}
 	}
+	/* joules on the stack slices: a torch trace's ops by ops.csv's rule,
+	 * py-spy's samples by functions.csv's (their own slice) */
+	if (tp.p && all && rm->p.nsamples) {
+		if (!(row_j = calloc(rm->p.nsamples, sizeof *row_j)))
+			diag_fatal(NULL, "out of memory");
+		if (rm->p.meta.torch) {
+			if (op_table_row_j(rm, all, row_j))
+				diag_fatal(NULL, "out of memory");
+		} else if (rm->se.e_j && rm->se.n == rm->p.nsamples) {
+			for (size_t i = 0; i < rm->se.n; i++)
+				for (size_t g = 0; g < rm->m.ngroups; g++)
+					row_j[i] += rm->se.e_j[i * rm->m.ngroups + g];
+		} else {
+			free(row_j);
+			row_j = NULL;
+		}
+		tp.row_j = row_j;
+	}
 	progress(r, "trace.json");
 	path = out_path(r, "trace.json");
 	if (trace_json_write(&rm->m, &tp, title, path, &ts, terr, sizeof terr))
 		diag_fatal(path, "%s", terr);
+	free(row_j);
 }
 
 /* occurrences.csv: every phase occurrence on the run's time base, with
@@ -514,7 +535,7 @@ static const char *write_times_only(struct report *r, const struct run_model *rm
 	    plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	phase_scope_free(&all);
-	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
+	write_trace(r, rm, NULL, title, stacks, pyspy_line, pyspy_cap);
 	return rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
 				: "perun.csv, timeline.csv, timeline.svg/.png";
 }
@@ -566,7 +587,7 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	if (rm->have_profile)
 		out_path(r, "timeline.csv.alignment.txt");
 	write_pictures(r, m, &all, title);
-	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
+	write_trace(r, rm, &all, title, stacks, pyspy_line, pyspy_cap);
 	phase_scope_free(&all);
 }
 

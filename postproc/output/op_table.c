@@ -149,7 +149,7 @@ static int agg_alloc(struct op_agg *g, size_t nf, size_t np, size_t ng)
 		       : -ENOMEM;
 }
 
-static int aggregate(const struct run_model *rm, const struct phase_scope *sr, struct op_agg *g)
+static int aggregate(const struct run_model *rm, const struct phase_scope *sr, struct op_agg *g, double *row_j)
 {
 	const struct energy_model *m = &rm->m;
 	const struct pyspy_profile *p = &rm->p;
@@ -182,6 +182,11 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 		memset(e, 0, 3 * ng * sizeof *e);
 		memset(ph_s, 0, (np + 1) * sizeof *ph_s);
 		row_energy(m, dev ? devth : host, &pw, a, b, dev ? take_dev : take_host, e, lo, hi, ph_s);
+		if (row_j) {
+			row_j[i] = 0;
+			for (size_t gi = 0; gi < ng; gi++)
+				row_j[i] += e[gi];
+		}
 		uint32_t depth = p->stacks.v[s->stack].depth;
 		if (depth > path_cap) {
 			uint32_t *np2 = realloc(path, depth * sizeof *path);
@@ -324,7 +329,7 @@ int op_table_write(const struct run_model *rm, const struct phase_scope *given, 
 		if ((rc = phase_scope_attribute(m, method, ao, &sr, e)))
 			return rc;
 	}
-	rc = aggregate(rm, given ? given : &sr, &g);
+	rc = aggregate(rm, given ? given : &sr, &g, NULL);
 	if (!given)
 		phase_scope_free(&sr);
 	if (rc) {
@@ -343,4 +348,12 @@ int op_table_write(const struct run_model *rm, const struct phase_scope *given, 
 		return rc;
 	}
 	return outfile_finish(&of, path, e);
+}
+
+int op_table_row_j(const struct run_model *rm, const struct phase_scope *sr, double *row_j)
+{
+	struct op_agg g;
+	int rc = aggregate(rm, sr, &g, row_j);
+	agg_free(&g);
+	return rc;
 }

@@ -39,4 +39,9 @@
 int op_table_write(const struct run_model *rm, const struct phase_scope *sr, enum attrib_choice method,
 		   const struct attrib_opts *ao, const char *path, struct em_error *e);
 
+/* Each row's joules (all groups) by the same rule, into row_j
+ * (rm->p.nsamples): what trace.json puts on the ops' slices.  0 or
+ * -ENOMEM. */
+int op_table_row_j(const struct run_model *rm, const struct phase_scope *sr, double *row_j);
+
 #endif

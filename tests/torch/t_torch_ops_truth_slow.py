@@ -9,8 +9,12 @@ at 0.1 s on the emulated RAPL sensor whose power follows the phases
   * ops.csv gives every op self and total joules with 95 % intervals; for
     the ops with >= 20 ms of time (the rest are µs of a few calls), the
     intervals hold the exact truth in >= 95 % of rows, self and total,
-    and are informative (median half width <= 10 % of the estimate).
+    and are informative (median half width <= 10 % of the estimate);
+  * trace.json carries the joules: each op slice has args.energy_j (the
+    record_function slices' sum equals ops.csv's total for that name), and
+    every device group has a cumulative "energy (J)" counter track.
 Emulated sensor, not a measurement."""
+import json
 import os
 import re
 import sys
@@ -65,6 +69,16 @@ def main():
     check(n and cover_t >= 0.95 * n, "total intervals hold the truth in %d of %d rows" % (cover_t, n))
     check(n and cover_s >= 0.95 * n, "self intervals hold the truth in %d of %d rows" % (cover_s, n))
     check(half and statistics.median(half) <= 0.10, "intervals informative: median half width <= 10 %")
+    tj = json.load(open(os.path.join(rep, "trace.json")))
+    ev = tj["traceEvents"] if isinstance(tj, dict) else tj
+    with_e = [e for e in ev if e.get("ph") == "E" and "energy_j" in e.get("args", {})]
+    check(len(with_e) > 1000, "trace.json: %d op slices carry energy_j" % len(with_e))
+    for name in ("forward", "backward"):
+        s_j = sum(e["args"]["energy_j"] for e in with_e if e["name"] == name)
+        o_j = float(ops[(name, "user_annotation")]["total_j"])
+        check(abs(s_j - o_j) <= 1e-6 * max(o_j, 1) + 1e-6, "trace.json %s slices %.6g J = ops.csv %.6g J" % (name, s_j, o_j))
+    cum = [e for e in ev if e.get("ph") == "C" and "energy (J)" in e.get("args", {})]
+    check(len({e["name"] for e in cum}) >= 2, "cumulative energy counter tracks for each device group")
     return 1 if fails else 0
 
 
