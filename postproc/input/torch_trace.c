@@ -147,8 +147,8 @@ static int event_end(struct tt *c)
 		return 1;
 	if (!c->have_name || !c->have_pid || !c->have_tid || !c->have_ts || !c->have_dur)
 		return fail(c, -EINVAL, "complete event (\"ph\":\"X\") without name, pid, tid, ts or dur");
-	if (!(c->dur >= 0))
-		return fail(c, -EINVAL, "event with a negative \"dur\"");
+	if (!(c->dur >= 0) || !isfinite(c->ts + c->dur))
+		return fail(c, -EINVAL, "event with a negative or unbounded \"dur\"");
 	if (thread_of(c, device, &ti) ||
 	    pyspy_frames_intern(&p->frames, c->name, c->name_len, c->cat, strlen(c->cat), -1, &frame))
 		return fail(c, -ENOMEM, "");
@@ -192,13 +192,16 @@ static int value(struct tt *c, int is_map, int is_arr, int is_num, double num, i
 		}
 		if (c->key == K_BASE && is_num) {
 			/* ns since 1970 fit a double to ~256 ns: take the
-			 * integer when yajl gives one. */
+			 * integer when yajl gives one; a value no int64 holds
+			 * is no clock */
+			if (!is_int && !(fabs(num) < 9.2e18))
+				return fail(c, -EINVAL, "\"baseTimeNanoseconds\" is out of range");
 			c->p->meta.torch_base_ns = is_int ? (int64_t)iv : (int64_t)num;
 			c->p->meta.torch_has_base = 1;
 			return 1;
 		}
 		if (c->key == K_SCHEMA && is_num)
-			c->p->meta.torch_schema = (int)num;
+			c->p->meta.torch_schema = fabs(num) < 1e6 ? (int)num : -1;
 		if (is_map || is_arr)
 			c->skip = 1;
 		return 1;
