@@ -502,11 +502,12 @@ static void stack_tracks(struct w *w, const struct energy_model *m, const struct
 		tr[t].keep = stack_kept(m, ps, pid);
 		if (!tr[t].keep)
 			continue;
+		const char *who = p->meta.torch ? "torch.profiler" : "py-spy";
 		if (tid >= 0)
-			snprintf(buf, sizeof buf, "py-spy %s%s(tid %ld)", th->thread_name, th->thread_name[0] ? " " : "", tid);
+			snprintf(buf, sizeof buf, "%s %s%s(tid %ld)", who, th->thread_name, th->thread_name[0] ? " " : "", tid);
 		else
-			snprintf(buf, sizeof buf, "py-spy %s%s(py-spy thread %s)", th->thread_name,
-				 th->thread_name[0] ? " " : "", th->tid[0] ? th->tid : "?");
+			snprintf(buf, sizeof buf, "%s %s%s(%s thread %s)", who, th->thread_name,
+				 th->thread_name[0] ? " " : "", who, th->tid[0] ? th->tid : "?");
 		meta(w, "thread_name", pid, tr[t].tid, buf);
 		sort_index(w, "thread_sort_index", pid, tr[t].tid, tid >= 0 ? 2 * tid + 1 : (long)tr[t].tid);
 		if (!ring_procs_find(&m->rl.procs, pid)) {

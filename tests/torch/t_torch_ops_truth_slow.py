@@ -81,6 +81,15 @@ def main():
         check(abs(s_j - o_j) <= 1e-6 * max(o_j, 1) + 1e-6, "trace.json %s slices %.6g J = ops.csv %.6g J" % (name, s_j, o_j))
     cum = [e for e in ev if e.get("ph") == "C" and "energy (J)" in e.get("args", {})]
     check(len({e["name"] for e in cum}) >= 2, "cumulative energy counter tracks for each device group")
+    # the Perfetto UI opens it (headless Chromium; 77: not available here)
+    import subprocess
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib", "perfetto_open.py")
+    pr = subprocess.run([sys.executable, lib, os.path.join(rep, "trace.json"), os.path.join(out, "perfetto.png"),
+                         "cpu energy (J)"], capture_output=True, text=True, timeout=400)
+    if pr.returncode == 77:
+        print("     (Perfetto check skipped: %s)" % (pr.stdout + pr.stderr).strip()[-200:])
+    else:
+        check(pr.returncode == 0, "Perfetto opens trace.json with its energy track: " + (pr.stdout + pr.stderr)[-400:])
     return 1 if fails else 0
 
 
