@@ -47,6 +47,7 @@
 
 #include "align/align_pyspy.h"
 #include "output/op_table.h"
+#include "output/plot_layers.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
@@ -225,7 +226,7 @@ static void start_tmp_dir(struct report *r)
  * truth; a name missing here is still checked before the commit, only
  * later).  Checked before anything is written. */
 /* WITH_PERUN: not written without a perun file (write_times_only). */
-enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN, WITH_TORCH_PERUN };
+enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN, WITH_TORCH_PERUN, WITH_LAYERS_PERUN };
 static const struct {
 	const char *name;
 	int when;
@@ -250,6 +251,8 @@ static const struct {
 	{"timeline.png", WITH_PERUN},
 	{"phases.svg", ALWAYS},
 	{"phases.png", ALWAYS},
+	{"layers.svg", WITH_LAYERS_PERUN},
+	{"layers.png", WITH_LAYERS_PERUN},
 	{"trace.json", ALWAYS},
 	{"stragglers.csv", WITH_RANKS},
 	{"ranks.csv", WITH_RANKS},
@@ -296,7 +299,8 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks) ||
 		    (planned[i].when == WITH_PERUN && !rm->m.times_only) ||
 		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only) ||
-		    (planned[i].when == WITH_TORCH_PERUN && rm->have_profile && rm->p.meta.torch && !rm->m.times_only))
+		    (planned[i].when == WITH_TORCH_PERUN && rm->have_profile && rm->p.meta.torch && !rm->m.times_only) ||
+		    (planned[i].when == WITH_LAYERS_PERUN && plot_layers_count(&rm->m) && !rm->m.times_only))
 			check_target(r->final, planned[i].name);
 }
 
@@ -430,6 +434,12 @@ static void write_pictures(struct report *r, const struct energy_model *m, const
 	if (plot_phases(m, all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
 	    plot_phases(m, all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (plot_layers_count(m)) {
+		progress(r, "layers.svg, layers.png");
+		if (plot_layers(m, all, title, out_path(r, "layers.svg"), PLOT_SVG, &e) ||
+		    plot_layers(m, all, title, out_path(r, "layers.png"), PLOT_PNG, &e))
+			diag_fatal(e.file, "%s", e.msg);
+	}
 }
 
 /* trace.json, with py-spy's stacks as --trace-stacks says. */

@@ -11,7 +11,9 @@ reads it at 0.1 s.  `anchorpost report`:
     (median half width <= 30 % at 200 steps: measured 21 %, while the
     median error is ~1 %: the phase fit's intervals are wider than
     DESIGN's 3x-the-error aim for 1-10 ms layers at this repetition
-    count), and the estimates close (median |error| <= 5 %).
+    count), and the estimates close (median |error| <= 5 %);
+  * report draws layers.svg/.png: joules per layer, forward and backward
+    side by side with error bars, a row per module path.
 Emulated sensor, not a measurement."""
 import os
 import statistics
@@ -59,6 +61,9 @@ def main():
     check(half and statistics.median(half) <= 0.30, "median half width %.1f %% <= 30 %%" % (100 * statistics.median(half or [0])))
     check(err and statistics.median(err) <= 0.05, "median |error| %.1f %% <= 5 %%" % (100 * statistics.median(err or [0])))
     print("     %d rows flagged as not identifiable" % undecided)
+    svg = open(os.path.join(rep, "layers.svg")).read() if os.path.exists(os.path.join(rep, "layers.svg")) else ""
+    check(svg and all(">%s<" % pth in svg for pth in LAYER_PATHS) and os.path.getsize(os.path.join(rep, "layers.png")) > 1000,
+          "report drew layers.svg/.png with every layer's row")
     return 1 if fails else 0
 
 
