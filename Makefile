@@ -27,7 +27,7 @@ VERSION := $(shell cat VERSION)
 VERSION_WORDS := $(subst ., ,$(VERSION))
 SOMAJOR := $(word 1,$(VERSION_WORDS))
 
-PKGS := hdf5 libcjson yajl cairo
+PKGS := hdf5 libcjson yajl cairo zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

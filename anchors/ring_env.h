@@ -28,6 +28,7 @@ enum ring_env {
 	RING_ENV_SIGNALS,        /* ANCHOR_SIGNALS=0: no fatal-signal record */
 	RING_ENV_AUTO,           /* ANCHOR_AUTO: Python auto mode */
 	RING_ENV_SYNC_PULSE,     /* ANCHOR_SYNC_PULSE: Python sync pulses */
+	RING_ENV_LAYERS_DEPTH,   /* ANCHOR_LAYERS_DEPTH: ANCHOR_AUTO=layers depth */
 	RING_ENV_MPI,            /* ANCHOR_MPI=0: no MPI ranges */
 	RING_ENV_SENSORS,        /* ANCHOR_SENSORS: rapl,nvml sampler */
 	RING_ENV_SENSOR_HZ,      /* ANCHOR_SENSOR_HZ: its rate */

@@ -7,7 +7,8 @@
 # sensors: libanchor's own sensor sampler and GPU readings; mpi: launchers
 # and multi-ring merging; report: report, phases, pictures, trace.json and
 # the user's workflows; cli: the command line, files, record, install;
-# unit: C unit tests).  Helpers are in tests/lib/, the programs the tests
+# torch: torch.profiler traces, per-op and per-layer joules; unit: C unit
+# tests).  Helpers are in tests/lib/, the programs the tests
 # run in tests/victims/, data in tests/data/.  A t_* file outside an area
 # folder fails the run (it would be skipped silently otherwise).
 #

@@ -2,6 +2,7 @@
  * fit, and the public calls (see align_pyspy.h; one method per
  * align_pyspy_*.c, chosen in align_pyspy_choose.c). */
 #include "align/align_pyspy_internal.h"
+#include "align/align_torch.h"
 
 #include <errno.h>
 #include <math.h>
@@ -460,6 +461,10 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
 	char extra[1024] = "";
+	if (p->meta.torch) {
+		align_torch_describe(a, p, buf, cap);
+		return;
+	}
 	if (!strncmp(a->method, "pulse", 5))
 		snprintf(extra, sizeof extra, "; %zu busy-pulse sample(s) in %zu pulse group(s), rms miss %.3g ms, "
 			 "worst %.3g ms", a->pulse_samples, a->pulse_groups, a->resid_ms, a->resid_max_ms);

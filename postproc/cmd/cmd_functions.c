@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "align/align_pyspy.h"
+#include "output/op_table.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
@@ -577,6 +578,7 @@ int cmd_functions(int argc, char **argv)
 {
 	struct em_opts o = {0};
 	const char *out = NULL, *profile = NULL, *ss_out = NULL, *stacks_out = NULL, *samples_out = NULL;
+	const char *ops_out = NULL;
 	struct run_opts ro = {0};
 	struct run_model rm;
 	struct em_error e;
@@ -594,6 +596,10 @@ int cmd_functions(int argc, char **argv)
 		OPT_STRING(0, "samples-out", &samples_out, "FILE",
 			   "per sample: pid,tid,t0_s,t1_s,unix_s (of t0_s),idle,energy_j,phase (at the slice's middle),"
 			   "leaf_function,leaf_line,t_s,phase_at_t (at the sample's own instant)"),
+		OPT_STRING(0, "ops-out", &ops_out, "FILE",
+			   "torch.profiler trace: joules per operator through the phases' fitted powers, with "
+			   "95 % intervals (op,category,rows,self_s,total_s,self_j,self_lo_j,self_hi_j,total_j,"
+			   "total_lo_j,total_hi_j,top_phase)"),
 		OPTS_PERUN_SELECT(&o),
 		OPTS_ALIGN(&o),
 		OPT_NO_HOOK(&o),
@@ -611,7 +617,11 @@ int cmd_functions(int argc, char **argv)
 	ro.need_power = 1;
 	if (run_model_open(&rm, &ro, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (ops_out && !rm.p.meta.torch)
+		diag_fatal(profile, "--ops-out needs a torch.profiler trace as --profile (this is py-spy's)");
 	rc = functions_write(&rm, out, ss_out, stacks_out, samples_out);
+	if (!rc && ops_out && op_table_write(&rm, NULL, ATTRIB_CHOICE_AUTO, NULL, ops_out, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	run_model_close(&rm);
 	return rc;
 }

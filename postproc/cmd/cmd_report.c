@@ -46,6 +46,8 @@
 #include <libgen.h>
 
 #include "align/align_pyspy.h"
+#include "output/op_table.h"
+#include "output/plot_layers.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
@@ -224,7 +226,7 @@ static void start_tmp_dir(struct report *r)
  * truth; a name missing here is still checked before the commit, only
  * later).  Checked before anything is written. */
 /* WITH_PERUN: not written without a perun file (write_times_only). */
-enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN };
+enum { ALWAYS, WITH_PROFILE, EMULATED, WITH_RANKS, WITH_PERUN, WITH_PROFILE_PERUN, WITH_TORCH_PERUN, WITH_LAYERS_PERUN };
 static const struct {
 	const char *name;
 	int when;
@@ -242,12 +244,15 @@ static const struct {
 	{"functions.csv", WITH_PROFILE_PERUN},
 	{"energy.speedscope.json", WITH_PROFILE_PERUN},
 	{"functions.csv.alignment.txt", WITH_PROFILE_PERUN},
+	{"ops.csv", WITH_TORCH_PERUN},
 	{"timeline.csv", WITH_PERUN},
 	{"timeline.csv.alignment.txt", WITH_PROFILE_PERUN},
 	{"timeline.svg", WITH_PERUN},
 	{"timeline.png", WITH_PERUN},
 	{"phases.svg", ALWAYS},
 	{"phases.png", ALWAYS},
+	{"layers.svg", WITH_LAYERS_PERUN},
+	{"layers.png", WITH_LAYERS_PERUN},
 	{"trace.json", ALWAYS},
 	{"stragglers.csv", WITH_RANKS},
 	{"ranks.csv", WITH_RANKS},
@@ -293,7 +298,9 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		if (planned[i].when == ALWAYS || (planned[i].when == WITH_PROFILE && rm->have_profile) ||
 		    (planned[i].when == EMULATED && rm->m.emulated) || (planned[i].when == WITH_RANKS && r->ranks) ||
 		    (planned[i].when == WITH_PERUN && !rm->m.times_only) ||
-		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only))
+		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only) ||
+		    (planned[i].when == WITH_TORCH_PERUN && rm->have_profile && rm->p.meta.torch && !rm->m.times_only) ||
+		    (planned[i].when == WITH_LAYERS_PERUN && plot_layers_count(&rm->m) && !rm->m.times_only))
 			check_target(r->final, planned[i].name);
 }
 
@@ -427,15 +434,23 @@ static void write_pictures(struct report *r, const struct energy_model *m, const
 	if (plot_phases(m, all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
 	    plot_phases(m, all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	if (plot_layers_count(m)) {
+		progress(r, "layers.svg, layers.png");
+		if (plot_layers(m, all, title, out_path(r, "layers.svg"), PLOT_SVG, &e) ||
+		    plot_layers(m, all, title, out_path(r, "layers.png"), PLOT_PNG, &e))
+			diag_fatal(e.file, "%s", e.msg);
+	}
 }
 
 /* trace.json, with py-spy's stacks as --trace-stacks says. */
-static void write_trace(struct report *r, const struct run_model *rm, const char *title, const char *stacks,
-			char *pyspy_line, size_t pyspy_cap)
+/* all: the phases' attribution (NULL: times only, no joules on slices). */
+static void write_trace(struct report *r, const struct run_model *rm, const struct phase_scope *all, const char *title,
+			const char *stacks, char *pyspy_line, size_t pyspy_cap)
 {
 	struct trace_pyspy tp = {0};
 	struct trace_stats ts;
 	char terr[256], *path;
+	double *row_j = NULL;
 	if (rm->have_profile) {
 		align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
 		if (strcmp(stacks, "none")) {
@@ -444,10 +459,29 @@ static void write_trace(struct report *r, const struct run_model *rm, const char
 			tp.all_processes = !strcmp(stacks, "all");
 		}
 	}
+	/* joules on the stack slices: a torch trace's ops by ops.csv's rule,
+	 * py-spy's samples by functions.csv's (their own slice) */
+	if (tp.p && all && rm->p.nsamples) {
+		if (!(row_j = calloc(rm->p.nsamples, sizeof *row_j)))
+			diag_fatal(NULL, "out of memory");
+		if (rm->p.meta.torch) {
+			if (op_table_row_j(rm, all, row_j))
+				diag_fatal(NULL, "out of memory");
+		} else if (rm->se.e_j && rm->se.n == rm->p.nsamples) {
+			for (size_t i = 0; i < rm->se.n; i++)
+				for (size_t g = 0; g < rm->m.ngroups; g++)
+					row_j[i] += rm->se.e_j[i * rm->m.ngroups + g];
+		} else {
+			free(row_j);
+			row_j = NULL;
+		}
+		tp.row_j = row_j;
+	}
 	progress(r, "trace.json");
 	path = out_path(r, "trace.json");
 	if (trace_json_write(&rm->m, &tp, title, path, &ts, terr, sizeof terr))
 		diag_fatal(path, "%s", terr);
+	free(row_j);
 }
 
 /* occurrences.csv: every phase occurrence on the run's time base, with
@@ -511,7 +545,7 @@ static const char *write_times_only(struct report *r, const struct run_model *rm
 	    plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	phase_scope_free(&all);
-	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
+	write_trace(r, rm, NULL, title, stacks, pyspy_line, pyspy_cap);
 	return rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
 				: "perun.csv, timeline.csv, timeline.svg/.png";
 }
@@ -552,12 +586,18 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 	out_path(r, "perun.csv.energy.csv");
 	if (rm->have_profile)
 		write_profile_files(r, rm, o);
+	if (rm->have_profile && rm->p.meta.torch) {
+		/* joules per operator through the phases' powers (op_table.h) */
+		progress(r, "ops.csv");
+		if (op_table_write(rm, &all, method, ao, out_path(r, "ops.csv"), &e))
+			diag_fatal(e.file, "%s", e.msg);
+	}
 	progress(r, "timeline.csv");
 	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
 	if (rm->have_profile)
 		out_path(r, "timeline.csv.alignment.txt");
 	write_pictures(r, m, &all, title);
-	write_trace(r, rm, title, stacks, pyspy_line, pyspy_cap);
+	write_trace(r, rm, &all, title, stacks, pyspy_line, pyspy_cap);
 	phase_scope_free(&all);
 }
 

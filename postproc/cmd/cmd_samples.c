@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "align/align_pyspy.h"
+#include "align/align_torch.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
@@ -894,7 +895,7 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	if (phase_set_build(rl.rf.ev, rl.rf.nev, &rl.procs, &ph))
 		oom();
 	base_ns = rl.rf.ev[0].ts_ns;
-	if (align_pyspy_fit(&rl, &ph, base_ns, &p, &al, aerr, sizeof aerr))
+	if (align_profile_fit(&rl, &ph, base_ns, &p, &al, aerr, sizeof aerr))
 		diag_fatal(in, "%s", aerr);
 	/* perun monitor's "<string>" frames named as functions and report
 	 * name them (sample_energy.h) */

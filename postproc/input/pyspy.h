@@ -114,6 +114,14 @@ struct pyspy_meta {
 	enum pyspy_idle idle;
 	char idle_reason[160];
 	uint64_t empty_samples; /* samples with an empty stack */
+	/* torch.profiler / Kineto traces (torch_trace.c; format CHROMETRACE:
+	 * rows are intervals of constant op stack, as py-spy's) */
+	int torch;              /* the profile is a torch.profiler trace */
+	int torch_schema;       /* its schemaVersion */
+	int torch_has_base;     /* baseTimeNanoseconds present (torch >= 2.4) */
+	int64_t torch_base_ns;  /* unix ns of ts 0 (0 without: ts is unix µs) */
+	double torch_t0_us;     /* ts of the earliest kept event: t_rel_s 0 */
+	uint64_t torch_events, torch_device_events, torch_annotations;
 };
 
 /* One delivered sample (speedscope), interval (chrometrace, evented

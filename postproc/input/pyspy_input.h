@@ -47,6 +47,11 @@ int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pysp
 			   struct pyspy_error *err);
 int pyspy_chrometrace_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 			    struct pyspy_error *err);
+/* Replace in->fp by a stream that inflates in->buf's gzip data and the
+ * rest of in->fp, and refill buf from it.  0, or -errno with err set. */
+int pyspy_gzip_input(struct pyspy_input *in, struct pyspy_error *err);
+int pyspy_torch_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
+		      struct pyspy_error *err);
 int pyspy_raw_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 		    struct pyspy_error *err);
 

@@ -80,6 +80,25 @@ int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, s
 	return 0;
 }
 
+/* A torch.profiler / Kineto trace: a JSON object with "traceEvents" whose
+ * first bytes name what only Kineto writes (it puts schemaVersion and
+ * deviceProperties before the events; cpu_op names its aten events).  A
+ * py-spy chrometrace wrapped in {"traceEvents": ...} has none of them. */
+static int is_torch(const struct pyspy_input *in)
+{
+	static const char *const marks[] = {"\"schemaVersion\"", "\"deviceProperties\"", "\"baseTimeNanoseconds\"",
+					    "\"cpu_op\"", "\"user_annotation\"", NULL};
+	size_t i = 0;
+	while (i < in->len && strchr(" \t\r\n", in->buf[i]))
+		i++;
+	if (i == in->len || in->buf[i] != '{')
+		return 0;
+	for (size_t k = 0; marks[k]; k++)
+		if (memmem(in->buf, in->len, marks[k], strlen(marks[k])))
+			return 1;
+	return 0;
+}
+
 static enum pyspy_format detect(const struct pyspy_input *in)
 {
 	for (size_t i = 0; i < in->len; i++) {
@@ -167,7 +186,7 @@ int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pysp
 {
 	struct pyspy_input in = {.fp = fp};
 	enum pyspy_format found;
-	int rc;
+	int rc, gz = 0;
 
 	err->msg[0] = '\0';
 	if (!(in.buf = malloc(PYSPY_CHUNK))) {
@@ -188,6 +207,25 @@ int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pysp
 	if (pyspy_written_by_anchorpost(in.buf, in.len)) {
 		pyspy_set_err(err, "%s", PYSPY_OWN_OUTPUT_MSG);
 		rc = -EINVAL;
+		goto out;
+	}
+	/* tensorboard_trace_handler(use_gzip=True) writes .json.gz: read
+	 * through zlib, whatever the name says (detected by content). */
+	if (in.len >= 2 && (unsigned char)in.buf[0] == 0x1f && (unsigned char)in.buf[1] == 0x8b) {
+		if ((rc = pyspy_gzip_input(&in, err)))
+			goto out;
+		gz = 1;
+		if (!is_torch(&in)) {
+			pyspy_set_err(err, "a gzip file that is not a torch.profiler trace (py-spy profiles are not "
+					   "compressed: give the .json)");
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	if (is_torch(&in) && (fmt == PYSPY_FMT_AUTO || fmt == PYSPY_FMT_CHROMETRACE)) {
+		rc = pyspy_torch_parse(&in, p, fn, ctx, err);
+		if (!rc)
+			idle_guess(p);
 		goto out;
 	}
 	found = detect(&in);
@@ -218,6 +256,8 @@ int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pysp
 out:
 	if (rc && !err->msg[0])
 		pyspy_set_err(err, "%s", strerror(-rc));
+	if (gz)
+		fclose(in.fp);
 	free(in.buf);
 	return rc;
 }

@@ -35,7 +35,7 @@ static int open_profile(struct run_model *rm, const char *profile, struct em_err
 		return fail(rm, e, rc < 0 ? rc : -EINVAL, profile, "%s", perr.msg);
 	if (!rm->p.nsamples)
 		return fail(rm, e, -EINVAL, profile, "the profile holds no samples");
-	if ((rc = align_pyspy_fit(&m->rl, &m->ph, m->base_ns, &rm->p, &rm->al, err, sizeof err))) {
+	if ((rc = align_profile_fit(&m->rl, &m->ph, m->base_ns, &rm->p, &rm->al, err, sizeof err))) {
 		char dmg[192];
 		/* A damaged ring is the likelier cause (ringload_damage). */
 		if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))

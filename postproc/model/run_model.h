@@ -11,6 +11,7 @@
 #define ANCHORPOST_RUN_MODEL_H
 
 #include "align/align_pyspy.h"
+#include "align/align_torch.h"
 #include "input/pyspy.h"
 #include "model/energy_model.h"
 #include "model/sample_energy.h"

@@ -338,6 +338,20 @@ static void write_power(struct w *w, const struct energy_model *m)
 			fputs("}}", w->fp);
 			w->st->counters++;
 		}
+		/* and the energy so far, a second track ("cpu energy (J)"): at
+		 * each window's end, the sum of the windows up to it */
+		double cum = 0;
+		for (size_t i = 1; i < gp.n; i++) {
+			if (isfinite(gp.power_w[i]))
+				cum += gp.power_w[i] * (gp.t_s[i] - gp.t_s[i - 1]);
+			open_ev(w, "C", pid, 0);
+			fprintf(w->fp, ",\"name\":%s", name);
+			put_ts(w, "ts", gp.t_s[i]);
+			fputs(",\"args\":{\"energy (J)\":", w->fp);
+			put_val(w, "%.6g", cum);
+			fputs("}}", w->fp);
+			w->st->counters++;
+		}
 		cJSON_free(name);
 		group_power_free(&gp);
 	}
@@ -435,11 +449,16 @@ static uint32_t *canonical_frames(const struct pyspy_frames *fr)
 
 /* E events carry the name of the slice they close: speedscope's Chrome
  * importer (and strict readers) match B and E by name. */
-static void frame_close(struct w *w, const struct stack_track *tr, double t, const char *name_json)
+static void frame_close(struct w *w, const struct stack_track *tr, double t, const char *name_json, double energy_j)
 {
 	open_ev(w, "E", tr->pid, tr->tid);
 	fprintf(w->fp, ",\"cat\":\"py-spy\",\"name\":%s", name_json);
 	put_ts(w, "ts", t);
+	if (!isnan(energy_j)) {
+		fputs(",\"args\":{\"energy_j\":", w->fp);
+		put_val(w, "%.9g", energy_j);
+		fputs("}", w->fp);
+	}
 	fputs("}", w->fp);
 	w->st->stack_events++;
 }
@@ -483,11 +502,12 @@ static void stack_tracks(struct w *w, const struct energy_model *m, const struct
 		tr[t].keep = stack_kept(m, ps, pid);
 		if (!tr[t].keep)
 			continue;
+		const char *who = p->meta.torch ? "torch.profiler" : "py-spy";
 		if (tid >= 0)
-			snprintf(buf, sizeof buf, "py-spy %s%s(tid %ld)", th->thread_name, th->thread_name[0] ? " " : "", tid);
+			snprintf(buf, sizeof buf, "%s %s%s(tid %ld)", who, th->thread_name, th->thread_name[0] ? " " : "", tid);
 		else
-			snprintf(buf, sizeof buf, "py-spy %s%s(py-spy thread %s)", th->thread_name,
-				 th->thread_name[0] ? " " : "", th->tid[0] ? th->tid : "?");
+			snprintf(buf, sizeof buf, "%s %s%s(%s thread %s)", who, th->thread_name,
+				 th->thread_name[0] ? " " : "", who, th->tid[0] ? th->tid : "?");
 		meta(w, "thread_name", pid, tr[t].tid, buf);
 		sort_index(w, "thread_sort_index", pid, tr[t].tid, tid >= 0 ? 2 * tid + 1 : (long)tr[t].tid);
 		if (!ring_procs_find(&m->rl.procs, pid)) {
@@ -502,7 +522,18 @@ static void stack_tracks(struct w *w, const struct energy_model *m, const struct
 struct stack_diff {
 	uint32_t *cur, *prev, *canon, maxdepth;
 	char **fname;
+	const double *row_j; /* NULL: no energy args */
+	double *acc;         /* maxdepth: joules of each open slice so far */
 };
+
+static double acc_take(const struct stack_diff *d, uint32_t depth)
+{
+	if (!d->row_j)
+		return NAN;
+	double v = d->acc[depth];
+	d->acc[depth] = 0;
+	return v;
+}
 
 /* Samples s[k..] of one thread: diff consecutive stacks as py-spy does,
  * by function: functions that left get "E" (leaf first), new ones "B"
@@ -520,23 +551,25 @@ static size_t diff_thread_stacks(struct w *w, const struct pyspy_profile *p, con
 		uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, d->cur, d->maxdepth), same = 0;
 		if (nprev && t0 > prev_end + 1e-6) {
 			while (nprev) {
-				frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]]);
+				frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]], acc_take(d, nprev - 1));
 				nprev--;
 			}
 		}
 		while (same < nprev && same < ncur && d->canon[d->prev[same]] == d->canon[d->cur[same]])
 			same++;
 		for (; nprev > same; nprev--)
-			frame_close(w, t, t0, d->fname[d->prev[nprev - 1]]);
+			frame_close(w, t, t0, d->fname[d->prev[nprev - 1]], acc_take(d, nprev - 1));
 		for (uint32_t j = same; j < ncur; j++) {
 			frame_open(w, t, t0, &p->frames.v[d->cur[j]], d->fname, d->cur[j]);
 			d->prev[j] = d->cur[j];
 		}
+		for (uint32_t j = 0; d->row_j && j < ncur && j < d->maxdepth; j++)
+			d->acc[j] += isfinite(d->row_j[s[k].i]) ? d->row_j[s[k].i] : 0;
 		nprev = ncur;
 		prev_end = t_end > t0 ? t_end : t0;
 	}
 	for (; nprev; nprev--)
-		frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]]);
+		frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]], acc_take(d, nprev - 1));
 	return k;
 }
 
@@ -555,7 +588,9 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 			d.maxdepth = p->stacks.v[i].depth;
 	d.cur = malloc(d.maxdepth * sizeof *d.cur);
 	d.prev = malloc(d.maxdepth * sizeof *d.prev);
-	if (!tr || !d.fname || !s || !d.canon || !d.cur || !d.prev) {
+	d.row_j = ps->row_j;
+	d.acc = calloc(d.maxdepth, sizeof *d.acc);
+	if (!tr || !d.fname || !s || !d.canon || !d.cur || !d.prev || !d.acc) {
 		w->oom = 1;
 		goto out;
 	}
@@ -579,6 +614,7 @@ out:
 	free(s);
 	free(d.cur);
 	free(d.prev);
+	free(d.acc);
 	free(d.canon);
 }
 

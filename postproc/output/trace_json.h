@@ -39,6 +39,10 @@ struct trace_pyspy {
 	const struct pyspy_profile *p; /* NULL: no stacks */
 	const struct align_pyspy *al;  /* places every sample on the timeline */
 	int all_processes;             /* else only processes with phases */
+	/* joules of each sample (p->nsamples, all groups; NULL: none): every
+	 * stack slice then carries args.energy_j, the sum over the samples it
+	 * spans (on its E event: Chrome's format merges B and E args) */
+	const double *row_j;
 };
 
 struct trace_stats {

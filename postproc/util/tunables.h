@@ -18,6 +18,16 @@
  * describe the same run. */
 #define ANCHOR_FIT_RANGE_MAX_S 3600.0
 
+/* --- torch.profiler traces (align/align_torch.c) --- */
+
+/* How far, ms, torch's own clock reading (ts + baseTimeNanoseconds, the
+ * system clock sampled through its approximate TSC clock) may be from the
+ * realtime the ring's SYNC records pair with CLOCK_MONOTONIC, when no
+ * record_function range pairs with an anchor.  Measured on torch 2.13 CPU
+ * (tests/torch/t_torch_align): within 0.05 ms; 1 ms leaves room for a
+ * realtime slewed by NTP between the two reads and a coarser TSC fit. */
+#define TORCH_CLOCK_PRIOR_MS 1.0
+
 /* --- perun's file (perun_load.c) --- */
 
 /* Largest |time| in s a perun series or region may hold, from its origin

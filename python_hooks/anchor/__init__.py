@@ -172,12 +172,38 @@ def auto(target="torch"):
 
         _bridges.install(target)
         return
+    if target == "layers":
+        # every module to ANCHOR_LAYERS_DEPTH (anchor.torch.layers), on the
+        # model's first call; implies the torch anchors
+        from . import _torch_hooks
+
+        try:
+            depth = int(_os.environ.get("ANCHOR_LAYERS_DEPTH", "2"))
+        except ValueError:
+            raise ValueError("ANCHOR_LAYERS_DEPTH=%r is not an integer"
+                             % (_os.environ.get("ANCHOR_LAYERS_DEPTH"),)) from None
+        if depth < 1:
+            raise ValueError("ANCHOR_LAYERS_DEPTH must be >= 1 (got %d)" % depth)
+        _torch_hooks.layers_on_first_call(depth)
+        _torch_hooks.install_when_imported()
+        return
     if target != "torch":
-        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'perun', 'record_function', 'nvtx')"
-                         % (target,))
+        raise ValueError("anchor.auto: unknown target %r (known: 'torch', 'layers', 'perun', 'record_function', "
+                         "'nvtx')" % (target,))
     from . import _torch_hooks
 
     _torch_hooks.install_when_imported()
+
+
+def __getattr__(name):
+    # anchor.torch (layers) on first use: importing anchor never imports torch
+    if name == "torch":
+        import importlib
+
+        mod = importlib.import_module(".torch", __name__)
+        globals()["torch"] = mod
+        return mod
+    raise AttributeError("module 'anchor' has no attribute %r" % (name,))
 
 
 def device_edges(on=True, backend=None, all_phases=True):

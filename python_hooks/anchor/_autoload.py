@@ -4,6 +4,8 @@ in the build tree and a ``make install`` prefix).
 
 Environment:
   ANCHOR_AUTO=torch      automatic PyTorch anchors (see anchor._torch_hooks);
+  ANCHOR_AUTO=torch,layers  also every module to ANCHOR_LAYERS_DEPTH (default 2)
+                         as forward/backward phases (anchor.torch.layers);
                          a comma-separated list is accepted.
   ANCHOR_SYNC_PULSE=1    run ``anchor.sync_pulse()`` (100 ms) when the
                          interpreter starts and again at exit;

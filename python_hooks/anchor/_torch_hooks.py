@@ -66,6 +66,20 @@ class _State(threading.local):
 
 
 _tls = _State()
+_layers_depth = 0  # ANCHOR_AUTO=layers: anchor.torch.layers on the outermost module
+
+
+def layers_on_first_call(depth):
+    """ANCHOR_AUTO=torch,layers: the outermost module called (the model)
+    gets anchor.torch.layers(model, depth) on its first call."""
+    global _layers_depth
+    _layers_depth = int(depth)
+
+
+def _auto_layers(model):
+    from . import torch as _layers
+
+    _layers._auto_layers(model, _layers_depth)
 _handles = []
 _restore = []  # (owner, attribute, original) to undo wrappers
 
@@ -102,6 +116,8 @@ def _wrap_call(orig):
             # one attribute load, torch's own hook-free fast path intact.
             return orig(self, *args, **kwargs)
         st.fwd = 1
+        if _layers_depth:
+            _auto_layers(self)
         _begin("forward")
         try:
             return orig(self, *args, **kwargs)

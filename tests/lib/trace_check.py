@@ -75,8 +75,12 @@ def main():
 	counters = [e for e in ev if e["ph"] == "C"]
 	check(counters, "no power counter")
 	tracks = {f"{e['name']} {k}" for e in counters for k in e["args"]}
-	check(all(t.endswith(" power (W)") and not t.startswith("power ") for t in tracks), f"counter tracks {tracks}")
+	check(all((t.endswith(" power (W)") or t.endswith(" energy (J)")) and not t.startswith("power ") for t in tracks),
+	      f"counter tracks {tracks}")
 	check("cpu power (W)" in tracks, f"no 'cpu power (W)' track in {tracks}")
+	# each group's power has its cumulative energy beside it (issue 25)
+	check({t[:-len(" power (W)")] for t in tracks if t.endswith(" power (W)")}
+	      == {t[:-len(" energy (J)")] for t in tracks if t.endswith(" energy (J)")}, f"energy tracks in {tracks}")
 	order = sorted((e["args"]["sort_index"], e["pid"]) for e in ev
 		       if e["ph"] == "M" and e["name"] == "process_sort_index")
 	check(order and {e["pid"] for e in counters} == {order[0][1]},

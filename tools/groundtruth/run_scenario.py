@@ -78,7 +78,10 @@ def _env(libanchor, ring, preload):
 
 def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 	preload=True, trace=False, seed=1, timeout_s=600, quiet=False, max_range_uj=None,
-	gpu=False, gpu_avg_ms=0.0, gpu_coverage=1.0, updater_args=()):
+	gpu=False, gpu_avg_ms=0.0, gpu_coverage=1.0, updater_args=(), workload=None, workload_args=()):
+	"""workload: another program in workload.py's place (it takes the same
+	--spec/--phase-file/--log, publishes its phases and writes the log;
+	e.g. tests/victims/torch_truth_train.py), with workload_args after."""
 	python = python or sys.executable
 	libanchor = libanchor or os.path.join(ROOT, "build", "libanchor.so")
 	if preload and not os.path.exists(libanchor):
@@ -120,8 +123,8 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 			time.sleep(0.01)
 		pcmd = [python, "-m", "anchor_emul.perun", "--powercap", p("powercap"), "monitor",
 			"--data_out", p("perun"), "--sampling_period", str(sampling_period),
-			os.path.join(HERE, "workload.py"), "--spec", p("spec.json"),
-			"--phase-file", p("phase.mmap"), "--log", p("instances.csv")]
+			workload or os.path.join(HERE, "workload.py"), "--spec", p("spec.json"),
+			"--phase-file", p("phase.mmap"), "--log", p("instances.csv")] + list(workload_args)
 		started = time.time()
 		res = subprocess.run(pcmd, env=_env(libanchor, p("run.ring"), preload), timeout=timeout_s,
 				     stdout=subprocess.DEVNULL if quiet else None)
@@ -143,7 +146,7 @@ def run(out, spec, sampling_period=0.1, noise=0.0, python=None, libanchor=None,
 		"gpu_avg_ms": gpu_avg_ms if gpu else None,
 		"files": {
 			"spec": p("spec.json"), "ring": p("run.ring") if preload else None,
-			"perun_hdf5": p("perun", "workload.hdf5"), "truth": p("truth.json"),
+			"perun_hdf5": p("perun", os.path.splitext(os.path.basename(workload or "workload.py"))[0] + ".hdf5"), "truth": p("truth.json"),
 			"instances": p("instances.csv"), "marker": p("perun", "EMULATED_SENSOR.txt"),
 			"counters": p("counters.csv") if trace else None,
 		},
