@@ -317,6 +317,36 @@ static int pick_training(struct energy_model *m, uint32_t root)
 	return 0;
 }
 
+/* Training processes anywhere in the ring that are not this file's run's
+ * (m->train, already picked below perun's process): another run of the
+ * script sharing the ring, which perun did not start.  0 or -ENOMEM. */
+static int count_other_runs(struct energy_model *m)
+{
+	struct train_procs all;
+	m->other_runs = 0;
+	m->other_run_pid = 0;
+	if (train_procs_find(&m->rl.procs, &m->ph, 0, &all))
+		return -ENOMEM;
+	for (size_t i = 0; i < all.n; i++) {
+		int mine = 0;
+		for (size_t j = 0; j < m->train.n && !mine; j++)
+			mine = all.p[i].proc->pid == m->train.p[j].proc->pid;
+		if (mine)
+			continue;
+		if (!m->other_runs++)
+			m->other_run_pid = all.p[i].proc->pid;
+	}
+	train_procs_free(&all);
+	return 0;
+}
+
+uint32_t energy_model_own_pid(const struct energy_model *m)
+{
+	if ((m->align.hook_runs > 1 || m->other_runs) && m->ph.nthr)
+		return m->ph.thr[m->ph.primary].pid;
+	return 0;
+}
+
 /* The ring and its phases. */
 static int load_ring(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
@@ -381,6 +411,8 @@ static int align_by_hook(struct energy_model *m, const struct em_opts *o, const 
 		 * slurmstepd) leave none there: then any training process. */
 		const struct ring_proc *sp = ring_procs_find(&m->rl.procs, m->align.hook_pid);
 		if (sp && (pick_training(m, sp->ppid) || (!m->train.n && pick_training(m, 0))))
+			EM_FAIL_OOM();
+		if (sp && m->train.n && count_other_runs(m))
 			EM_FAIL_OOM();
 		if (sp && m->align.hook_runs > 1 && m->train.n)
 			diag_warn(o->ring, "%zu perun runs in this ring: using the one this file belongs to (pid %u, "

@@ -49,6 +49,12 @@ struct energy_model {
 	struct ringload rl;
 	struct phase_set ph;    /* ph.primary: the lead training process's primary thread */
 	struct train_procs train; /* the training processes (train_procs.h) */
+	/* Training processes of the ring outside this perun file's run (the
+	 * user's two concurrent runs sharing one ring: `perun monitor X` and
+	 * `py-spy record -- python X`): how many, and the first's pid.  Phase
+	 * counts and times are then the file's run's own (phase_table). */
+	size_t other_runs;
+	uint32_t other_run_pid;
 	struct perun_file pf;
 	const struct perun_multirun *run;
 	const struct perun_round *round;
@@ -118,5 +124,10 @@ int energy_model_emulated(const char *perun_path);
 
 /* The notice every output carries for an emulated sensor ("" if real). */
 const char *energy_model_sensor_note(const struct energy_model *m);
+
+/* The pid whose phases count for this file (its run's lead process) when
+ * the ring holds other runs too (several perun runs, or a run perun did
+ * not start: m->other_runs); 0 (every process) otherwise. */
+uint32_t energy_model_own_pid(const struct energy_model *m);
 
 #endif

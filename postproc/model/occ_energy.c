@@ -14,7 +14,7 @@
  * rule for the "all" scope), or NULL. */
 static const struct phase_thread *thread_of_group(const struct energy_model *m, size_t g)
 {
-	uint32_t pid = m->align.hook_runs > 1 && m->ph.nthr ? m->ph.thr[m->ph.primary].pid : 0;
+	uint32_t pid = energy_model_own_pid(m);
 	long dthr = phase_set_device_of(&m->ph, pid);
 	if (!m->ph.nthr)
 		return NULL;

@@ -221,6 +221,17 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 			     "%stheir rows in phases.csv with flag 'tool'\n",
 			nhidden, m->times_only ? "" : "their time is in (unattributed), ");
 	}
+	if (m->other_runs && m->ph.nthr) {
+		/* The user's two concurrent runs sharing one ring: perun measured
+		 * the machine while both ran, and a py-spy profile of the other
+		 * run observed a different process than the one counted here. */
+		fprintf(tty, "note: this ring holds %zu other run(s) of phases that perun did not start (pid %u%s): "
+			     "counts and times above are pid %u's (this perun file's run) only; its joules are the "
+			     "machine's, the other run's work included; a py-spy profile of pid %u observed a different "
+			     "process than this energy file\n",
+			m->other_runs, m->other_run_pid, m->other_runs > 1 ? ", ..." : "", m->ph.thr[m->ph.primary].pid,
+			m->other_run_pid);
+	}
 	if (!nflagged)
 		return;
 	fprintf(tty, "(!) %zu value(s) flagged as physically implausible (flags column of phases.csv):\n", nflagged);
@@ -563,10 +574,9 @@ int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_c
 {
 	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
 	int rc;
-	/* Several perun runs in one ring: counts and times of this file's run
-	 * only, as its energy is. */
-	if (m->align.hook_runs > 1 && m->ph.nthr)
-		all.pid = m->ph.thr[m->ph.primary].pid;
+	/* Several runs in one ring (several perun runs, or one perun did not
+	 * start): counts and times of this file's run only, as its energy is. */
+	all.pid = energy_model_own_pid(m);
 	rc = phase_scope_attribute(m, method, ao, &all, e);
 	if (!rc)
 		rc = phase_table_write_scope(c, m, &all, tty, e);
