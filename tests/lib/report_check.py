@@ -116,8 +116,10 @@ def check_trace(path, steps, want_stacks, groups, phases):
 		ts = e.get("ts")
 		check(isinstance(ts, (int, float)) and math.isfinite(ts) and ts >= 0, f"event {i}: ts {ts!r}")
 		# Every track's events in time order: per thread (B/E/X/i), per
-		# counter, per async id.
-		track = ("C", e["pid"], e["name"]) if ph == "C" else (("A", e["pid"], e["id"]) if ph in "be" else ("T", e["pid"], e["tid"]))
+		# counter series (a counter's track is its name and arg key, as
+		# Perfetto draws "cpu power (W)" beside "cpu energy (J)"), per
+		# async id.
+		track = ("C", e["pid"], e["name"], tuple(sorted(e.get("args", {})))) if ph == "C" else (("A", e["pid"], e["id"]) if ph in "be" else ("T", e["pid"], e["tid"]))
 		check(ts >= last_ts.get(track, -1), f"event {i}: ts {ts} goes back on track {track}")
 		last_ts[track] = ts
 		key = (e["pid"], e["tid"])
