@@ -29,7 +29,9 @@ from pyanchor_util import BUILD, PYTHON, ROOT, TMP, check, need_build, skip  # n
 
 DOC = os.path.join(ROOT, "docs", "recording.md")
 EMUL = os.path.join(ROOT, "tools", "emulated_power")
-STEPS = 45
+# 9 s of steps: at perun's 0.5 s about 18 windows for the block's phases (45 steps, 4 s,
+# gave too few windows to attribute once under load)
+STEPS = 100
 PYSPY = next((p for p in (os.path.join(os.path.dirname(PYTHON), "py-spy"), shutil.which("py-spy"))
               if p and os.path.exists(p)), None)
 
