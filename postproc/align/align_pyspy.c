@@ -512,5 +512,13 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
 		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
-		 (a->idle_dropped || a->time_unknown) && !isfinite(a->reckon_ms) ? unsampled : "");
+		 (a->idle_dropped || a->time_unknown) && !isfinite(a->reckon_ms) ? unsampled
+		 /* placed by its sites, the figure holds; the user still learns
+		  * why the samples between sites have no time of their own */
+		 : a->idle_dropped ? "; RECORDED WITHOUT --idle: placed by its phase sites (the figure above); "
+				     "samples outside them have no exact time (re-record with py-spy --idle)"
+		 : a->time_unknown ? "; SAMPLE TIMES UNKNOWN (no --idle, or py-spy fell behind): placed by its phase "
+				     "sites (the figure above); samples outside them have no exact time (re-record "
+				     "with py-spy --idle)"
+				   : "");
 }
