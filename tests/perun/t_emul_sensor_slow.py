@@ -126,7 +126,11 @@ for name, ms, pw, dw, _, _ in PHASES:
 	ph = truth["phases"][name]
 	sec = sum(sched[name])
 	check(len(sched[name]) == REPEAT and ph["entries"] == REPEAT, f"{name}: {REPEAT} instances logged and entered")
-	check(abs(ph["seconds"] - sec) < 0.002, f"{name}: ledger {ph['seconds']:.4f} s vs schedule {sec:.4f} s")
+	# A transition the updater saw only after its next tick (descheduled
+	# under load) moves its lateness from one phase to the next: the ledger
+	# counts it and says so, so the schedule may differ by that much more.
+	tol = 0.002 + truth["late_seconds"]
+	check(abs(ph["seconds"] - sec) < tol, f"{name}: ledger {ph['seconds']:.4f} s vs schedule {sec:.4f} s (tolerance {tol * 1e3:.1f} ms: 2 ms + {truth['late_seconds'] * 1e3:.1f} ms of late transitions)")
 	check(abs(ph["energy_j"]["package"] - pw * ph["seconds"]) < 1e-6 * pw * ph["seconds"] + 1e-9, f"{name}: ledger package J = {pw} W x seconds")
 check(truth["phases"]["off"]["energy_j"]["package"] == 0.0, "nothing drawn outside the workload")
 total = sum(p["energy_j"]["package"] for p in truth["phases"].values())
