@@ -1,16 +1,21 @@
 """Slowdown of a training step of the example transformer with
 anchor.torch.layers(model, depth=2) (issue 25 point 3; BENCHMARKS.md 18).
 
-    ANCHOR_FILE=/tmp/x.ring PYTHONPATH=build/python python bench/torch_layers_overhead.py [--quick]
+    ANCHOR_FILE=/tmp/x.ring PYTHONPATH=build/python python bench/torch_layers_overhead.py \
+        [--quick] [--pairs N] [--steps S] [--against OLD/anchor/torch.py]
 
 The model is examples/transformer.py's TransformerLM at its defaults
 (d_model 96, 2+2 layers, 4 heads, batch 16, seq 24, vocab 256), torch on
-one thread.  One process, one model: blocks of steps alternate between
-the layer hooks off and on (LayerHandle.remove / layers again), so load
-from other processes hits both alike; blocks are timed in thread CPU
-time.  Reported: anchored modules, median of per-pair ratios (on/off)
-with a bootstrap 95 % interval, and µs per step.
+one thread.  One process, one model: rounds of short blocks, hooks off and
+on (LayerHandle.remove / layers again) in a shuffled order per round, so
+load from other processes hits every variant alike; blocks are timed in
+thread CPU time.  --against also times another implementation of
+anchor/torch.py (e.g. `git show REV:python_hooks/anchor/torch.py`) in the
+same rounds.  Reported per variant: median of per-round ratios to "off"
+with a bootstrap 95 % interval, and the median µs per step it adds.
 """
+import argparse
+import importlib.util
 import os
 import random
 import statistics
@@ -21,11 +26,25 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 import anchor  # noqa: E402
+import anchor.torch  # noqa: E402
 from transformer import TransformerLM  # noqa: E402
 
 
 def main():
-    quick = "--quick" in sys.argv
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pairs", type=int, default=150)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--against")
+    a = ap.parse_args()
+    if a.quick:
+        a.pairs, a.steps = 20, 2
+    impls = {"on": anchor.torch}
+    if a.against:
+        spec = importlib.util.spec_from_file_location("anchor._torch_against", a.against)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)  # its `from . import _anchor` resolves in package anchor
+        impls["against"] = mod
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = TransformerLM(256, 96, 2, 4, 24, dropout=0.1)
@@ -51,31 +70,30 @@ def main():
 
     for _ in range(5):
         step()
-    pairs, n_steps = (6, 5) if quick else (20, 10)
-    ratios, on_us, off_us = [], [], []
-    handle = None
-    npaths = 0
-    for i in range(pairs):
-        order = (0, 1) if i % 2 == 0 else (1, 0)
-        res = {}
-        for on in order:
-            if on:
-                handle = anchor.torch.layers(model, depth=2)
-                npaths = len(handle.paths)
-            res[on] = block(n_steps)
-            if on:
+    res = {k: [] for k in ["off"] + list(impls)}
+    paths = []
+    rng = random.Random(0)
+    for _ in range(a.pairs):
+        order = list(res)
+        rng.shuffle(order)
+        for k in order:
+            handle = impls[k].layers(model, depth=2) if k != "off" else None
+            if handle is not None:
+                paths = handle.paths
+            res[k].append(block(a.steps))
+            if handle is not None:
                 handle.remove()
-        ratios.append(res[1] / res[0])
-        on_us.append(res[1] / 1e3)
-        off_us.append(res[0] / 1e3)
-    rng = random.Random(1)
-    boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-    med = statistics.median(ratios)
-    print("anchored modules (depth 2): %d: %s" % (npaths, ", ".join(handle.paths)))
-    print("step: off %.0f us, on %.0f us (medians, thread CPU time)" % (statistics.median(off_us),
-                                                                       statistics.median(on_us)))
-    print("slowdown: %+.2f %% (95 %% CI %+.2f .. %+.2f %%), %d pairs of %d-step blocks"
-          % (100 * (med - 1), 100 * (boots[50] - 1), 100 * (boots[1949] - 1), pairs, n_steps))
+    print("anchored modules (depth 2): %d: %s" % (len(paths), ", ".join(paths)))
+    print("step: off %.0f us (median, thread CPU time), %d rounds of %d-step blocks"
+          % (statistics.median(res["off"]) / 1e3, a.pairs, a.steps))
+    boot = random.Random(1)
+    for k in impls:
+        ratios = [x / y for x, y in zip(res[k], res["off"])]
+        boots = sorted(statistics.median(boot.choices(ratios, k=len(ratios))) for _ in range(2000))
+        lo, hi = boots[int(0.025 * len(boots))], boots[int(0.975 * len(boots)) - 1]
+        print("%s: slowdown %+.2f %% (95 %% CI %+.2f .. %+.2f %%), %+.0f us per step"
+              % ("this code" if k == "on" else "against", 100 * (statistics.median(ratios) - 1), 100 * (lo - 1),
+                 100 * (hi - 1), statistics.median(x - y for x, y in zip(res[k], res["off"])) / 1e3))
 
 
 if __name__ == "__main__":

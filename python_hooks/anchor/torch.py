@@ -19,14 +19,19 @@ Depth counts the modules that run: containers that are never called
 ``TransformerEncoder`` depth 1 is ``encoder``, depth 2 ``encoder.layers.0``,
 depth 3 its ``self_attn``.
 
-How: per-module hooks (forward pre/post hooks with ``always_call``, so a
-forward that raises still ends; full backward pre/post hooks, which fire
-when the module's output gradients arrive and when its input gradients
-are done; torch 2.x calls both also for a first layer whose input needs
-no gradient, but there at once: its input gradient is never computed, so
-its backward range is empty, and the UserWarning torch gives for that is
-silenced for these hooks alone).  A backward post hook without its pre
-hook (hooks installed mid-backward) writes nothing.
+How: forward pre/post hooks (``always_call``, so a forward that raises
+still ends) open and close the forward; the backward's edges are those of
+torch's full backward hooks (it begins when the module's output gradient
+arrives, ends when its input gradients are done), taken from gradient
+hooks on the tensors of each call instead: one per tensor, run innermost
+first, so the ranges nest as the modules do, without the
+BackwardHookFunction that full backward hooks put around every input and
+output (2-3 % of a step at depth 2, BENCHMARKS.md 18).  A call whose
+inputs need no gradient (a first layer on data, an embedding) ends its
+backward when the last of its own parameters' gradients is accumulated
+(torch >= 2.1); one with neither is not anchored backward.  Whatever a
+backward pass leaves open (a branch whose input gradient never came) is
+closed when the pass ends (autograd's queued callback).
 
 Too short to attribute: a layer far shorter than the power sensor's
 period can still be attributed (anchorpost fits per-phase power over many
@@ -38,9 +43,26 @@ so the ring says which layers were not anchored and why;
 ``handle.too_short`` lists them.  torch is imported by the caller (a
 model exists), never by ``import anchor``.
 """
+import threading as _threading
 import time as _time
 
 from . import _anchor
+
+_torch = None
+_queue_callback = None
+
+
+def _bind_torch():
+    """torch is the caller's (a model exists): bound at the first layers()."""
+    global _torch, _queue_callback
+    if _torch is None:
+        import torch
+
+        _torch = torch
+        try:
+            _queue_callback = torch.autograd.Variable._execution_engine.queue_callback
+        except AttributeError:
+            _queue_callback = None
 
 __all__ = ["layers", "LayerHandle"]
 
@@ -91,37 +113,159 @@ class LayerHandle:
             self._drop(path)
 
 
+class _Edges:
+    """Backward edges on one tensor: the (fn, state) pairs its gradient
+    opens or closes, run last-registered first.  Forward registers them in
+    nesting order (a parent's pre hook before its first child's, a last
+    child's post hook before its parent's), so running them reversed ends
+    an inner module's backward before its parent's and begins a parent's
+    before its last child's: the ranges nest as the modules do.  One hook
+    per tensor, however many modules share it (a parent and its first
+    child take the same input)."""
+
+    __slots__ = ("todo",)
+    CAP = 256  # a leaf input forwarded often without a backward: stale edges, not a leak
+
+    def __init__(self):
+        self.todo = []
+
+    def __call__(self, grad):
+        todo, self.todo = self.todo, []
+        for fn, st in reversed(todo):
+            fn(st)
+
+
+def _edge(t, fn, st):
+    e = getattr(t, "_anchor_edges", None)
+    if e is None:
+        e = _Edges()
+        try:
+            t._anchor_edges = e
+        except (AttributeError, RuntimeError):
+            return False
+        t.register_hook(e)
+    if len(e.todo) >= _Edges.CAP:
+        e.todo.clear()
+    e.todo.append((fn, st))
+    return True
+
+
+_tls = _threading.local()
+
+
+def _open():
+    """This thread's open layer backward ranges, innermost last."""
+    s = getattr(_tls, "open", None)
+    if s is None:
+        s = _tls.open = []
+    return s
+
+
+def _close_rest(s, tid):
+    """End of a backward pass (autograd's queued callback): close what no
+    edge closed (a branch whose input gradient never came), innermost
+    first, on the thread that opened them; another thread cannot write
+    their END records."""
+    if _threading.get_ident() == tid:
+        while s:
+            st = s.pop()
+            st.end(st.bwd)
+
+
+def _bwd_begin(st):
+    s = _open()
+    if not s and _queue_callback is not None:
+        try:
+            _queue_callback(lambda s=s, tid=_threading.get_ident(): _close_rest(s, tid))
+        except RuntimeError:
+            pass  # not inside a backward pass (a hook fired by torch.autograd.grad on a retained graph)
+    s.append(st)
+    st.pending = st.nparams
+    st.begin(st.bwd)
+
+
+def _bwd_end(st):
+    s = _open()
+    if st not in s:
+        return  # its begin never came (hooks installed mid-backward), or closed already
+    while s:
+        top = s.pop()
+        top.end(top.bwd)
+        if top is st:
+            break
+
+
+def _param_done(st):
+    if st.pending > 0:
+        st.pending -= 1
+        if st.pending == 0:
+            _bwd_end(st)
+
+
+class _Layer:
+    __slots__ = ("fwd", "bwd", "begin", "end", "n", "ns", "t0", "nparams", "pending", "phooks", "armed")
+
+    def __init__(self, path):
+        self.fwd, self.bwd = _name(path, "forward"), _name(path, "backward")
+        self.begin, self.end = _anchor.begin, _anchor.end
+        self.n = self.ns = self.t0 = self.nparams = self.pending = 0
+        self.phooks = None
+        self.armed = False
+
+
 def _install(handle, path, mod, min_us, probe):
-    fwd, bwd = _name(path, "forward"), _name(path, "backward")
-    begin, end, mark = _anchor.begin, _anchor.end, _anchor.mark
+    """Forward: pre and post hooks.  Backward: gradient hooks on the
+    tensors of this call (its first output's gradient begins the range,
+    its inputs' gradients end it), as torch's full backward hooks define
+    the edges but without their BackwardHookFunction around every input
+    and output (which cost 2-3 % of a step at depth 2, BENCHMARKS.md 18).
+    A call whose inputs need no gradient (a first layer, an embedding)
+    ends its backward when the last of its parameters' gradients is
+    accumulated."""
+    st = _Layer(path)
+    mark = _anchor.mark
     hooks = []
-    # forward: a start time only while probing (min_us), else two calls
-    state = {"n": 0, "ns": 0, "t0": 0, "open_bwd": 0}
 
     def pre(m, args):
-        begin(fwd)
+        st.begin(st.fwd)
         if min_us:
-            state["t0"] = _time.perf_counter_ns()
+            st.t0 = _time.perf_counter_ns()
+        if not _torch.is_grad_enabled():
+            return
+        ends = False
+        for x in args:
+            if isinstance(x, _torch.Tensor) and x.requires_grad:
+                ends = _edge(x, _bwd_end, st) or ends
+        if ends:
+            st.nparams = 0
+            st.armed = True
+            return
+        if st.phooks is None:
+            st.phooks = []
+            if hasattr(_torch.Tensor, "register_post_accumulate_grad_hook"):  # torch >= 2.1
+                st.phooks = [p.register_post_accumulate_grad_hook(lambda p_: _param_done(st))
+                             for p in m.parameters() if p.requires_grad]
+            hooks.extend(st.phooks)
+        st.nparams = len(st.phooks)
+        # No gradient into it and none of its own: its backward has no end
+        # to observe, so it is not opened at all.
+        st.armed = st.nparams > 0
 
     def post(m, args, out):
-        end(fwd)
-        if min_us and state["n"] < probe:
-            state["ns"] += _time.perf_counter_ns() - state["t0"]
-            state["n"] += 1
-            if state["n"] == probe and state["ns"] / probe < min_us * 1e3:
-                mean = int(state["ns"] / probe)
+        st.end(st.fwd)
+        if st.armed and _torch.is_grad_enabled():
+            st.armed = False
+            o = out[0] if isinstance(out, (tuple, list)) and out else out
+            if isinstance(o, _torch.Tensor) and o.requires_grad:
+                _edge(o, _bwd_begin, st)
+        if min_us and st.n < probe:
+            st.ns += _time.perf_counter_ns() - st.t0
+            st.n += 1
+            if st.n == probe and st.ns / probe < min_us * 1e3:
+                mean = int(st.ns / probe)
                 mark(_name(path, "too_short"), mean)
                 handle.too_short.append((path, mean / 1e3))
                 handle._drop(path)
-
-    def bpre(m, grad_out):
-        state["open_bwd"] += 1
-        begin(bwd)
-
-    def bpost(m, grad_in, grad_out):
-        if state["open_bwd"]:
-            state["open_bwd"] -= 1
-            end(bwd)
 
     try:
         hooks.append(mod.register_forward_pre_hook(pre))
@@ -129,8 +273,6 @@ def _install(handle, path, mod, min_us, probe):
             hooks.append(mod.register_forward_hook(post, always_call=True))
         except TypeError:  # torch < 2.1: no always_call
             hooks.append(mod.register_forward_hook(post))
-        hooks.append(mod.register_full_backward_pre_hook(bpre))
-        hooks.append(mod.register_full_backward_hook(bpost))
     except Exception:
         for h in hooks:
             h.remove()
@@ -142,13 +284,7 @@ def _install(handle, path, mod, min_us, probe):
 def layers(model, depth=2, min_us=0.0, probe=5):
     """Anchor the forward and backward of every module of ``model`` down to
     ``depth`` levels (see the module's doc).  Returns a LayerHandle."""
-    import warnings
-
-    # torch warns once per first layer that its full backward hook fires
-    # at the output gradient; that is what we anchor, and the user's
-    # output must not change because we did.
-    warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed with "
-                            "respect to module outputs")
+    _bind_torch()
     if depth < 1:
         raise ValueError("anchor.torch.layers: depth must be >= 1 (got %r)" % (depth,))
     handle = LayerHandle()
