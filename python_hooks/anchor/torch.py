@@ -29,8 +29,10 @@ BackwardHookFunction that full backward hooks put around every input and
 output (2-3 % of a step at depth 2, BENCHMARKS.md 18).  A call whose
 inputs need no gradient (a first layer on data, an embedding) ends its
 backward when the last of its own parameters' gradients is accumulated
-(torch >= 2.1); one with neither is not anchored backward.  Whatever a
-backward pass leaves open (a branch whose input gradient never came) is
+(torch >= 2.1); one with neither is not anchored backward.  A module's
+backward holds only its submodules': one still open when an unrelated
+module's backward begins (a branch whose input gradient never comes, a
+detached input) ends there, and whatever a backward pass leaves open is
 closed when the pass ends (autograd's queued callback).
 
 Too short to attribute: a layer far shorter than the power sensor's
@@ -172,8 +174,18 @@ def _close_rest(s, tid):
             st.end(st.bwd)
 
 
+def _contains(outer, inner):
+    return outer.owner is inner.owner and inner.path.startswith(outer.path + ".")
+
+
 def _bwd_begin(st):
     s = _open()
+    # A module's backward holds only its submodules' backwards: one that
+    # is still open when an unrelated module's begins (a branch whose input
+    # gradient never comes, a detached input) is over.
+    while s and not _contains(s[-1], st):
+        top = s.pop()
+        top.end(top.bwd)
     if not s and _queue_callback is not None:
         try:
             _queue_callback(lambda s=s, tid=_threading.get_ident(): _close_rest(s, tid))
@@ -203,9 +215,11 @@ def _param_done(st):
 
 
 class _Layer:
-    __slots__ = ("fwd", "bwd", "begin", "end", "n", "ns", "t0", "nparams", "pending", "phooks", "armed")
+    __slots__ = ("fwd", "bwd", "begin", "end", "n", "ns", "t0", "nparams", "pending", "phooks", "armed", "owner",
+                 "path")
 
-    def __init__(self, path):
+    def __init__(self, owner, path):
+        self.owner, self.path = owner, path
         self.fwd, self.bwd = _name(path, "forward"), _name(path, "backward")
         self.begin, self.end = _anchor.begin, _anchor.end
         self.n = self.ns = self.t0 = self.nparams = self.pending = 0
@@ -222,7 +236,7 @@ def _install(handle, path, mod, min_us, probe):
     A call whose inputs need no gradient (a first layer, an embedding)
     ends its backward when the last of its parameters' gradients is
     accumulated."""
-    st = _Layer(path)
+    st = _Layer(handle, path)
     mark = _anchor.mark
     hooks = []
 
