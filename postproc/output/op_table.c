@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/device_op_fit.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 
@@ -149,6 +150,23 @@ static int agg_alloc(struct op_agg *g, size_t nf, size_t np, size_t ng)
 		       : -ENOMEM;
 }
 
+/* A device row of an op fitted on the device's busy time
+ * (device_op_fit.h) takes its share of that op's joules, by its time,
+ * for the device groups, instead of its phase's power. */
+static void device_override(const struct device_op_fit *fit, size_t ng, uint32_t leaf, double dt, double *e,
+			    double *lo, double *hi)
+{
+	for (size_t gi = 0; gi < ng; gi++) {
+		const struct device_op_fit *f = &fit[gi];
+		if (!f->has || !f->has[leaf] || !(f->rows_s[leaf] > 0))
+			continue;
+		double share = dt / f->rows_s[leaf];
+		e[gi] = f->j[leaf] * share;
+		lo[gi] = f->lo[leaf] * share;
+		hi[gi] = f->hi[leaf] * share;
+	}
+}
+
 static int aggregate(const struct run_model *rm, const struct phase_scope *sr, struct op_agg *g, double *row_j)
 {
 	const struct energy_model *m = &rm->m;
@@ -161,7 +179,8 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 	uint8_t *take_host = calloc(ng + 1, 1), *take_dev = calloc(ng + 1, 1);
 	uint32_t *path = NULL;
 	uint32_t path_cap = 0;
-	if (!e || !ph_s || !take_host || !take_dev || agg_alloc(g, nf, np, ng) || power_of(m, sr, &pw))
+	struct device_op_fit *fit = calloc(ng + 1, sizeof *fit);
+	if (!e || !ph_s || !take_host || !take_dev || !fit || agg_alloc(g, nf, np, ng) || power_of(m, sr, &pw))
 		goto out;
 	for (uint32_t k = 0; k < p->nthreads; k++)
 		any_dev |= p->threads[k].pid < 0;
@@ -169,7 +188,12 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 		int dev = phase_set_group_is_device(m->groups[gi]) != 0;
 		take_host[gi] = (uint8_t)(!any_dev || !dev);
 		take_dev[gi] = (uint8_t)dev;
+		/* The kernels' own fit: the method's default rule (every caller,
+		 * ops.csv and trace.json's slices, gets the same numbers). */
+		if (any_dev && dev && (rc = device_op_fit(rm, gi, ATTRIB_CHOICE_AUTO, NULL, &fit[gi])))
+			goto out;
 	}
+	rc = -ENOMEM;
 	const struct phase_thread *host = sr->thr >= 0 ? &m->ph.thr[sr->thr] : NULL, *devth = host;
 	long dthr = host ? phase_set_device_of(&m->ph, host->pid) : -1;
 	if (dthr >= 0)
@@ -182,11 +206,6 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 		memset(e, 0, 3 * ng * sizeof *e);
 		memset(ph_s, 0, (np + 1) * sizeof *ph_s);
 		row_energy(m, dev ? devth : host, &pw, a, b, dev ? take_dev : take_host, e, lo, hi, ph_s);
-		if (row_j) {
-			row_j[i] = 0;
-			for (size_t gi = 0; gi < ng; gi++)
-				row_j[i] += e[gi];
-		}
 		uint32_t depth = p->stacks.v[s->stack].depth;
 		if (depth > path_cap) {
 			uint32_t *np2 = realloc(path, depth * sizeof *path);
@@ -198,6 +217,13 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 		pyspy_stack_frames(&p->stacks, s->stack, path, path_cap);
 		uint32_t leaf = path[depth - 1];
 		double dt = b > a ? b - a : 0;
+		if (dev && depth == 1)
+			device_override(fit, ng, leaf, dt, e, lo, hi);
+		if (row_j) {
+			row_j[i] = 0;
+			for (size_t gi = 0; gi < ng; gi++)
+				row_j[i] += e[gi];
+		}
 		g->self_s[leaf] += dt;
 		g->rows[leaf]++;
 		for (size_t k = 0; k <= np; k++)
@@ -222,6 +248,9 @@ static int aggregate(const struct run_model *rm, const struct phase_scope *sr, s
 	}
 	rc = 0;
 out:
+	for (size_t gi = 0; fit && gi < ng; gi++)
+		device_op_fit_free(&fit[gi]);
+	free(fit);
 	free(pw.w);
 	free(pw.lo);
 	free(pw.hi);

@@ -19,7 +19,10 @@
  * Devices: where the trace has device rows (kernels, memcpy, memset),
  * device groups (gpu) are given to device rows on their device-side times
  * and host groups (cpu, ram) to host rows; without device rows every
- * group goes to the host rows.  Rows that overlap on several threads (or
+ * group goes to the host rows.  A device op (a row whose stack is the op
+ * alone) takes its device groups' joules from its own fit on the device's
+ * busy time (device_op_fit.h), not from its phase's average power, which
+ * mixes in the device's idle time inside the phase.  Rows that overlap on several threads (or
  * streams) each get the power of their own time, so where ops of two
  * threads ran at once their joules add up to more than was drawn: a
  * phase's power is the machine's, not a thread's.
