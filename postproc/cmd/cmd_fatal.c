@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/no_energy_note.h"
 #include "util/diag.h"
 
 void diag_vfatal(const char *file, const char *fmt, va_list ap)
@@ -31,17 +32,8 @@ void outfile_open(struct outfile *o, const char *path)
 void outfile_commit(struct outfile *o)
 {
 	struct em_error e;
-	char *shown;
-	if (!o->shown) {
-		if (outfile_finish(o, "(stdout)", &e))
-			diag_fatal(e.file, "%s", e.msg);
-		return;
-	}
-	/* o->shown is freed by a failing finish: the message keeps a copy. */
-	shown = strdup(o->shown);
-	if (outfile_finish(o, shown ? shown : "(output)", &e))
+	if (outfile_done(o, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	free(shown);
 }
 
 void outfile_commit_held(void)
@@ -56,4 +48,10 @@ void ringload_open(struct ringload *rl, const char *path)
 	char err[512];
 	if (ringload_load(rl, path, err, sizeof err))
 		diag_fatal(path, "%s", err);
+}
+
+void run_open_fatal(const struct em_opts *o, const struct em_error *e)
+{
+	no_energy_note_open_failed(o);
+	diag_fatal(e->file, "%s", e->msg);
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 
 #include "input/ringload.h"
+#include "model/energy_model.h"
 #include "output/outfile.h"
 
 /* Print "anchorpost: <file>: <msg>" and exit(1) after aborting outputs.
@@ -28,6 +29,10 @@ void outfile_commit(struct outfile *o);
 /* Several outputs, all or none: outfile_hold(), then after the last
  * outfile_commit this renames them all (or prints and exits). */
 void outfile_commit_held(void);
+
+/* energy_model_open / run_model_open failed with *e: without a perun file
+ * first what the ring says of perun (no_energy_note.h), then the error. */
+void run_open_fatal(const struct em_opts *o, const struct em_error *e) __attribute__((noreturn));
 
 /* ringload_load or print and exit: for the commands that read only a ring. */
 void ringload_open(struct ringload *rl, const char *path);

@@ -57,11 +57,11 @@
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
-#include "model/occ_energy.h"
 #include "model/run_model.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
-#include "output/occurrence_table.h"
+#include "output/no_energy_note.h"
+#include "output/occurrences_csv.h"
 #include "output/outfile.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
@@ -485,19 +485,13 @@ static void write_trace(struct report *r, const struct run_model *rm, const stru
 }
 
 /* occurrences.csv: every phase occurrence on the run's time base, with
- * its joules where the data decide them (occ_energy.h). */
+ * its joules where the data decide them (occurrences_csv.h). */
 static void write_occurrences(struct report *r, const struct energy_model *m)
 {
-	struct occ_energy oe;
 	struct em_error e;
-	char *path;
 	progress(r, "occurrences.csv");
-	if (occ_energy_build(m, &oe, &e))
+	if (occurrences_csv_write(m, out_path(r, "occurrences.csv"), NULL, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	path = out_path(r, "occurrences.csv");
-	if (occurrence_table_write(m, &oe, path, &e))
-		diag_fatal(e.file, "%s", e.msg);
-	occ_energy_free(&oe);
 }
 
 /* Without a perun file: what the ring (and the profile) give alone.
@@ -692,7 +686,7 @@ int cmd_report(int argc, char **argv)
 	 * the ring of the lowest rank. */
 	if (found.nrings > 1) {
 		if (!o.perun)
-			phases_no_energy_note_ring(found.ring, PHASES_NO_PERUN_HERE);
+			no_energy_note_ring(found.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)found.rings, found.nrings, &o, method, &ao);
 		r.ranks = &mr;
 		o.ring = mring_lead_ring(&mr);
@@ -701,7 +695,7 @@ int cmd_report(int argc, char **argv)
 	ro.profile = profile;
 	ro.need_power = profile != NULL && o.perun; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
-		phases_open_failed(&o, &e);
+		run_open_fatal(&o, &e);
 	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
 		const char *one[1] = {o.ring};
 		progress(&r, "several ranks in the ring: the per-rank model");
@@ -710,7 +704,7 @@ int cmd_report(int argc, char **argv)
 	}
 	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
 	if (rm.m.times_only)
-		phases_no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
+		no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
 	if (rm.m.times_only)

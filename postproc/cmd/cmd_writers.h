@@ -14,25 +14,6 @@
 #include "input/ringload.h"
 #include "model/run_model.h"
 
-/* On stderr: why there are no joules (why: "no --perun given", ...) and
- * what the ring says of perun (perun_absent.h). */
-void phases_no_energy_note(const struct energy_model *m, const char *why);
-/* The same for a run of several rings (the first one's account of perun). */
-void phases_no_energy_note_ring(const char *ring, const char *why);
-
-/* energy_model_open / run_model_open failed with *e: without a perun file
- * first what the ring says of perun, then the error; exits. */
-void phases_open_failed(const struct em_opts *o, const struct em_error *e) __attribute__((noreturn));
-#define PHASES_NO_PERUN_HERE "no perun file (*.hdf5 or *.h5, here, in perun/ or in perun_results/) beside the ring"
-
-/* phases.csv (out NULL: stdout, the table then to stderr) and the table. */
-void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
-		  const struct attrib_opts *ao, int by_process);
-
-/* occurrences.csv to out (NULL: stdout): one row per phase occurrence
- * (occurrence_table.h); a line saying how many to tty (NULL: none). */
-void occurrences_write(const struct energy_model *m, const char *out, FILE *tty);
-
 /* functions.csv (out NULL: stdout) + OUT.alignment.txt; the optional
  * speedscope, stacks and samples files where their paths are given. */
 int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,

@@ -546,6 +546,23 @@ int outfile_finish(struct outfile *o, const char *path, struct em_error *e)
 	return 0;
 }
 
+int outfile_done(struct outfile *o, struct em_error *e)
+{
+	char *shown;
+	int rc;
+	if (!o->shown)
+		return outfile_finish(o, "(stdout)", e);
+	/* o->shown is freed by a failing finish: the message keeps a copy. */
+	if (!(shown = strdup(o->shown))) {
+		outfile_abort(o);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	if ((rc = outfile_finish(o, shown, e)))
+		diag_error_keep_file(e);
+	free(shown);
+	return rc;
+}
+
 void outfile_abort(struct outfile *o)
 {
 	sigset_t old;

@@ -47,6 +47,10 @@ int outfile_create(struct outfile *o, const char *path, struct em_error *e);
  * temp removed. */
 int outfile_finish(struct outfile *o, const char *path, struct em_error *e);
 
+/* outfile_finish with the errors naming the path o was created with
+ * ("(stdout)" for stdout), kept in *e: how a writer commits one output. */
+int outfile_done(struct outfile *o, struct em_error *e);
+
 /* Hold renames: from now on outfile_finish() checks and closes each
  * output but leaves it under its temp name until outfile_release(), so a
  * command that writes several files (FILE and FILE.energy.csv,

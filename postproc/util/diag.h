@@ -25,7 +25,12 @@ void diag_vprint(const char *tag, const char *file, const char *fmt, va_list ap)
 struct em_error {
 	const char *file;
 	char msg[1024];
+	char file_own[4096]; /* diag_error_keep_file's copy of file */
 };
+
+/* Point e->file at a copy inside *e: for a writer about to free the path
+ * (an asprintf'd OUT.alignment.txt) that its error names.  e may be NULL. */
+void diag_error_keep_file(struct em_error *e);
 
 /* Fill *e (when e is not NULL) and return code, so that a failure path
  * reads `return diag_error(e, -ENOMEM, NULL, "out of memory");`. */
