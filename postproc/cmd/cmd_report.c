@@ -66,6 +66,7 @@
 #include "output/phase_table.h"
 #include "output/plot.h"
 #include "output/temp_name.h"
+#include "output/timeline_csv.h"
 #include "output/trace_json.h"
 #include "util/diag.h"
 
@@ -587,7 +588,8 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 			diag_fatal(e.file, "%s", e.msg);
 	}
 	progress(r, "timeline.csv");
-	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
+	if (timeline_csv_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	if (rm->have_profile)
 		out_path(r, "timeline.csv.alignment.txt");
 	write_pictures(r, m, &all, title);

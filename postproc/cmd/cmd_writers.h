@@ -19,9 +19,6 @@
 int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
 		    const char *samples_out);
 
-/* timeline.csv (out NULL: stdout) in bins of bin_s + OUT.alignment.txt. */
-int timeline_write(const struct run_model *rm, const char *out, double bin_s);
-
 /* perun's samples (or regions) as long CSV to out ("-": stdout), of one
  * multirun (only, NULL: all); the energy table goes to table (NULL: none)
  * and, when out is a file, to OUT.energy.csv.  in names the file.
