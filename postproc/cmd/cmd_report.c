@@ -60,6 +60,7 @@
 #include "model/run_model.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
+#include "output/functions_csv.h"
 #include "output/no_energy_note.h"
 #include "output/occurrences_csv.h"
 #include "output/outfile.h"
@@ -411,6 +412,7 @@ static void write_emulated_note(struct report *r, const struct energy_model *m, 
 static void write_profile_files(struct report *r, const struct run_model *rm, const struct em_opts *o)
 {
 	const struct energy_model *m = &rm->m;
+	struct em_error e;
 	progress(r, "samples.csv");
 	samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
 	out_path(r, "samples.csv.alignment.txt");
@@ -419,7 +421,8 @@ static void write_profile_files(struct report *r, const struct run_model *rm, co
 	out_path(r, "samples.threads.csv");
 	progress(r, "functions.csv, energy.speedscope.json");
 	char *path = out_path(r, "functions.csv");
-	functions_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL);
+	if (functions_csv_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	out_path(r, "functions.csv.alignment.txt");
 }
 

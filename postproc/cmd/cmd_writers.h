@@ -14,11 +14,6 @@
 #include "input/ringload.h"
 #include "model/run_model.h"
 
-/* functions.csv (out NULL: stdout) + OUT.alignment.txt; the optional
- * speedscope, stacks and samples files where their paths are given. */
-int functions_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
-		    const char *samples_out);
-
 /* perun's samples (or regions) as long CSV to out ("-": stdout), of one
  * multirun (only, NULL: all); the energy table goes to table (NULL: none)
  * and, when out is a file, to OUT.energy.csv.  in names the file.
