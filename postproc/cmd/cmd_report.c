@@ -64,6 +64,7 @@
 #include "output/no_energy_note.h"
 #include "output/occurrences_csv.h"
 #include "output/outfile.h"
+#include "output/perun_csv.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
 #include "output/temp_name.h"
@@ -580,7 +581,8 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 		write_emulated_note(r, m, o->perun);
 	progress(r, "perun.csv");
 	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
-	perun_write(&m->pf, o->perun, out_path(r, "perun.csv"), o->run ? m->run : NULL, 0, NULL, m);
+	if (perun_csv_write(&m->pf, o->perun, out_path(r, "perun.csv"), o->run ? m->run : NULL, 0, NULL, m, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	out_path(r, "perun.csv.energy.csv");
 	if (rm->have_profile)
 		write_profile_files(r, rm, o);

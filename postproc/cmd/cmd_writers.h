@@ -14,14 +14,6 @@
 #include "input/ringload.h"
 #include "model/run_model.h"
 
-/* perun's samples (or regions) as long CSV to out ("-": stdout), of one
- * multirun (only, NULL: all); the energy table goes to table (NULL: none)
- * and, when out is a file, to OUT.energy.csv.  in names the file.
- * aligned (NULL: none; pf must then be aligned->pf): the t_s,unix_s
- * columns of `perun --ring` for its run, round and host. */
-int perun_write(const struct perun_file *pf, const char *in, const char *out, const struct perun_multirun *only,
-		int regions, FILE *table, const struct energy_model *aligned);
-
 /* `samples PROFILE --ring RING -o out` from a loaded profile aligned with
  * the ring (align_pyspy_fit: al, base_ns = the ring's first record):
  * t_s,unix_s per sample, OUT.alignment.txt and the stacks/frames/threads
