@@ -11,7 +11,7 @@
  * per-phase table with both alignments' quality and the list of files.
  * The run is opened once (run_model.h: ring, perun file, profile, both
  * alignments, each sample's energy) and every file comes from the same
- * writer the single command uses (cmd_writers.h), so each input is read
+ * writer the single command uses (output/), so each input is read
  * once and report and the single commands cannot disagree.
  *
  * All or nothing: the files are built in "OUTDIR.tmp.anchorpost-PID-..."
@@ -49,7 +49,6 @@
 #include "output/op_table.h"
 #include "output/plot_layers.h"
 #include "cmd/cmd_fatal.h"
-#include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
@@ -67,6 +66,7 @@
 #include "output/perun_csv.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
+#include "output/samples_csv.h"
 #include "output/temp_name.h"
 #include "output/timeline_csv.h"
 #include "output/trace_json.h"
@@ -415,7 +415,9 @@ static void write_profile_files(struct report *r, const struct run_model *rm, co
 	const struct energy_model *m = &rm->m;
 	struct em_error e;
 	progress(r, "samples.csv");
-	samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
+	if (samples_csv_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"),
+				   0, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	out_path(r, "samples.csv.alignment.txt");
 	out_path(r, "samples.stacks.csv");
 	out_path(r, "samples.frames.csv");
@@ -531,7 +533,9 @@ static const char *write_times_only(struct report *r, const struct run_model *rm
 	write_occurrences(r, m);
 	if (rm->have_profile) {
 		progress(r, "samples.csv");
-		samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
+		if (samples_csv_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring,
+					   out_path(r, "samples.csv"), 0, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		out_path(r, "samples.csv.alignment.txt");
 		out_path(r, "samples.stacks.csv");
 		out_path(r, "samples.frames.csv");
