@@ -39,6 +39,7 @@
 #include "output/occurrences_csv.h"
 #include "output/phase_table.h"
 #include "output/phases_csv.h"
+#include "output/ranks_csv.h"
 #include "util/diag.h"
 
 static const struct cmd_usage phases_usage = {
@@ -137,7 +138,8 @@ int cmd_here(void)
 		if (!f.perun)
 			no_energy_note_ring(f.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)f.rings, f.nrings, &o, ATTRIB_CHOICE_AUTO, &ao);
-		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		if (ranks_csv_write_all(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
 		mring_close(&mr);
 		run_find_free(&f);
@@ -153,7 +155,8 @@ int cmd_here(void)
 		const char *one[1] = {f.ring};
 		energy_model_close(&m);
 		report_ranks_open(&mr, one, 1, &o, ATTRIB_CHOICE_AUTO, &ao);
-		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		if (ranks_csv_write_all(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
 		mring_close(&mr);
 		run_find_free(&f);

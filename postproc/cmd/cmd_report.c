@@ -66,6 +66,7 @@
 #include "output/perun_csv.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
+#include "output/ranks_csv.h"
 #include "output/samples_csv.h"
 #include "output/temp_name.h"
 #include "output/timeline_csv.h"
@@ -379,14 +380,16 @@ static void write_phases_csv(struct report *r, const struct energy_model *m, con
  * the ranks' tables into *table, and which ring the other files show. */
 static void write_ranks(struct report *r, const struct energy_model *m, char **table)
 {
+	struct em_error e;
 	size_t len = 0;
 	FILE *tty = open_memstream(table, &len);
 	const struct ring_proc *lead = m->ph.nthr ? ring_procs_find(&m->rl.procs, m->ph.thr[m->ph.primary].pid) : NULL;
 	if (!tty)
 		diag_fatal(NULL, "out of memory");
 	progress(r, "phases.csv (every rank), stragglers.csv, ranks.csv");
-	report_ranks_write(r->ranks, out_path(r, "phases.csv"), out_path(r, "stragglers.csv"), out_path(r, "ranks.csv"),
-			   tty);
+	if (ranks_csv_write_all(r->ranks, out_path(r, "phases.csv"), out_path(r, "stragglers.csv"),
+				out_path(r, "ranks.csv"), tty, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	if (lead && lead->rank >= 0)
 		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
 			     "rank %d (pid %u); per-rank joules: phases.csv\n", m->ring_path, lead->rank, lead->pid);
