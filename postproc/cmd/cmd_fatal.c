@@ -15,6 +15,21 @@ void diag_vfatal(const char *file, const char *fmt, va_list ap)
 	exit(1);
 }
 
+static void print_line(const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_vprint("", file, fmt, ap);
+	va_end(ap);
+}
+
+int cmd_error(const struct em_error *e)
+{
+	print_line(e->file, "%s", e->msg);
+	outfile_abort_all();
+	return 1;
+}
+
 void diag_fatal(const char *file, const char *fmt, ...)
 {
 	va_list ap;

@@ -22,6 +22,11 @@ void diag_fatal(const char *file, const char *fmt, ...) __attribute__((format(pr
 /* Same as diag_fatal with a va_list. */
 void diag_vfatal(const char *file, const char *fmt, va_list ap) __attribute__((noreturn));
 
+/* A command's failure it cleans up after itself: print *e's one line,
+ * abort every output still open (outfile.h) and return the exit status
+ * (1) for the command to return. */
+int cmd_error(const struct em_error *e);
+
 /* outfile_create / outfile_finish that print the error and exit. */
 void outfile_open(struct outfile *o, const char *path);
 void outfile_commit(struct outfile *o);
