@@ -63,7 +63,7 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 			int verbose)
 {
 	struct pyspy_profile p;
-	struct pyspy_error err;
+	struct em_error err;
 	struct ringload rl;
 	struct phase_set ph;
 	struct align_pyspy al;

@@ -25,7 +25,7 @@ static int fail(struct run_model *rm, struct em_error *e, int code, const char *
 static int open_profile(struct run_model *rm, const char *profile, struct em_error *e)
 {
 	struct energy_model *m = &rm->m;
-	struct pyspy_error perr;
+	struct em_error perr;
 	char err[512];
 	int rc;
 

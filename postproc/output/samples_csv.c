@@ -416,7 +416,7 @@ static int flush_pending(struct out *o, const struct pyspy_profile *p)
 }
 
 static int on_sample(void *ctx, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
-		     struct pyspy_error *err)
+		     struct em_error *err)
 {
 	struct out *o = ctx;
 	(void)err; /* the failure goes to o->e: it names its own file */
@@ -449,7 +449,7 @@ struct agg {
 };
 
 static int on_sample_agg(void *ctx, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
-			 struct pyspy_error *err)
+			 struct em_error *err)
 {
 	struct agg *a = ctx;
 	(void)err;
@@ -935,7 +935,7 @@ fail:
 int samples_csv_write(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out, int stack_text,
 		      struct em_error *e)
 {
-	struct pyspy_error err;
+	struct em_error err;
 	struct outfile of;
 	struct out o;
 	const char *hdr[16];
@@ -979,7 +979,7 @@ fail:
 int samples_csv_write_by_frame(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out,
 			       struct em_error *e)
 {
-	struct pyspy_error err;
+	struct em_error err;
 	struct agg a = {0};
 	int rc;
 	if ((rc = pyspy_read(in, fmt, p, on_sample_agg, &a, &err)))

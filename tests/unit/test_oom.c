@@ -142,7 +142,7 @@ static int op_perun(char *msg, size_t cap)
 static int op_profile(char *msg, size_t cap)
 {
 	struct pyspy_profile p;
-	struct pyspy_error err;
+	struct em_error err;
 	int rc;
 	pyspy_profile_init(&p);
 	rc = pyspy_load(profile, PYSPY_FMT_AUTO, &p, &err);
