@@ -68,7 +68,7 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	struct phase_set ph;
 	struct align_pyspy al;
 	struct em_error e;
-	char aerr[320], script[1024];
+	char script[1024];
 	uint64_t base_ns;
 
 	pyspy_profile_init(&p);
@@ -89,8 +89,8 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	if (phase_set_build(rl.rf.ev, rl.rf.nev, &rl.procs, &ph))
 		diag_fatal(NULL, "out of memory");
 	base_ns = rl.rf.ev[0].ts_ns;
-	if (align_profile_fit(&rl, &ph, base_ns, &p, &al, aerr, sizeof aerr))
-		diag_fatal(in, "%s", aerr);
+	if (align_profile_fit(&rl, &ph, base_ns, &p, &al, &e))
+		diag_fatal(in, "%s", e.msg);
 	/* perun monitor's "<string>" frames named as functions and report
 	 * name them (sample_energy.h) */
 	sample_energy_name_script(&rl, &p, script, sizeof script);
