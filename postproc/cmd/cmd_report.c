@@ -520,7 +520,6 @@ static int write_trace(struct report *r, const struct run_model *rm, const struc
 {
 	struct trace_pyspy tp = {0};
 	struct trace_stats ts;
-	char terr[256];
 	const char *path;
 	double *row_j = NULL;
 	int rc;
@@ -553,9 +552,8 @@ static int write_trace(struct report *r, const struct run_model *rm, const struc
 		tp.row_j = row_j;
 	}
 	progress(r, "trace.json");
-	if (!(rc = out_path(r, "trace.json", &path, e)) &&
-	    (rc = trace_json_write(&rm->m, &tp, title, path, &ts, terr, sizeof terr)))
-		diag_error(e, rc, path, "%s", terr);
+	if (!(rc = out_path(r, "trace.json", &path, e)))
+		rc = trace_json_write(&rm->m, &tp, title, path, &ts, e);
 	free(row_j);
 	return rc;
 }
