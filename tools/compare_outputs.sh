@@ -109,6 +109,10 @@ if [ -n "$REC" ]; then
 	case_ bad_phases_perun phases --ring "$R" --perun /tmp/anchorpost-compare-garbage -o phases.csv
 	case_ bad_functions_prof functions --ring "$R" --perun "$P" --profile /tmp/anchorpost-compare-garbage -o f.csv
 	case_ bad_timeline_dir timeline --ring "$R" --perun "$P" -o /nonexistent/dir/tl.csv
+	case_ bad_phases_perun070 phases --ring "$R" --perun "$D/perun/perun070_sampling_rate.hdf5" -o phases.csv
+	case_ bad_report_perun070 report --ring "$R" --perun "$D/perun/perun070_sampling_rate.hdf5" -d rep
+	case_ bad_perun_ring_missing perun "$P" --ring /nonexistent.ring -o p.csv
+	case_ bad_samples_ring_garbage samples "$S" --ring /tmp/anchorpost-compare-garbage -o s.csv
 	case_ bad_phases_full phases --ring "$R" --perun "$P" -o /dev/full
 	case_ bad_functions_full functions --ring "$R" --perun "$P" --profile "$S" -o /dev/full
 	case_ bad_timeline_bins timeline --ring "$R" --perun "$P" --bin 0.0001 -o tl.csv

@@ -60,9 +60,9 @@ void outfile_commit_held(void)
 
 void ringload_open(struct ringload *rl, const char *path)
 {
-	char err[512];
-	if (ringload_load(rl, path, err, sizeof err))
-		diag_fatal(path, "%s", err);
+	struct em_error e;
+	if (ringload_load(rl, path, &e))
+		diag_fatal(path, "%s", e.msg);
 }
 
 void run_open_fatal(const struct em_opts *o, const struct em_error *e)

@@ -28,7 +28,6 @@ int cmd_perun(int argc, char **argv)
 	const char *in = NULL, *out = "-", *run = NULL;
 	int regions = 0, rc;
 	struct perun_file own, *pfp = &own;
-	char err[1024];
 	struct em_opts eo = {0};
 	struct energy_model em;
 	const struct energy_model *aligned = NULL;
@@ -63,9 +62,9 @@ int cmd_perun(int argc, char **argv)
 		aligned = &em;
 		pfp = &em.pf;
 	} else {
-		rc = perun_load_guarded(in, &own, err, sizeof err);
+		rc = perun_load_guarded(in, &own, &e);
 		if (rc < 0)
-			diag_fatal(in, "%s", err);
+			diag_fatal(in, "%s", e.msg);
 	}
 	const struct perun_file pf = *pfp;
 

@@ -265,11 +265,11 @@ out:
 int pyspy_read(const char *path, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 	       struct em_error *err)
 {
-	char why[256];
-	int rc = input_file_open(path, INPUT_FILE_REMEMBER, why, sizeof why);
+	struct em_error why;
+	int rc = input_file_open(path, INPUT_FILE_REMEMBER, &why);
 	FILE *fp;
 	if (rc < 0) {
-		pyspy_set_err(err, "%s", why);
+		pyspy_set_err(err, "%s", why.msg);
 		return rc;
 	}
 	fp = fdopen(rc, "rb");

@@ -29,11 +29,10 @@ void no_energy_note(const struct energy_model *m, const char *why)
 void no_energy_note_ring(const char *ring, const char *why)
 {
 	struct ringload rl;
-	char err[256];
 	fflush(stdout);
 	fprintf(stderr, "%s: no energy: %s; phase times only\n", diag_prog, why);
 	/* Unreadable: its own error follows when it is opened. */
-	if (!ringload_read(&rl, ring, err, sizeof err)) {
+	if (!ringload_read(&rl, ring, NULL)) {
 		explain_perun(&rl);
 		ringload_close(&rl);
 	}
@@ -42,8 +41,7 @@ void no_energy_note_ring(const char *ring, const char *why)
 void no_energy_note_open_failed(const struct em_opts *o)
 {
 	struct ringload rl;
-	char err[256];
-	if (!o->perun && o->ring && !ringload_read(&rl, o->ring, err, sizeof err)) {
+	if (!o->perun && o->ring && !ringload_read(&rl, o->ring, NULL)) {
 		fflush(stdout);
 		fprintf(stderr, "%s: no perun file, and the ring's account of perun:\n", diag_prog);
 		explain_perun(&rl);

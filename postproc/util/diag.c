@@ -28,6 +28,18 @@ int diag_error(struct em_error *e, int code, const char *file, const char *fmt, 
 	return code;
 }
 
+char *diag_error_buf(struct em_error *e, size_t *cap)
+{
+	if (!e) {
+		*cap = 0;
+		return NULL;
+	}
+	e->file = NULL;
+	e->msg[0] = '\0';
+	*cap = sizeof e->msg;
+	return e->msg;
+}
+
 void diag_error_keep_file(struct em_error *e)
 {
 	if (!e || !e->file || e->file == e->file_own)
