@@ -104,6 +104,14 @@ if [ -n "$REC" ]; then
 	(cd "$WORK/_run" && "$AP" >stdout 2>stderr </dev/null; echo $? >rc)
 	rm -rf "$OUT/here"; mkdir -p "$OUT/here"; cp "$WORK/_run/"{stdout,stderr,rc,phases.csv} "$OUT/here/" 2>/dev/null
 	case_ report_dir report "$WORK/_run" -d rep
+	# run_find's refusals: two perun files, no ring
+	rm -rf "$WORK/_two"; mkdir -p "$WORK/_two/perun"
+	ln -s "$R" "$WORK/_two/run.ring"; ln -s "$P" "$WORK/_two/perun/a.hdf5"; ln -s "$P" "$WORK/_two/perun/b.hdf5"
+	(cd "$WORK/_two" && "$AP" >stdout 2>stderr </dev/null; echo $? >rc)
+	rm -rf "$OUT/bad_here_two"; mkdir -p "$OUT/bad_here_two"; cp "$WORK/_two/"{stdout,stderr,rc} "$OUT/bad_here_two/"
+	case_ bad_report_dir_two report "$WORK/_two" -d rep
+	mkdir -p "$WORK/_none"
+	case_ bad_report_dir_none report "$WORK/_none" -d rep
 	# bad inputs against the recording
 	case_ bad_phases_trunc phases --ring /tmp/anchorpost-compare-trunc.ring --perun "$P" -o phases.csv
 	case_ bad_phases_perun phases --ring "$R" --perun /tmp/anchorpost-compare-garbage -o phases.csv

@@ -115,15 +115,14 @@ int cmd_here(void)
 	struct run_files f;
 	struct energy_model m;
 	struct em_error e;
-	char err[2048];
 	int rc;
 
-	rc = run_find(".", &f, err, sizeof err);
+	rc = run_find(".", &f, &e);
 	if (rc == -ENOENT && !f.ring && !f.perun)
 		return -1; /* no run here at all: the caller's usage */
 	/* A ring without a perun file is a run too: its phase times. */
 	if (rc && !(rc == -ENOENT && f.ring)) {
-		fprintf(stderr, "anchorpost: %s\n", err);
+		fprintf(stderr, "anchorpost: %s\n", e.msg);
 		run_find_free(&f);
 		return 2;
 	}

@@ -693,13 +693,13 @@ static int write_all(struct report *r, const struct run_model *rm, const struct 
 static int from_run_dir(const char *run_dir, struct em_opts *o, const char **profile, struct report *r,
 			struct run_files *found, char **dir_buf)
 {
-	char ferr[2048];
+	struct em_error ferr;
 	int rc;
 	if (o->ring || o->perun || *profile)
 		options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
 	/* A ring without a perun file still makes a report: its times. */
-	if ((rc = run_find(run_dir, found, ferr, sizeof ferr)) && !(rc == -ENOENT && found->ring)) {
-		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
+	if ((rc = run_find(run_dir, found, &ferr)) && !(rc == -ENOENT && found->ring)) {
+		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr.msg);
 		run_find_free(found);
 		return 1;
 	}
