@@ -74,7 +74,7 @@ static int fit_setup(struct fit_ctx *c)
 	c->a->prior_offset_s = NAN;
 	c->a->phase_score = NAN;
 	if (!c->p->meta.times_known) {
-		apy_seterr(c->err, c->errlen, "the profile has no sample times (raw format): record with --format "
+		apy_seterr(c->e, "the profile has no sample times (raw format): record with --format "
 				    "chrometrace or speedscope");
 		return -1;
 	}
@@ -86,17 +86,17 @@ static int fit_setup(struct fit_ctx *c)
 	c->b_n = calloc(c->p->nthreads ? c->p->nthreads : 1, sizeof *c->b_n);
 	c->bursts = malloc((c->ph->nocc ? c->ph->nocc : 1) * sizeof *c->bursts);
 	if (!c->a->thr || !c->rt || !c->tr || !c->b_off || !c->b_n || !c->bursts || apy_rows_by_thread(c->p, c->tr) || apy_node_busy_flags(c->p, &c->busy)) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	apy_map_threads(c->rl, c->base_ns, c->p, c->a, c->rt);
 	if (pyspy_sites_label(&c->rl->rf, c->ph, c->p, &c->sites)) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	c->a->label_sites = c->sites.nsites;
 	if (!c->a->nmapped) {
-		apy_seterr(c->err, c->errlen, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
+		apy_seterr(c->e, "none of the profile's %u thread(s) is a thread of the ring (a profile of "
 				    "another run or process?)",
 		       c->p->nthreads);
 		return -1;
@@ -124,7 +124,7 @@ static int fit_reference(struct fit_ctx *c)
 		}
 	}
 	if (c->ref < 0) {
-		apy_seterr(c->err, c->errlen, "no sample of the profile is on a thread of the ring");
+		apy_seterr(c->e, "no sample of the profile is on a thread of the ring");
 		return -1;
 	}
 	c->a->ref_pid = c->rt[c->ref].pid;
@@ -160,7 +160,7 @@ static int fit_bounds(struct fit_ctx *c)
 	if (!(c->lo <= c->hi) && c->lo <= hi_lag)
 		c->hi = hi_lag;
 	if (!(c->lo <= c->hi)) {
-		apy_seterr(c->err, c->errlen, "no time overlap: the profile's samples do not fit within the lifetime of "
+		apy_seterr(c->e, "no time overlap: the profile's samples do not fit within the lifetime of "
 				    "the ring's processes %u.. (files from different runs?)",
 		       c->a->thr[c->ref].ring_pid);
 		return -1;
@@ -260,7 +260,7 @@ static int fit_chrome_period(struct fit_ctx *c)
 	if (!isfinite(per) && c->tr[c->ref].n) {
 		double *dd = malloc(c->tr[c->ref].n * sizeof *dd);
 		if (!dd) {
-			apy_seterr(c->err, c->errlen, "out of memory");
+			apy_seterr(c->e, "out of memory");
 			return -1;
 		}
 		for (size_t j = 0; j < c->tr[c->ref].n; j++)
@@ -340,7 +340,7 @@ static int fit_finish(struct fit_ctx *c)
 		double s0 = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[0]].t_rel_s);
 		double s1 = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[c->tr[c->ref].idx[c->tr[c->ref].n - 1]].t_rel_s);
 		if (s1 < c->rt[c->ref].start_s - 1 || s0 > c->rt[c->ref].end_s + 1) {
-			apy_seterr(c->err, c->errlen, "no time overlap between the profile and the ring (files from "
+			apy_seterr(c->e, "no time overlap between the profile and the ring (files from "
 					    "different runs?)");
 			return -1;
 		}
@@ -386,10 +386,10 @@ static int fit_steps(struct fit_ctx *c)
 }
 
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
+		    const struct pyspy_profile *p, struct align_pyspy *a, struct em_error *e)
 {
 	struct fit_ctx c = {
-		.rl = rl, .ph = ph, .base_ns = base_ns, .p = p, .a = a, .err = err, .errlen = errlen,
+		.rl = rl, .ph = ph, .base_ns = base_ns, .p = p, .a = a, .e = e,
 		.lo = -INFINITY, .hi = INFINITY, .chrome = p->meta.format == PYSPY_FMT_CHROMETRACE, .ref = -1,
 	};
 	int rc = fit_steps(&c);

@@ -119,10 +119,10 @@ struct align_pyspy {
 };
 
 /* Align a loaded profile (pyspy_load) with the ring.  0, or -1 with a
- * one-line reason in err (no thread or process of the profile in the
- * ring, no time overlap, raw format without times). */
+ * one-line reason in *e, file NULL (no thread or process of the profile
+ * in the ring, no time overlap, raw format without times). */
 int align_pyspy_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-		    const struct pyspy_profile *p, struct align_pyspy *out, char *err, size_t errlen);
+		    const struct pyspy_profile *p, struct align_pyspy *out, struct em_error *e);
 
 void align_pyspy_free(struct align_pyspy *a);
 

@@ -163,7 +163,7 @@ int apy_confidence(struct fit_ctx *c)
 	double per = isfinite(a->sample_period_s) ? a->sample_period_s : 0;
 	a->unplaced = calloc(c->p->nsamples ? c->p->nsamples : 1, 1);
 	if (!a->unplaced) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	a->reckon_ms = a->ambiguity_ms = NAN;
@@ -171,7 +171,7 @@ int apy_confidence(struct fit_ctx *c)
 	if (!c->nbusy && th >= 0 && c->ph->nnames) {
 		struct lab *v = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *v);
 		if (!v) {
-			apy_seterr(c->err, c->errlen, "out of memory");
+			apy_seterr(c->e, "out of memory");
 			return -1;
 		}
 		size_t n = ref_labels(c, v), in0 = 0, single = 0;

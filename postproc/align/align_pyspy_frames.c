@@ -202,7 +202,7 @@ int apy_fit_phase_frames(struct fit_ctx *c)
 			 : -ENODATA;
 	if (pf == -ENOMEM) {
 		/* not a reason to fall back to the prior silently */
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	if (pf)

@@ -62,15 +62,14 @@ struct thr_rows {
 };
 
 /* What the steps of align_pyspy_fit share.  Each step returns 0, or -1
- * with the reason in err. */
+ * with the reason in *e. */
 struct fit_ctx {
 	const struct ringload *rl;
 	const struct phase_set *ph;
 	uint64_t base_ns;
 	const struct pyspy_profile *p;
 	struct align_pyspy *a;
-	char *err;
-	size_t errlen;
+	struct em_error *e;
 	struct ring_thr *rt;      /* per profile thread: its ring thread */
 	struct thr_rows *tr;      /* per profile thread: its rows by time */
 	struct burst *bursts;     /* pulse bursts: thread k's from b_off[k], b_n[k] of them */
@@ -152,7 +151,8 @@ static inline int cmp_double_asc(const void *x, const void *y)
 }
 
 /* align_pyspy_threads.c */
-void apy_seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Fill *e (file NULL: the caller names the profile). */
+void apy_seterr(struct em_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int apy_map_threads(const struct ringload *rl, uint64_t base_ns, const struct pyspy_profile *p,
 		    struct align_pyspy *a, struct ring_thr *rt);
 int apy_rows_by_thread(const struct pyspy_profile *p, struct thr_rows *tr);

@@ -373,7 +373,7 @@ int apy_fit_pulse_points(struct fit_ctx *c)
 	}
 	for (uint32_t k = 0; k < c->p->nthreads; k++)
 		if (c->b_n[k] && add_points(c->p, &c->tr[k], c->busy, c->bursts + c->b_off[k], c->b_n[k], &c->pts, &c->npts, &c->ptcap, &c->nbusy)) {
-			apy_seterr(c->err, c->errlen, "out of memory");
+			apy_seterr(c->e, "out of memory");
 			return -1;
 		}
 	return 0;
@@ -477,7 +477,7 @@ int apy_fit_pulses(struct fit_ctx *c)
 		f = fit_offset(c->pts, c->npts, 1.0, c->lo, c->hi + (c->chrome ? STAMP_LAG_S : 0), c->a->prior_offset_s);
 	}
 	if (!f.ok) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	c->a->offset_s = f.offset_s;
@@ -492,7 +492,7 @@ int apy_fit_pulses(struct fit_ctx *c)
 	 * them at process start and exit): a knot at every pulse, the
 	 * clusters taken in order from the first one's group. */
 	if (!c->chrome && have_g0 && ncl >= 3 && pulse_knots(c->a, c->pts, c->npts, ncl, c->bursts + c->b_off[c->ref], c->b_n[c->ref], pulse_g0)) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	/* knots at every pulse: the drift that matters is the one

@@ -181,7 +181,7 @@ int apy_fit_chrome_snap(struct fit_ctx *c)
 {
 	long th = c->sites.nsites ? apy_ref_timeline(c) : -1;
 	if (th >= 0 && snap_knots(c->a, c->p, (uint32_t)c->ref, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, &c->sites)) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -197,7 +197,7 @@ int apy_fit_site_labels(struct fit_ctx *c)
 		return 1;
 	int sf = apy_site_offset_fit(c, &c->ph->thr[th], &o, &half);
 	if (sf == -ENOMEM) {
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	if (sf)

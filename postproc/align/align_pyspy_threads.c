@@ -128,10 +128,13 @@ int apy_rows_by_thread(const struct pyspy_profile *p, struct thr_rows *tr)
 	return 0;
 }
 
-void apy_seterr(char *err, size_t cap, const char *fmt, ...)
+void apy_seterr(struct em_error *e, const char *fmt, ...)
 {
 	va_list ap;
+	if (!e)
+		return;
+	e->file = NULL;
 	va_start(ap, fmt);
-	vsnprintf(err, cap, fmt, ap);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
 	va_end(ap);
 }

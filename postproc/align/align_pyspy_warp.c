@@ -640,7 +640,7 @@ int apy_fit_local_warp(struct fit_ctx *c, long th)
 		if (!px || !py) {
 			free(px);
 			free(py);
-			apy_seterr(c->err, c->errlen, "out of memory");
+			apy_seterr(c->e, "out of memory");
 			return -1;
 		}
 		memcpy(px, c->a->knot_x, pn * sizeof *px);
@@ -654,7 +654,7 @@ int apy_fit_local_warp(struct fit_ctx *c, long th)
 	if (!y_line) {
 		free(px);
 		free(py);
-		apy_seterr(c->err, c->errlen, "out of memory");
+		apy_seterr(c->e, "out of memory");
 		return -1;
 	}
 	for (size_t j = 0; j < c->tr[c->ref].n; j++)
@@ -677,7 +677,7 @@ int apy_fit_local_warp(struct fit_ctx *c, long th)
 			free(y_line);
 			free(px);
 			free(py);
-			apy_seterr(c->err, c->errlen, "out of memory");
+			apy_seterr(c->e, "out of memory");
 			return -1;
 		}
 	warp_judge(c, px, py, pn, y_line, ss_line, line_uncert_ms);

@@ -176,7 +176,7 @@ static size_t pair_ranges(const struct phase_set *ph, uint64_t base_ns, const st
 }
 
 int align_torch_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
+		    const struct pyspy_profile *p, struct align_pyspy *a, struct em_error *e)
 {
 	memset(a, 0, sizeof *a);
 	a->scale = 1;
@@ -185,21 +185,21 @@ int align_torch_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 	a->resid_ms = a->resid_max_ms = NAN;
 	snprintf(a->prior, sizeof a->prior, "none");
 	if (!(a->thr = calloc(p->nthreads ? p->nthreads : 1, sizeof *a->thr))) {
-		snprintf(err, errlen, "out of memory");
+		diag_error(e, -ENOMEM, NULL, "out of memory");
 		return -ENOMEM;
 	}
 	a->nthr = p->nthreads;
 	map_threads(rl, base_ns, p, a);
 	if (!a->nmapped) {
-		snprintf(err, errlen, "no process of the torch.profiler trace is in the ring (was the traced script run "
-				      "under libanchor or with `import anchor`?)");
+		diag_error(e, -1, NULL, "no process of the torch.profiler trace is in the ring (was the traced script run "
+					"under libanchor or with `import anchor`?)");
 		align_pyspy_free(a);
 		return -1;
 	}
 	int have_prior = prior(rl, base_ns, p, a);
 	double *d0 = malloc((2 * p->nsamples + 2) * sizeof *d0), *d1 = d0 ? d0 + p->nsamples + 1 : NULL;
 	if (!d0) {
-		snprintf(err, errlen, "out of memory");
+		diag_error(e, -ENOMEM, NULL, "out of memory");
 		align_pyspy_free(a);
 		return -ENOMEM;
 	}
@@ -257,8 +257,8 @@ int align_torch_fit(const struct ringload *rl, const struct phase_set *ph, uint6
 		snprintf(a->method, sizeof a->method, "baseTime+sync");
 	} else {
 		free(d0);
-		snprintf(err, errlen, "the trace neither states its clock (no baseTimeNanoseconds, ts not unix time) nor "
-				      "has record_function ranges named as the ring's anchors: cannot place it");
+		diag_error(e, -1, NULL, "the trace neither states its clock (no baseTimeNanoseconds, ts not unix time) nor "
+					"has record_function ranges named as the ring's anchors: cannot place it");
 		align_pyspy_free(a);
 		return -1;
 	}

@@ -17,20 +17,19 @@
 #include "phase/phase_set.h"
 
 /* Align a loaded torch trace with the ring.  0, or -1 with a one-line
- * reason in err (no process of the trace in the ring, no clock and no
- * paired range), -ENOMEM. */
+ * reason in *e, file NULL (no process of the trace in the ring, no clock
+ * and no paired range), -ENOMEM. */
 int align_torch_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-		    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen);
+		    const struct pyspy_profile *p, struct align_pyspy *a, struct em_error *e);
 
 /* One line: method, offset, uncertainty, pairs, prior. */
 void align_torch_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap);
 
 /* align_pyspy_fit or align_torch_fit, by the profile's kind. */
 static inline int align_profile_fit(const struct ringload *rl, const struct phase_set *ph, uint64_t base_ns,
-				    const struct pyspy_profile *p, struct align_pyspy *a, char *err, size_t errlen)
+				    const struct pyspy_profile *p, struct align_pyspy *a, struct em_error *e)
 {
-	return p->meta.torch ? align_torch_fit(rl, ph, base_ns, p, a, err, errlen)
-			     : align_pyspy_fit(rl, ph, base_ns, p, a, err, errlen);
+	return p->meta.torch ? align_torch_fit(rl, ph, base_ns, p, a, e) : align_pyspy_fit(rl, ph, base_ns, p, a, e);
 }
 
 #endif

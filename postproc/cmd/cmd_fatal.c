@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/no_energy_note.h"
 #include "util/diag.h"
 
 void diag_vfatal(const char *file, const char *fmt, va_list ap)
@@ -12,6 +13,21 @@ void diag_vfatal(const char *file, const char *fmt, va_list ap)
 	diag_vprint("", file, fmt, ap);
 	outfile_abort_all();
 	exit(1);
+}
+
+static void print_line(const char *file, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_vprint("", file, fmt, ap);
+	va_end(ap);
+}
+
+int cmd_error(const struct em_error *e)
+{
+	print_line(e->file, "%s", e->msg);
+	outfile_abort_all();
+	return 1;
 }
 
 void diag_fatal(const char *file, const char *fmt, ...)
@@ -31,17 +47,8 @@ void outfile_open(struct outfile *o, const char *path)
 void outfile_commit(struct outfile *o)
 {
 	struct em_error e;
-	char *shown;
-	if (!o->shown) {
-		if (outfile_finish(o, "(stdout)", &e))
-			diag_fatal(e.file, "%s", e.msg);
-		return;
-	}
-	/* o->shown is freed by a failing finish: the message keeps a copy. */
-	shown = strdup(o->shown);
-	if (outfile_finish(o, shown ? shown : "(output)", &e))
+	if (outfile_done(o, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	free(shown);
 }
 
 void outfile_commit_held(void)
@@ -53,7 +60,13 @@ void outfile_commit_held(void)
 
 void ringload_open(struct ringload *rl, const char *path)
 {
-	char err[512];
-	if (ringload_load(rl, path, err, sizeof err))
-		diag_fatal(path, "%s", err);
+	struct em_error e;
+	if (ringload_load(rl, path, &e))
+		diag_fatal(path, "%s", e.msg);
+}
+
+void run_open_fatal(const struct em_opts *o, const struct em_error *e)
+{
+	no_energy_note_open_failed(o);
+	diag_fatal(e->file, "%s", e->msg);
 }

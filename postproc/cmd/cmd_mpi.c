@@ -27,16 +27,11 @@
 #include "cmd/options.h"
 #include "model/mring.h"
 #include "model/sensor_glitch.h"
-#include "output/csv.h"
-#include "output/outfile.h"
 #include "output/rank_table.h"
-#include "output/straggler_table.h"
+#include "output/ranks_csv.h"
 #include "util/diag.h"
 
 #define MAX_INPUTS 4096
-/* Beyond this many ranks the terminal shows only the "all" scope: 16
- * blocks of a dozen rows is what a terminal can still be read in. */
-#define MAX_TTY_RANKS 16
 
 struct mpi_args {
 	struct mring_opts o;
@@ -146,22 +141,12 @@ static void report_resources(FILE *tty, const struct timespec *t0)
 		(double)ru.ru_maxrss / 1024.0);
 }
 
-/* One CSV file from a writer; a failure removes it and exits. */
+/* One CSV (path NULL: stdout) and, for the phases, where it went. */
 static void write_csv(const char *path, const struct mring *m, FILE *tty, const struct mpi_args *a, int stragglers)
 {
-	struct outfile of;
-	struct csv c;
 	struct em_error e;
-	int rc;
-	outfile_open(&of, path ? path : "-");
-	csv_init(&c, of.fp);
-	rc = stragglers ? straggler_table_write(m, &c, tty, path, &e)
-			: rank_table_write(m, &c, tty, a->by_rank, MAX_TTY_RANKS, &e);
-	if (rc) {
-		outfile_abort(&of);
+	if (stragglers ? ranks_csv_write_stragglers(m, path, tty, &e) : ranks_csv_write_phases(m, path, tty, a->by_rank, &e))
 		diag_fatal(e.file, "%s", e.msg);
-	}
-	outfile_commit(&of);
 	if (!stragglers && path && tty)
 		fprintf(tty, "\nwrote %s\n", path);
 }

@@ -1,47 +1,17 @@
 /*
  * cmd_perun.c - `anchorpost perun FILE.hdf5 [-o perun.csv] [--run ID] [--regions]`:
- * perun's HDF5 as tidy long CSV.
- *
- * Default: one row per sample, columns
- *   multirun,round,host,device_group,sensor,metric,unit,t_rel_s,value
- * value is the stored value times its @mag (NVML mW become W); metric names
- * what it measures (perun_metric_name).  A sensor with a cumulative counter
- * (RAPL energy, perun 1.0 disk/net bytes) adds rows with metric
- * "<metric>_counter" after its own rows.  Then a table of each power
- * sensor's total energy as perun computed it goes to stdout (stderr when
- * the CSV goes to stdout) and, with -o FILE, to FILE.energy.csv
- * (multirun,round,host,device_group,sensor,energy_j).
- *
- * --regions: one row per region call instead,
- *   multirun,round,region,rank,start_s,stop_s
- *
- * --ring RING adds t_s and unix_s after t_rel_s: the sample on the run's
- * timeline as energy_model.h aligns it (the offset phases, timeline and
- * trace.json use: t_s = t_rel_s + offset) and in UTC (timebase.h).  Only
- * the aligned multirun, round and host have them; other rows leave them
- * empty.
+ * perun's HDF5 as tidy long CSV (output/perun_csv.h: the columns).
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd_fatal.h"
-#include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "input/perun.h"
 #include "model/energy_model.h"
-#include "model/sensor_glitch.h"
-#include "output/csv.h"
-#include "output/outfile.h"
-#include "output/timebase.h"
+#include "output/perun_csv.h"
 #include "util/diag.h"
-
-/* --ring: the aligned (multirun, round, host) and its offset. */
-struct tl {
-	const struct energy_model *m; /* NULL: no --ring */
-};
 
 static const struct cmd_usage perun_usage = {
 	.name = "perun",
@@ -53,250 +23,15 @@ static const struct cmd_usage perun_usage = {
 		 "  (table; with -o also written to <out>.energy.csv).\n",
 };
 
-static void put_series(struct csv *c, const struct tl *tl, const struct perun_multirun *m,
-		       const struct perun_round *r, const struct perun_host *h, const struct perun_group *g,
-		       const struct perun_sensor *s, const char *metric, const char *unit, const double *v, int digits,
-		       const unsigned char *bad)
-{
-	const struct energy_model *em = tl->m;
-	int aligned = em && em->run == m && em->round == r && em->host == h;
-	for (size_t i = 0; i < s->n; i++) {
-		csv_str(c, m->id);
-		csv_str(c, r->id);
-		csv_str(c, h->name);
-		csv_str(c, g->name);
-		csv_str(c, s->id);
-		csv_str(c, metric);
-		csv_str(c, unit);
-		csv_f64(c, s->timesteps_s[i], 9);
-		if (em && aligned) {
-			/* As energy_model.c computes em_sensor.t_tl. */
-			double t = s->timesteps_s[i] + em->align.offset_s;
-			csv_fixed(c, t, 9);
-			timebase_unix_field(c, &em->rl.clock, em->base_ns, t);
-		} else if (em) {
-			csv_empty(c);
-			csv_empty(c);
-		}
-		csv_f64(c, v[i], digits);
-		/* the window this reading ends held an impossible reading
-		 * (sensor_glitch.h): the value is as stored, not a measurement */
-		csv_str(c, bad && bad[i] ? "sensor-glitch" : "");
-		csv_row_end(c);
-	}
-}
-
-static void write_samples(struct csv *c, const struct tl *tl, const struct perun_multirun *m)
-{
-	for (size_t j = 0; j < m->nrounds; j++) {
-		const struct perun_round *r = &m->rounds[j];
-		for (size_t k = 0; k < r->nhosts; k++) {
-			const struct perun_host *h = &r->hosts[k];
-			for (size_t g = 0; g < h->ngroups; g++) {
-				const struct perun_group *gr = &h->groups[g];
-				for (size_t q = 0; q < gr->nsensors; q++) {
-					const struct perun_sensor *s = &gr->sensors[q];
-					char cmetric[64];
-					struct sensor_glitch sg = {0};
-					if (!s->n)
-						continue;
-					if (perun_sensor_is_power(s) && s->n >= 2 &&
-					    sensor_glitch_repair(s, gr->name,
-								 !strcmp(gr->name, "gpu") ? ATTRIB_INSTANT_W
-											  : ATTRIB_WINDOW_AVG_W,
-								 &sg) == -ENOMEM)
-						diag_fatal(NULL, "out of memory");
-					put_series(c, tl, m, r, h, gr, s, s->metric, s->unit, s->values,
-						   s->values_digits, sg.bad);
-					if (s->alt_values) {
-						snprintf(cmetric, sizeof cmetric, "%s_counter",
-							 perun_metric_name(s->alt_unit));
-						put_series(c, tl, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
-							   s->alt_digits, sg.bad);
-					}
-					sensor_glitch_free(&sg);
-				}
-			}
-		}
-	}
-}
-
-static void write_regions(struct csv *c, const struct perun_multirun *m)
-{
-	for (size_t j = 0; j < m->nrounds; j++) {
-		const struct perun_round *r = &m->rounds[j];
-		for (size_t k = 0; k < r->nregions; k++) {
-			const struct perun_region *rg = &r->regions[k];
-			for (size_t q = 0; q < rg->nranks; q++) {
-				const struct perun_region_rank *rr = &rg->ranks[q];
-				for (size_t i = 0; i < rr->n; i++) {
-					csv_str(c, m->id);
-					csv_str(c, r->id);
-					csv_str(c, rg->name);
-					csv_i64(c, rr->rank);
-					csv_f64(c, rr->start_s[i], 9);
-					csv_f64(c, rr->stop_s[i], 9); /* NaN: empty */
-					csv_row_end(c);
-				}
-			}
-		}
-	}
-}
-
-/* 1 when s has impossible readings (sensor_glitch.h); their description
- * into buf.  perun's own ENERGY sums them as if real. */
-static int sensor_glitched(const struct perun_sensor *s, const char *group, char *buf, size_t cap)
-{
-	struct sensor_glitch sg;
-	int bad;
-	buf[0] = '\0';
-	if (s->n < 2 || sensor_glitch_repair(s, group, !strcmp(group, "gpu") ? ATTRIB_INSTANT_W : ATTRIB_WINDOW_AVG_W,
-					     &sg) == -ENOMEM)
-		return 0;
-	bad = sg.g.nbad > 0;
-	if (bad)
-		sensor_glitch_describe(s, &sg, buf, cap);
-	sensor_glitch_free(&sg);
-	return bad;
-}
-
-/* Energy per power sensor, to the table (tfp) and the CSV (c); either may
- * be NULL.  A sensor with impossible readings is flagged in both, and
- * described in *notes (a memstream, the table's foot). */
-static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun *m, FILE *notes)
-{
-	size_t n = 0;
-	for (size_t j = 0; j < m->nrounds; j++) {
-		const struct perun_round *r = &m->rounds[j];
-		for (size_t k = 0; k < r->nhosts; k++) {
-			const struct perun_host *h = &r->hosts[k];
-			for (size_t g = 0; g < h->ngroups; g++) {
-				const struct perun_group *gr = &h->groups[g];
-				for (size_t q = 0; q < gr->nsensors; q++) {
-					const struct perun_sensor *s = &gr->sensors[q];
-					double e_j;
-					char why[512];
-					int bad;
-					if (!perun_sensor_is_power(s) || perun_sensor_energy_j(s, &e_j) < 0)
-						continue;
-					bad = sensor_glitched(s, gr->name, why, sizeof why);
-					if (tfp)
-						fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12.3f%s\n", m->id,
-							r->id, h->name, gr->name, s->id, e_j, bad ? " (!)" : "");
-					if (bad && notes)
-						fprintf(notes, "(!) %s\n", why);
-					if (c) {
-						csv_str(c, m->id);
-						csv_str(c, r->id);
-						csv_str(c, h->name);
-						csv_str(c, gr->name);
-						csv_str(c, s->id);
-						csv_f64(c, e_j, 9);
-						csv_str(c, bad ? "sensor-glitch" : "");
-						csv_row_end(c);
-					}
-					n++;
-				}
-			}
-		}
-	}
-	return n;
-}
-
-/* Power sensors in the selected multirun(s). */
-static size_t count_power(const struct perun_file *pf, const struct perun_multirun *only)
-{
-	struct perun_file one;
-	if (!only)
-		return perun_count_power_sensors(pf);
-	one = (struct perun_file){.app = pf->app, .runs = (struct perun_multirun *)only, .nruns = 1};
-	return perun_count_power_sensors(&one);
-}
-
-int perun_write(const struct perun_file *pfp, const char *in, const char *out, const struct perun_multirun *only,
-		int regions, FILE *table, const struct energy_model *aligned)
-{
-	static const char *const cols[] = {"multirun", "round", "host",  "device_group", "sensor",
-					   "metric",   "unit",  "t_rel_s", "value", "flags", NULL};
-	static const char *const tcols[] = {"multirun", "round", "host", "device_group", "sensor", "metric",
-					    "unit", "t_rel_s", "t_s", "unix_s", "value", "flags", NULL};
-	static const char *const rcols[] = {"multirun", "round", "region", "rank", "start_s", "stop_s", NULL};
-	static const char *const ecols[] = {"multirun", "round",  "host", "device_group",
-					    "sensor",   "energy_j", "flags", NULL};
-	const struct tl tl = {aligned};
-	struct outfile of;
-	struct csv c;
-	outfile_open(&of, out);
-	csv_init(&c, of.fp);
-	csv_header(&c, regions ? rcols : tl.m ? tcols : cols);
-	for (size_t i = 0; i < pfp->nruns; i++) {
-		const struct perun_multirun *m = &pfp->runs[i];
-		if (only && m != only)
-			continue;
-		if (regions)
-			write_regions(&c, m);
-		else
-			write_samples(&c, &tl, m);
-	}
-
-	if (!regions) {
-		FILE *tfp = table; /* NULL: no table */
-		struct outfile eof;
-		struct csv ec;
-		char *epath = NULL;
-		size_t nenergy = 0;
-		if (!outfile_is_stream(out)) {
-			size_t len = strlen(out) + sizeof ".energy.csv";
-			epath = malloc(len);
-			if (!epath)
-				diag_fatal(out, "out of memory");
-			snprintf(epath, len, "%s.energy.csv", out);
-			outfile_open(&eof, epath);
-			csv_init(&ec, eof.fp);
-			csv_header(&ec, ecols);
-		}
-		if (tfp) {
-			fprintf(tfp, "energy per sensor as perun computed it (J):\n");
-			fprintf(tfp, "  %-28s %-5s %-12s %-6s %-24s %12s\n", "multirun", "round", "host", "group",
-				"sensor", "energy_j");
-		}
-		char *notes = NULL;
-		size_t notes_len = 0;
-		FILE *nfp = open_memstream(&notes, &notes_len);
-		if (!nfp)
-			diag_fatal(NULL, "out of memory");
-		for (size_t i = 0; i < pfp->nruns; i++)
-			if (!only || &pfp->runs[i] == only)
-				nenergy += write_energy(tfp, epath ? &ec : NULL, &pfp->runs[i], nfp);
-		fclose(nfp);
-		if (!nenergy && tfp)
-			fprintf(tfp, "  (none)\n");
-		if (notes_len && tfp)
-			fprintf(tfp, "%sperun's energy above sums those readings as if real (flags column of the energy "
-				     "CSV); phases, timeline and report use the repaired series; the CSV holds the readings as "
-				     "stored\n",
-				notes);
-		free(notes);
-		if (!count_power(pfp, only))
-			diag_warn(in, "holds no power sensors (psutil only: no RAPL or GPU was readable), so no energy can be computed");
-		if (epath) {
-			outfile_commit(&eof);
-			free(epath);
-		}
-	}
-	outfile_commit(&of);
-	return 0;
-}
-
 int cmd_perun(int argc, char **argv)
 {
 	const char *in = NULL, *out = "-", *run = NULL;
 	int regions = 0, rc;
 	struct perun_file own, *pfp = &own;
-	char err[1024];
 	struct em_opts eo = {0};
 	struct energy_model em;
-	struct tl tl = {NULL};
+	const struct energy_model *aligned = NULL;
+	struct em_error e;
 
 	const struct option opts[] = {
 		OPT_STRING(0, "perun", &in, "FILE", "perun's HDF5 output (or give it as the only argument)"),
@@ -320,17 +55,16 @@ int cmd_perun(int argc, char **argv)
 	if (eo.ring) {
 		/* The model's own copy of the file, so that its run, round and
 		 * host pointers name the rows to place. */
-		struct em_error e;
 		eo.perun = in;
 		eo.run = run;
 		if (energy_model_open(&em, &eo, &e))
 			diag_fatal(e.file, "%s", e.msg);
-		tl.m = &em;
+		aligned = &em;
 		pfp = &em.pf;
 	} else {
-		rc = perun_load_guarded(in, &own, err, sizeof err);
+		rc = perun_load_guarded(in, &own, &e);
 		if (rc < 0)
-			diag_fatal(in, "%s", err);
+			diag_fatal(in, "%s", e.msg);
 	}
 	const struct perun_file pf = *pfp;
 
@@ -346,10 +80,11 @@ int cmd_perun(int argc, char **argv)
 		diag_fatal(in, "no multirun '%s' (the file has: %s)", run, pf.nruns ? have : "none");
 	}
 
-	rc = perun_write(&pf, in, out, only, regions, !strcmp(out, "-") ? stderr : stdout, tl.m);
-	if (tl.m)
+	if (perun_csv_write(&pf, in, out, only, regions, !strcmp(out, "-") ? stderr : stdout, aligned, &e))
+		diag_fatal(e.file, "%s", e.msg);
+	if (aligned)
 		energy_model_close(&em);
 	else
 		perun_free(&own);
-	return rc;
+	return 0;
 }

@@ -30,19 +30,16 @@
 #include <string.h>
 
 #include "cmd/cmd_fatal.h"
-#include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
-#include "input/perun_absent.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
-#include "model/occ_energy.h"
-#include "output/counter_table.h"
-#include "output/csv.h"
-#include "output/occurrence_table.h"
-#include "output/outfile.h"
+#include "output/no_energy_note.h"
+#include "output/occurrences_csv.h"
 #include "output/phase_table.h"
+#include "output/phases_csv.h"
+#include "output/ranks_csv.h"
 #include "util/diag.h"
 
 static const struct cmd_usage phases_usage = {
@@ -53,77 +50,6 @@ static const struct cmd_usage phases_usage = {
 		 "  times (count, total, mean, p50, p95) per process, and why there is no perun file\n",
 	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
 };
-
-/* What the ring says of perun, indented under the caller's line. */
-static void explain_perun(const struct ringload *rl)
-{
-	char buf[8192] = "";
-	perun_absent_explain(rl, buf, sizeof buf);
-	for (char *s = buf, *e; *s && (e = strchr(s, '\n')); s = e + 1)
-		fprintf(stderr, "  %.*s\n", (int)(e - s), s);
-}
-
-void phases_no_energy_note(const struct energy_model *m, const char *why)
-{
-	/* stdout first: the note must not land in the middle of a table. */
-	fflush(stdout);
-	fprintf(stderr, "%s: no energy: %s; phase times only (count, total, mean, p50, p95 per phase and process)\n",
-		diag_prog, why);
-	explain_perun(&m->rl);
-}
-
-void phases_no_energy_note_ring(const char *ring, const char *why)
-{
-	struct ringload rl;
-	char err[256];
-	fflush(stdout);
-	fprintf(stderr, "%s: no energy: %s; phase times only\n", diag_prog, why);
-	/* Unreadable: its own error follows when it is opened. */
-	if (!ringload_read(&rl, ring, err, sizeof err)) {
-		explain_perun(&rl);
-		ringload_close(&rl);
-	}
-}
-
-void phases_open_failed(const struct em_opts *o, const struct em_error *e)
-{
-	struct ringload rl;
-	char err[256];
-	/* Without a perun file, a ring with no phases is most often perun's
-	 * own failure (it never ran the script): say what the ring saw of
-	 * it before the error. */
-	if (!o->perun && o->ring && !ringload_read(&rl, o->ring, err, sizeof err)) {
-		fflush(stdout);
-		fprintf(stderr, "%s: no perun file, and the ring's account of perun:\n", diag_prog);
-		explain_perun(&rl);
-		ringload_close(&rl);
-	}
-	diag_fatal(e->file, "%s", e->msg);
-}
-
-void phases_write(const struct energy_model *m, const char *out, enum attrib_choice method,
-		  const struct attrib_opts *ao, int by_process)
-{
-	struct outfile of;
-	struct csv c;
-	FILE *tty;
-	struct em_error e;
-	outfile_open(&of, out ? out : "-");
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	/* The readable table goes to stdout unless the CSV does. */
-	tty = out ? stdout : stderr;
-	if (phase_table_write(&c, m, method, ao, by_process, tty, &e)) {
-		outfile_abort(&of);
-		diag_fatal(e.file, "%s", e.msg);
-	}
-	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
-	if (counter_table_write(&c, m, tty, &e) < 0)
-		diag_fatal(e.file, "%s", e.msg);
-	outfile_commit(&of);
-	if (out)
-		fprintf(tty, "\nwrote %s\n", out);
-}
 
 int cmd_phases(int argc, char **argv)
 {
@@ -161,42 +87,20 @@ int cmd_phases(int argc, char **argv)
 	if (!o.ring)
 		options_usage_error(&phases_usage, "needs --ring (and --perun for joules)");
 	if (energy_model_open(&m, &o, &e))
-		phases_open_failed(&o, &e);
+		run_open_fatal(&o, &e);
 	/* Without perun: every phase's times, per process too. */
 	if (m.times_only) {
-		phases_no_energy_note(&m, "no --perun given");
+		no_energy_note(&m, "no --perun given");
 		by_process = 1;
 	}
 	phase_table_warn(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	if (occurrences) {
-		occurrences_write(&m, out, out ? stdout : stderr);
-	} else {
-		phases_write(&m, out, method, &ao, by_process);
-	}
+	if (occurrences ? occurrences_csv_write(&m, out, out ? stdout : stderr, &e)
+			: phases_csv_write(&m, out, method, &ao, by_process, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	return 0;
-}
-
-void occurrences_write(const struct energy_model *m, const char *out, FILE *tty)
-{
-	struct occ_energy oe;
-	struct em_error e;
-	size_t with = 0;
-	if (occ_energy_build(m, &oe, &e) || occurrence_table_write(m, &oe, out ? out : "-", &e))
-		diag_fatal(e.file, "%s", e.msg);
-	for (size_t i = 0; i < oe.nocc; i++) {
-		int all = oe.ngroups > 0;
-		for (size_t g = 0; g < oe.ngroups; g++)
-			all &= oe.cell[i * oe.ngroups + g].why == OCC_DECIDED;
-		with += all;
-	}
-	if (tty)
-		fprintf(tty, "%s%s: %zu occurrence(s) of %zu phase(s), %zu with joules in every device group%s%s%s\n",
-			out ? "wrote " : "", out ? out : "occurrences", oe.nocc, m->ph.nnames, with,
-			oe.no_energy ? " (" : "", oe.no_energy ? oe.no_energy : "", oe.no_energy ? ")" : "");
-	occ_energy_free(&oe);
 }
 
 /* `anchorpost` alone: the run in this directory (run_find.h), its table
@@ -211,15 +115,14 @@ int cmd_here(void)
 	struct run_files f;
 	struct energy_model m;
 	struct em_error e;
-	char err[2048];
 	int rc;
 
-	rc = run_find(".", &f, err, sizeof err);
+	rc = run_find(".", &f, &e);
 	if (rc == -ENOENT && !f.ring && !f.perun)
 		return -1; /* no run here at all: the caller's usage */
 	/* A ring without a perun file is a run too: its phase times. */
 	if (rc && !(rc == -ENOENT && f.ring)) {
-		fprintf(stderr, "anchorpost: %s\n", err);
+		fprintf(stderr, "anchorpost: %s\n", e.msg);
 		run_find_free(&f);
 		return 2;
 	}
@@ -232,31 +135,34 @@ int cmd_here(void)
 	if (report_ranks_wanted(f.nrings, NULL)) {
 		struct mring mr;
 		if (!f.perun)
-			phases_no_energy_note_ring(f.ring, PHASES_NO_PERUN_HERE);
+			no_energy_note_ring(f.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)f.rings, f.nrings, &o, ATTRIB_CHOICE_AUTO, &ao);
-		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		if (ranks_csv_write_all(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
 		mring_close(&mr);
 		run_find_free(&f);
 		return 0;
 	}
 	if (energy_model_open(&m, &o, &e))
-		phases_open_failed(&o, &e);
+		run_open_fatal(&o, &e);
 	if (m.times_only)
-		phases_no_energy_note(&m, PHASES_NO_PERUN_HERE);
+		no_energy_note(&m, PHASES_NO_PERUN_HERE);
 	phase_table_warn(&m, &o);
 	if (report_ranks_wanted(1, &m)) {
 		struct mring mr;
 		const char *one[1] = {f.ring};
 		energy_model_close(&m);
 		report_ranks_open(&mr, one, 1, &o, ATTRIB_CHOICE_AUTO, &ao);
-		report_ranks_write(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout);
+		if (ranks_csv_write_all(&mr, "phases.csv", "stragglers.csv", "ranks.csv", stdout, &e))
+			diag_fatal(e.file, "%s", e.msg);
 		printf("\nwrote phases.csv, stragglers.csv, ranks.csv\n");
 		mring_close(&mr);
 		run_find_free(&f);
 		return 0;
 	}
-	phases_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, m.times_only);
+	if (phases_csv_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, m.times_only, &e))
+		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	run_find_free(&f);
 	return 0;

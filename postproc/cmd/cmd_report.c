@@ -11,7 +11,7 @@
  * per-phase table with both alignments' quality and the list of files.
  * The run is opened once (run_model.h: ring, perun file, profile, both
  * alignments, each sample's energy) and every file comes from the same
- * writer the single command uses (cmd_writers.h), so each input is read
+ * writer the single command uses (output/), so each input is read
  * once and report and the single commands cannot disagree.
  *
  * All or nothing: the files are built in "OUTDIR.tmp.anchorpost-PID-..."
@@ -49,7 +49,6 @@
 #include "output/op_table.h"
 #include "output/plot_layers.h"
 #include "cmd/cmd_fatal.h"
-#include "cmd/cmd_writers.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
@@ -57,15 +56,20 @@
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
-#include "model/occ_energy.h"
 #include "model/run_model.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
-#include "output/occurrence_table.h"
+#include "output/functions_csv.h"
+#include "output/no_energy_note.h"
+#include "output/occurrences_csv.h"
 #include "output/outfile.h"
+#include "output/perun_csv.h"
 #include "output/phase_table.h"
 #include "output/plot.h"
+#include "output/ranks_csv.h"
+#include "output/samples_csv.h"
 #include "output/temp_name.h"
+#include "output/timeline_csv.h"
 #include "output/trace_json.h"
 #include "util/diag.h"
 
@@ -116,17 +120,24 @@ static void progress(const struct report *r, const char *what)
 		fprintf(stderr, "report: [%6.1f s] %s\n", elapsed_s(r), what);
 }
 
-static char *out_path(struct report *r, const char *name)
+/* Register name as one of the report's files: *path is DIR/name in the
+ * build directory, for the writer; the list is what the commit moves and
+ * the closing lines show.  0, or -ENOMEM with *e filled. */
+static int out_path(struct report *r, const char *name, const char **path, struct em_error *e)
 {
 	char *p, **nf;
 	if (asprintf(&p, "%s/%s", r->dir, name) < 0)
-		diag_fatal(NULL, "out of memory");
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	nf = realloc(r->files, (r->nfiles + 1) * sizeof *nf);
-	if (!nf)
-		diag_fatal(NULL, "out of memory");
+	if (!nf) {
+		free(p);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
 	r->files = nf;
 	r->files[r->nfiles++] = p;
-	return p;
+	if (path)
+		*path = p;
+	return 0;
 }
 
 /* Directories mkdir_p created, removed again (when empty) if the report
@@ -160,24 +171,23 @@ static void mkdir_p(const char *dir)
 	free(d);
 }
 
-/* The report being built, for the exit handler: a failure anywhere
- * (diag_fatal exits) removes the half-built directory. */
-static struct report *building;
-
-static void remove_tmp_dir(void)
+/* A failed report: remove the half-built directory (only ever our own,
+ * made by mkdtemp in start_tmp_dir) and the parents mkdir_p made for it.
+ * Called by cmd_report on the way out, explicitly: a signal instead
+ * leaves it to the next report's sweep (temp_name.h). */
+static void remove_tmp_dir(struct report *r)
 {
 	DIR *d;
 	struct dirent *de;
-	if (!building || building->committed || !building->tmp_dir)
+	if (r->committed || !r->tmp_dir)
 		return;
-	if ((d = opendir(building->tmp_dir))) {
-		/* Only ever our own directory, made by mkdtemp below. */
+	if ((d = opendir(r->tmp_dir))) {
 		while ((de = readdir(d)))
 			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 				unlinkat(dirfd(d), de->d_name, 0);
 		closedir(d);
 	}
-	rmdir(building->tmp_dir);
+	rmdir(r->tmp_dir);
 	while (nmade)
 		if (made_dirs[--nmade])
 			rmdir(made_dirs[nmade]);
@@ -218,8 +228,6 @@ static void start_tmp_dir(struct report *r)
 	/* Errors name OUTDIR/FILE, the path the user gave, not the build
 	 * directory that is removed on the way out. */
 	diag_alias_path(r->tmp_dir, r->final);
-	building = r;
-	atexit(remove_tmp_dir);
 }
 
 /* Every file report may write into OUTDIR, and when (write_all is the
@@ -263,34 +271,39 @@ static const struct {
  * a socket, a directory or a symlink there is someone's (a rename would
  * drop it silently), and an input there (a ring given as OUTDIR/phases.csv)
  * would be lost: refuse with one line, OUTDIR untouched. */
-static void check_target(const char *final, const char *base)
+static int check_target(const char *final, const char *base, struct em_error *e)
 {
+	static char path_kept[4096]; /* the path the error names outlives this call */
 	struct stat st;
 	const char *in;
 	char *path;
+	int rc = 0;
 	if (asprintf(&path, "%s/%s", final, base) < 0)
-		diag_fatal(NULL, "out of memory");
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	snprintf(path_kept, sizeof path_kept, "%s", path);
 	if (lstat(path, &st) != 0) {
 		if (errno != ENOENT)
-			diag_fatal(path, "cannot check what is there: %s", strerror(errno));
-		free(path);
-		return;
+			rc = diag_error(e, -errno, path_kept, "cannot check what is there: %s", strerror(errno));
+	} else if (S_ISLNK(st.st_mode)) {
+		rc = diag_error(e, -EEXIST, path_kept, "is a symlink: report replaces only regular files in OUTDIR, "
+						       "never a link; remove it or choose another -d");
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = diag_error(e, -EEXIST, path_kept,
+				"is %s: report replaces only regular files in OUTDIR; remove it or choose another -d",
+				input_file_kind(st.st_mode));
+	} else if ((in = input_file_same_input(path, &st))) {
+		rc = diag_error(e, -EEXIST, path_kept,
+				"is an input of this report (%s): refusing to replace it; choose another -d", in);
 	}
-	if (S_ISLNK(st.st_mode))
-		diag_fatal(path, "is a symlink: report replaces only regular files in OUTDIR, never a link; "
-				 "remove it or choose another -d");
-	if (!S_ISREG(st.st_mode))
-		diag_fatal(path, "is %s: report replaces only regular files in OUTDIR; remove it or choose another -d",
-			   input_file_kind(st.st_mode));
-	if ((in = input_file_same_input(path, &st)))
-		diag_fatal(path, "is an input of this report (%s): refusing to replace it; choose another -d", in);
 	free(path);
+	return rc;
 }
 
 /* Before anything is written: what this run will write must not replace
  * what check_target refuses. */
 static void check_plan(const struct report *r, const struct run_model *rm)
 {
+	struct em_error e;
 	struct stat st;
 	if (stat(r->final, &st) != 0 || !S_ISDIR(st.st_mode))
 		return; /* a new OUTDIR (or not a directory: the commit says so) */
@@ -301,36 +314,44 @@ static void check_plan(const struct report *r, const struct run_model *rm)
 		    (planned[i].when == WITH_PROFILE_PERUN && rm->have_profile && !rm->m.times_only) ||
 		    (planned[i].when == WITH_TORCH_PERUN && rm->have_profile && rm->p.meta.torch && !rm->m.times_only) ||
 		    (planned[i].when == WITH_LAYERS_PERUN && plot_layers_count(&rm->m) && !rm->m.times_only))
-			check_target(r->final, planned[i].name);
+			if (check_target(r->final, planned[i].name, &e))
+				diag_fatal(e.file, "%s", e.msg); /* nothing written yet */
 }
 
 /* Move the finished files into OUTDIR: the whole directory when OUTDIR
  * does not exist, else file by file (OUTDIR may hold other files), each
  * target checked again first, all before the first rename. */
-static void commit_tmp_dir(struct report *r)
+static int commit_tmp_dir(struct report *r, struct em_error *e)
 {
+	static char to_kept[4096]; /* the path the error names */
 	struct stat st;
+	int rc;
 	if (stat(r->final, &st) < 0 && errno == ENOENT) {
 		if (rename(r->tmp_dir, r->final) < 0)
-			diag_fatal(r->final, "cannot move the report into place: %s", strerror(errno));
+			return diag_error(e, -errno, r->final, "cannot move the report into place: %s", strerror(errno));
 		r->committed = 1;
-		return;
+		return 0;
 	}
 	if (!S_ISDIR(st.st_mode))
-		diag_fatal(r->final, "exists and is not a directory");
+		return diag_error(e, -ENOTDIR, r->final, "exists and is not a directory");
 	for (size_t i = 0; i < r->nfiles; i++)
-		check_target(r->final, strrchr(r->files[i], '/') + 1);
+		if ((rc = check_target(r->final, strrchr(r->files[i], '/') + 1, e)))
+			return rc;
 	for (size_t i = 0; i < r->nfiles; i++) {
 		const char *base = strrchr(r->files[i], '/') + 1;
 		char *to;
 		if (asprintf(&to, "%s/%s", r->final, base) < 0)
-			diag_fatal(NULL, "out of memory");
-		if (rename(r->files[i], to) < 0 && errno != ENOENT)
-			diag_fatal(to, "cannot move into place: %s", strerror(errno));
+			return diag_error(e, -ENOMEM, NULL, "out of memory");
+		if (rename(r->files[i], to) < 0 && errno != ENOENT) {
+			snprintf(to_kept, sizeof to_kept, "%s", to);
+			free(to);
+			return diag_error(e, -errno, to_kept, "cannot move into place: %s", strerror(errno));
+		}
 		free(to);
 	}
 	r->committed = 1;
 	rmdir(r->tmp_dir);
+	return 0;
 }
 
 static void print_files(const struct report *r)
@@ -350,40 +371,52 @@ static void print_files(const struct report *r)
 
 /* phases.csv (the "all" scope and the ms counters); the readable table
  * into *table, printed at the end above the file list. */
-static void write_phases_csv(struct report *r, const struct energy_model *m, const struct phase_scope *all,
-			     char **table)
+static int write_phases_csv(struct report *r, const struct energy_model *m, const struct phase_scope *all,
+			    char **table, struct em_error *e)
 {
-	struct em_error e;
 	struct outfile of;
 	struct csv c;
 	size_t table_len = 0;
+	const char *path;
 	FILE *tty;
-	outfile_open(&of, out_path(r, "phases.csv"));
+	int rc;
+	if ((rc = out_path(r, "phases.csv", &path, e)) || (rc = outfile_create(&of, path, e)))
+		return rc;
 	csv_init(&c, of.fp);
 	phase_table_csv_header(&c);
-	tty = open_memstream(table, &table_len);
-	if (!tty)
-		diag_fatal(NULL, "out of memory");
-	if (phase_table_write_scope(&c, m, all, tty, &e) ||
+	if (!(tty = open_memstream(table, &table_len))) {
+		outfile_abort(&of);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	if ((rc = phase_table_write_scope(&c, m, all, tty, e)) ||
 	    /* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	    counter_table_write(&c, m, tty, &e) < 0)
-		diag_fatal(e.file, "%s", e.msg);
+	    (rc = counter_table_write(&c, m, tty, e)) < 0) {
+		fclose(tty);
+		outfile_abort(&of);
+		return rc;
+	}
 	fclose(tty);
-	outfile_commit(&of);
+	return outfile_done(&of, e);
 }
 
 /* A distributed run: phases.csv of every scope, stragglers.csv, ranks.csv;
  * the ranks' tables into *table, and which ring the other files show. */
-static void write_ranks(struct report *r, const struct energy_model *m, char **table)
+static int write_ranks(struct report *r, const struct energy_model *m, char **table, struct em_error *e)
 {
 	size_t len = 0;
-	FILE *tty = open_memstream(table, &len);
 	const struct ring_proc *lead = m->ph.nthr ? ring_procs_find(&m->rl.procs, m->ph.thr[m->ph.primary].pid) : NULL;
-	if (!tty)
-		diag_fatal(NULL, "out of memory");
+	const char *phases, *stragglers, *ranks;
+	FILE *tty;
+	int rc;
+	if (!(tty = open_memstream(table, &len)))
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	progress(r, "phases.csv (every rank), stragglers.csv, ranks.csv");
-	report_ranks_write(r->ranks, out_path(r, "phases.csv"), out_path(r, "stragglers.csv"), out_path(r, "ranks.csv"),
-			   tty);
+	if ((rc = out_path(r, "phases.csv", &phases, e)) || (rc = out_path(r, "stragglers.csv", &stragglers, e)) ||
+	    (rc = out_path(r, "ranks.csv", &ranks, e)) ||
+	    (rc = ranks_csv_write_all(r->ranks, phases, stragglers, ranks, tty, e))) {
+		fclose(tty);
+		return rc;
+	}
 	if (lead && lead->rank >= 0)
 		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
 			     "rank %d (pid %u); per-rank joules: phases.csv\n", m->ring_path, lead->rank, lead->pid);
@@ -391,66 +424,105 @@ static void write_ranks(struct report *r, const struct energy_model *m, char **t
 		fprintf(tty, "\ntimeline, pictures, trace.json: ring %s, perun's power explained by the timeline of "
 			     "pid %u; per-process joules: phases.csv\n", m->ring_path, lead->pid);
 	fclose(tty);
+	return 0;
 }
 
 /* perun.csv and samples.csv come from commands that know nothing of the
  * sensor; EMULATED_SENSOR.txt says it beside them. */
-static void write_emulated_note(struct report *r, const struct energy_model *m, const char *perun)
+static int write_emulated_note(struct report *r, const struct energy_model *m, const char *perun, struct em_error *e)
 {
 	struct outfile of;
-	outfile_open(&of, out_path(r, "EMULATED_SENSOR.txt"));
+	const char *path;
+	int rc;
+	if ((rc = out_path(r, "EMULATED_SENSOR.txt", &path, e)) || (rc = outfile_create(&of, path, e)))
+		return rc;
 	fprintf(of.fp, "%s\n\nperun read an emulated power sensor (no RAPL or GPU was readable when %s\n"
 			"was recorded): every joule and watt in this directory (phases.csv, perun.csv,\n"
 			"the pictures, trace.json) comes from that emulation.\n",
 		energy_model_sensor_note(m), perun);
-	outfile_commit(&of);
+	return outfile_done(&of, e);
+}
+
+/* samples.csv and its side files. */
+static int write_samples(struct report *r, const struct run_model *rm, const struct em_opts *o, struct em_error *e)
+{
+	const struct energy_model *m = &rm->m;
+	const char *path;
+	int rc;
+	progress(r, "samples.csv");
+	if ((rc = out_path(r, "samples.csv", &path, e)) ||
+	    (rc = samples_csv_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, path, 0, e)))
+		return rc;
+	if ((rc = out_path(r, "samples.csv.alignment.txt", NULL, e)) || (rc = out_path(r, "samples.stacks.csv", NULL, e)) ||
+	    (rc = out_path(r, "samples.frames.csv", NULL, e)))
+		return rc;
+	return out_path(r, "samples.threads.csv", NULL, e);
 }
 
 /* samples.csv (+ its side files), functions.csv, energy.speedscope.json. */
-static void write_profile_files(struct report *r, const struct run_model *rm, const struct em_opts *o)
+static int write_profile_files(struct report *r, const struct run_model *rm, const struct em_opts *o,
+			       struct em_error *e)
 {
-	const struct energy_model *m = &rm->m;
-	progress(r, "samples.csv");
-	samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
-	out_path(r, "samples.csv.alignment.txt");
-	out_path(r, "samples.stacks.csv");
-	out_path(r, "samples.frames.csv");
-	out_path(r, "samples.threads.csv");
+	const char *path, *ss;
+	int rc;
+	if ((rc = write_samples(r, rm, o, e)))
+		return rc;
 	progress(r, "functions.csv, energy.speedscope.json");
-	char *path = out_path(r, "functions.csv");
-	functions_write(rm, path, out_path(r, "energy.speedscope.json"), NULL, NULL);
-	out_path(r, "functions.csv.alignment.txt");
+	if ((rc = out_path(r, "functions.csv", &path, e)) || (rc = out_path(r, "energy.speedscope.json", &ss, e)) ||
+	    (rc = functions_csv_write(rm, path, ss, NULL, NULL, e)))
+		return rc;
+	return out_path(r, "functions.csv.alignment.txt", NULL, e);
 }
 
-static void write_pictures(struct report *r, const struct energy_model *m, const struct phase_scope *all,
-			   const char *title)
+/* name.svg and name.png from one plot function (plot.h). */
+static int write_picture(struct report *r, const char *name, const struct energy_model *m,
+			 const struct phase_scope *all, const char *title, int which, struct em_error *e)
 {
-	struct em_error e;
+	char svg[64], png[64];
+	const char *p[2];
+	int rc;
+	snprintf(svg, sizeof svg, "%s.svg", name);
+	snprintf(png, sizeof png, "%s.png", name);
+	for (int k = 0; k < 2; k++) {
+		enum plot_kind f = k ? PLOT_PNG : PLOT_SVG;
+		if ((rc = out_path(r, k ? png : svg, &p[k], e)))
+			return rc;
+		rc = which == 0 ? plot_timeline(m, title, p[k], f, e)
+		     : which == 1 ? plot_phases(m, all, title, p[k], f, e)
+				  : plot_layers(m, all, title, p[k], f, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int write_pictures(struct report *r, const struct energy_model *m, const struct phase_scope *all,
+			  const char *title, struct em_error *e)
+{
+	int rc;
 	progress(r, "timeline.svg, timeline.png");
-	if (plot_timeline(m, title, out_path(r, "timeline.svg"), PLOT_SVG, &e) ||
-	    plot_timeline(m, title, out_path(r, "timeline.png"), PLOT_PNG, &e))
-		diag_fatal(e.file, "%s", e.msg);
+	if ((rc = write_picture(r, "timeline", m, all, title, 0, e)))
+		return rc;
 	progress(r, "phases.svg, phases.png");
-	if (plot_phases(m, all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
-	    plot_phases(m, all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
-		diag_fatal(e.file, "%s", e.msg);
+	if ((rc = write_picture(r, "phases", m, all, title, 1, e)))
+		return rc;
 	if (plot_layers_count(m)) {
 		progress(r, "layers.svg, layers.png");
-		if (plot_layers(m, all, title, out_path(r, "layers.svg"), PLOT_SVG, &e) ||
-		    plot_layers(m, all, title, out_path(r, "layers.png"), PLOT_PNG, &e))
-			diag_fatal(e.file, "%s", e.msg);
+		return write_picture(r, "layers", m, all, title, 2, e);
 	}
+	return 0;
 }
 
 /* trace.json, with py-spy's stacks as --trace-stacks says. */
 /* all: the phases' attribution (NULL: times only, no joules on slices). */
-static void write_trace(struct report *r, const struct run_model *rm, const struct phase_scope *all, const char *title,
-			const char *stacks, char *pyspy_line, size_t pyspy_cap)
+static int write_trace(struct report *r, const struct run_model *rm, const struct phase_scope *all, const char *title,
+		       const char *stacks, char *pyspy_line, size_t pyspy_cap, struct em_error *e)
 {
 	struct trace_pyspy tp = {0};
 	struct trace_stats ts;
-	char terr[256], *path;
+	const char *path;
 	double *row_j = NULL;
+	int rc;
 	if (rm->have_profile) {
 		align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
 		if (strcmp(stacks, "none")) {
@@ -463,10 +535,12 @@ static void write_trace(struct report *r, const struct run_model *rm, const stru
 	 * py-spy's samples by functions.csv's (their own slice) */
 	if (tp.p && all && rm->p.nsamples) {
 		if (!(row_j = calloc(rm->p.nsamples, sizeof *row_j)))
-			diag_fatal(NULL, "out of memory");
+			return diag_error(e, -ENOMEM, NULL, "out of memory");
 		if (rm->p.meta.torch) {
-			if (op_table_row_j(rm, all, row_j))
-				diag_fatal(NULL, "out of memory");
+			if (op_table_row_j(rm, all, row_j)) {
+				free(row_j);
+				return diag_error(e, -ENOMEM, NULL, "out of memory");
+			}
 		} else if (rm->se.e_j && rm->se.n == rm->p.nsamples) {
 			for (size_t i = 0; i < rm->se.n; i++)
 				for (size_t g = 0; g < rm->m.ngroups; g++)
@@ -478,127 +552,139 @@ static void write_trace(struct report *r, const struct run_model *rm, const stru
 		tp.row_j = row_j;
 	}
 	progress(r, "trace.json");
-	path = out_path(r, "trace.json");
-	if (trace_json_write(&rm->m, &tp, title, path, &ts, terr, sizeof terr))
-		diag_fatal(path, "%s", terr);
+	if (!(rc = out_path(r, "trace.json", &path, e)))
+		rc = trace_json_write(&rm->m, &tp, title, path, &ts, e);
 	free(row_j);
+	return rc;
 }
 
 /* occurrences.csv: every phase occurrence on the run's time base, with
- * its joules where the data decide them (occ_energy.h). */
-static void write_occurrences(struct report *r, const struct energy_model *m)
+ * its joules where the data decide them (occurrences_csv.h). */
+static int write_occurrences(struct report *r, const struct energy_model *m, struct em_error *e)
 {
-	struct occ_energy oe;
-	struct em_error e;
-	char *path;
+	const char *path;
+	int rc;
 	progress(r, "occurrences.csv");
-	if (occ_energy_build(m, &oe, &e))
-		diag_fatal(e.file, "%s", e.msg);
-	path = out_path(r, "occurrences.csv");
-	if (occurrence_table_write(m, &oe, path, &e))
-		diag_fatal(e.file, "%s", e.msg);
-	occ_energy_free(&oe);
+	if ((rc = out_path(r, "occurrences.csv", &path, e)))
+		return rc;
+	return occurrences_csv_write(m, path, NULL, e);
 }
 
-/* Without a perun file: what the ring (and the profile) give alone.
- * Returns the list of the files not written, for the closing lines. */
-static const char *write_times_only(struct report *r, const struct run_model *rm, const struct em_opts *o,
-				    enum attrib_choice method, const struct attrib_opts *ao, const char *title,
-				    const char *stacks, char **table, char *pyspy_line, size_t pyspy_cap)
+/* phases.csv without joules: every scope's times, per process too
+ * (without joules the times are all there is). */
+static int write_phase_times(struct report *r, const struct energy_model *m, enum attrib_choice method,
+			     const struct attrib_opts *ao, char **table, struct em_error *e)
 {
-	const struct energy_model *m = &rm->m;
-	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
-	struct em_error e;
 	struct outfile of;
 	struct csv c;
 	size_t table_len = 0;
+	const char *path;
 	FILE *tty;
+	int rc;
+	progress(r, "phases.csv (times)");
+	if ((rc = out_path(r, "phases.csv", &path, e)) || (rc = outfile_create(&of, path, e)))
+		return rc;
+	csv_init(&c, of.fp);
+	phase_table_csv_header(&c);
+	if (!(tty = open_memstream(table, &table_len))) {
+		outfile_abort(&of);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	rc = phase_table_write(&c, m, method, ao, 1, tty, e);
+	fclose(tty);
+	if (rc) {
+		outfile_abort(&of);
+		return rc;
+	}
+	return outfile_done(&of, e);
+}
 
-	if (r->ranks) {
-		write_ranks(r, m, table); /* every rank's times */
-	} else {
-		progress(r, "phases.csv (times)");
-		outfile_open(&of, out_path(r, "phases.csv"));
-		csv_init(&c, of.fp);
-		phase_table_csv_header(&c);
-		if (!(tty = open_memstream(table, &table_len)))
-			diag_fatal(NULL, "out of memory");
-		/* Per process too: without joules the times are all there is. */
-		if (phase_table_write(&c, m, method, ao, 1, tty, &e))
-			diag_fatal(e.file, "%s", e.msg);
-		fclose(tty);
-		outfile_commit(&of);
+/* Without a perun file: what the ring (and the profile) give alone.
+ * *not_written: the list of the files not written, for the closing lines. */
+static int write_times_only(struct report *r, const struct run_model *rm, const struct em_opts *o,
+			    enum attrib_choice method, const struct attrib_opts *ao, const char *title, const char *stacks,
+			    char **table, char *pyspy_line, size_t pyspy_cap, const char **not_written,
+			    struct em_error *e)
+{
+	const struct energy_model *m = &rm->m;
+	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	int rc;
+
+	if ((rc = r->ranks ? write_ranks(r, m, table, e) /* every rank's times */
+			   : write_phase_times(r, m, method, ao, table, e)) ||
+	    (rc = write_occurrences(r, m, e)) || (rm->have_profile && (rc = write_samples(r, rm, o, e))))
+		return rc;
+	if (!(rc = phase_scope_attribute(m, method, ao, &all, e))) {
+		progress(r, "phases.svg, phases.png");
+		rc = write_picture(r, "phases", m, &all, title, 1, e);
 	}
-	write_occurrences(r, m);
-	if (rm->have_profile) {
-		progress(r, "samples.csv");
-		samples_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, out_path(r, "samples.csv"), 0);
-		out_path(r, "samples.csv.alignment.txt");
-		out_path(r, "samples.stacks.csv");
-		out_path(r, "samples.frames.csv");
-		out_path(r, "samples.threads.csv");
-	}
-	if (phase_scope_attribute(m, method, ao, &all, &e))
-		diag_fatal(e.file, "%s", e.msg);
-	progress(r, "phases.svg, phases.png");
-	if (plot_phases(m, &all, title, out_path(r, "phases.svg"), PLOT_SVG, &e) ||
-	    plot_phases(m, &all, title, out_path(r, "phases.png"), PLOT_PNG, &e))
-		diag_fatal(e.file, "%s", e.msg);
 	phase_scope_free(&all);
-	write_trace(r, rm, NULL, title, stacks, pyspy_line, pyspy_cap);
-	return rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
-				: "perun.csv, timeline.csv, timeline.svg/.png";
+	if (rc || (rc = write_trace(r, rm, NULL, title, stacks, pyspy_line, pyspy_cap, e)))
+		return rc;
+	*not_written = rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
+					: "perun.csv, timeline.csv, timeline.svg/.png";
+	return 0;
+}
+
+/* perun.csv ... trace.json: every file after the phases' over the
+ * attributed scope. */
+static int write_rest(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
+		      const struct attrib_opts *ao, const struct phase_scope *all, const char *title, const char *stacks,
+		      char *pyspy_line, size_t pyspy_cap, struct em_error *e)
+{
+	const struct energy_model *m = &rm->m;
+	const char *path;
+	int rc;
+	if ((rc = write_occurrences(r, m, e)) || (m->emulated && (rc = write_emulated_note(r, m, o->perun, e))))
+		return rc;
+	progress(r, "perun.csv");
+	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
+	if ((rc = out_path(r, "perun.csv", &path, e)) ||
+	    (rc = perun_csv_write(&m->pf, o->perun, path, o->run ? m->run : NULL, 0, NULL, m, e)) ||
+	    (rc = out_path(r, "perun.csv.energy.csv", NULL, e)) ||
+	    (rm->have_profile && (rc = write_profile_files(r, rm, o, e))))
+		return rc;
+	if (rm->have_profile && rm->p.meta.torch) {
+		/* joules per operator through the phases' powers (op_table.h) */
+		progress(r, "ops.csv");
+		if ((rc = out_path(r, "ops.csv", &path, e)) || (rc = op_table_write(rm, all, method, ao, path, e)))
+			return rc;
+	}
+	progress(r, "timeline.csv");
+	if ((rc = out_path(r, "timeline.csv", &path, e)) ||
+	    (rc = timeline_csv_write(rm, path, ANCHOR_TIMELINE_BIN_S, e)) ||
+	    (rm->have_profile && (rc = out_path(r, "timeline.csv.alignment.txt", NULL, e))) ||
+	    (rc = write_pictures(r, m, all, title, e)))
+		return rc;
+	return write_trace(r, rm, all, title, stacks, pyspy_line, pyspy_cap, e);
 }
 
 /* Everything into r->dir over the opened run; the table into *table. */
-static void write_all(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
-		      const struct attrib_opts *ao, const char *title, const char *stacks, char **table,
-		      char *pyspy_line, size_t pyspy_cap)
+static int write_all(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
+		     const struct attrib_opts *ao, const char *title, const char *stacks, char **table,
+		     char *pyspy_line, size_t pyspy_cap, struct em_error *e)
 {
 	const struct energy_model *m = &rm->m;
 	struct phase_scope all;
-	struct em_error e;
 	int rc;
 
 	progress(r, "attributing energy to phases");
 	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
 	all.pid = 0;
-	if ((rc = phase_scope_attribute(m, method, ao, &all, &e)) == -ENODATA && r->ranks) {
+	if ((rc = phase_scope_attribute(m, method, ao, &all, e)) == -ENODATA && r->ranks) {
 		/* Too few perun windows for the lead rank's phases: its ranks'
 		 * table says so per rank; the pictures show times alone. */
-		diag_warn(e.file, "%s; the pictures and trace.json show times only", e.msg);
+		diag_warn(e->file, "%s; the pictures and trace.json show times only", e->msg);
 		phase_scope_free(&all);
 		all.thr = -1;
-		rc = phase_scope_attribute(m, method, ao, &all, &e);
+		rc = phase_scope_attribute(m, method, ao, &all, e);
 	}
-	if (rc)
-		diag_fatal(e.file, "%s", e.msg);
-	if (r->ranks)
-		write_ranks(r, m, table);
-	else
-		write_phases_csv(r, m, &all, table);
-	write_occurrences(r, m);
-	if (m->emulated)
-		write_emulated_note(r, m, o->perun);
-	progress(r, "perun.csv");
-	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
-	perun_write(&m->pf, o->perun, out_path(r, "perun.csv"), o->run ? m->run : NULL, 0, NULL, m);
-	out_path(r, "perun.csv.energy.csv");
-	if (rm->have_profile)
-		write_profile_files(r, rm, o);
-	if (rm->have_profile && rm->p.meta.torch) {
-		/* joules per operator through the phases' powers (op_table.h) */
-		progress(r, "ops.csv");
-		if (op_table_write(rm, &all, method, ao, out_path(r, "ops.csv"), &e))
-			diag_fatal(e.file, "%s", e.msg);
-	}
-	progress(r, "timeline.csv");
-	timeline_write(rm, out_path(r, "timeline.csv"), ANCHOR_TIMELINE_BIN_S);
-	if (rm->have_profile)
-		out_path(r, "timeline.csv.alignment.txt");
-	write_pictures(r, m, &all, title);
-	write_trace(r, rm, &all, title, stacks, pyspy_line, pyspy_cap);
+	if (!rc)
+		rc = r->ranks ? write_ranks(r, m, table, e) : write_phases_csv(r, m, &all, table, e);
+	if (!rc)
+		rc = write_rest(r, rm, o, method, ao, &all, title, stacks, pyspy_line, pyspy_cap, e);
 	phase_scope_free(&all);
+	return rc;
 }
 
 /* `report DIR`: the run's files found in DIR, the report in DIR/report
@@ -607,13 +693,13 @@ static void write_all(struct report *r, const struct run_model *rm, const struct
 static int from_run_dir(const char *run_dir, struct em_opts *o, const char **profile, struct report *r,
 			struct run_files *found, char **dir_buf)
 {
-	char ferr[2048];
+	struct em_error ferr;
 	int rc;
 	if (o->ring || o->perun || *profile)
 		options_usage_error(&report_usage, "give a run directory or --ring/--perun/--profile, not both");
 	/* A ring without a perun file still makes a report: its times. */
-	if ((rc = run_find(run_dir, found, ferr, sizeof ferr)) && !(rc == -ENOENT && found->ring)) {
-		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr);
+	if ((rc = run_find(run_dir, found, &ferr)) && !(rc == -ENOENT && found->ring)) {
+		fprintf(stderr, "anchorpost: %s: %s\n", run_dir, ferr.msg);
 		run_find_free(found);
 		return 1;
 	}
@@ -651,7 +737,7 @@ int cmd_report(int argc, char **argv)
 	struct run_files found;
 	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL, *not_written = NULL;
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
-	int stacks_i = 0, npos;
+	int stacks_i = 0, npos, rc;
 	char *table = NULL, title_buf[256], pyspy_line[2048] = "", *dir_buf = NULL;
 
 	const struct option opts[] = {
@@ -692,7 +778,7 @@ int cmd_report(int argc, char **argv)
 	 * the ring of the lowest rank. */
 	if (found.nrings > 1) {
 		if (!o.perun)
-			phases_no_energy_note_ring(found.ring, PHASES_NO_PERUN_HERE);
+			no_energy_note_ring(found.ring, PHASES_NO_PERUN_HERE);
 		report_ranks_open(&mr, (const char *const *)found.rings, found.nrings, &o, method, &ao);
 		r.ranks = &mr;
 		o.ring = mring_lead_ring(&mr);
@@ -701,7 +787,7 @@ int cmd_report(int argc, char **argv)
 	ro.profile = profile;
 	ro.need_power = profile != NULL && o.perun; /* functions.csv needs energy to give */
 	if (run_model_open(&rm, &ro, &e))
-		phases_open_failed(&o, &e);
+		run_open_fatal(&o, &e);
 	if (!r.ranks && report_ranks_wanted(1, &rm.m)) {
 		const char *one[1] = {o.ring};
 		progress(&r, "several ranks in the ring: the per-rank model");
@@ -710,16 +796,20 @@ int cmd_report(int argc, char **argv)
 	}
 	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
 	if (rm.m.times_only)
-		phases_no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
+		no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
 	phase_table_warn(&rm.m, &o);
 	start_tmp_dir(&r);
-	if (rm.m.times_only)
-		not_written = write_times_only(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line,
-					       sizeof pyspy_line);
-	else
-		write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line);
-	outfile_commit_held(); /* every file in the build directory, then the directory */
-	commit_tmp_dir(&r);
+	rc = rm.m.times_only ? write_times_only(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line,
+						sizeof pyspy_line, &not_written, &e)
+			     : write_all(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line, sizeof pyspy_line, &e);
+	/* every file in the build directory, then the directory */
+	if (rc || (rc = outfile_release(&e)) || (rc = commit_tmp_dir(&r, &e))) {
+		/* All or nothing, here and not in an exit handler: the line
+		 * first (it may name a file about to go), then no file. */
+		cmd_error(&e);
+		remove_tmp_dir(&r);
+		return 1;
+	}
 	diag_alias_path(NULL, NULL);
 
 	progress(&r, "done");
@@ -739,6 +829,5 @@ int cmd_report(int argc, char **argv)
 	free(r.files);
 	free(r.tmp_dir);
 	free(dir_buf);
-	building = NULL;
 	return 0;
 }

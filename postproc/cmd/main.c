@@ -103,6 +103,7 @@ int main(int argc, char **argv)
 		outfile_hold();
 		rc = cmd_here();
 		outfile_commit_held();
+		outfile_abort_all(); /* nothing is left open by a command that succeeded */
 		if (rc >= 0)
 			return rc;
 		usage(stderr);
@@ -130,11 +131,14 @@ int main(int argc, char **argv)
 			continue;
 		/* A command's outputs (FILE and its side files) appear all
 		 * together when it returns, or none when it fails (diag_fatal
-		 * removes the held temps). */
+		 * and cmd_error remove the held temps). */
 		if (!c->commit_each)
 			outfile_hold();
 		rc = c->fn(argc - 1, argv + 1);
 		outfile_commit_held();
+		/* An output a command did not commit is not its result: remove
+		 * it here, in the open, rather than in an exit handler. */
+		outfile_abort_all();
 		return rc;
 	}
 	fprintf(stderr, "anchorpost: unknown command '%s' (try 'anchorpost --help')\n", argv[1]);

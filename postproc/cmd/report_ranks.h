@@ -22,10 +22,4 @@ int report_ranks_wanted(size_t nrings, const struct energy_model *m);
 void report_ranks_open(struct mring *mr, const char *const *rings, size_t nrings, const struct em_opts *o,
 		       enum attrib_choice method, const struct attrib_opts *ao);
 
-/* phases.csv (every scope), stragglers.csv, ranks.csv at the paths given
- * (a NULL path: not written); the readable tables, the stragglers' summary
- * and the accounting line into tty.  Exits with the one-line error. */
-void report_ranks_write(const struct mring *mr, const char *phases, const char *stragglers, const char *ranks,
-			FILE *tty);
-
 #endif

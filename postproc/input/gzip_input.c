@@ -79,7 +79,7 @@ static int gz_close(void *v)
 	return 0;
 }
 
-int pyspy_gzip_input(struct pyspy_input *in, struct pyspy_error *err)
+int pyspy_gzip_input(struct pyspy_input *in, struct em_error *err)
 {
 	struct gz_cookie *g = calloc(1, sizeof *g);
 	cookie_io_functions_t io = {.read = gz_read, .close = gz_close};

@@ -144,14 +144,18 @@ static int probe(const struct src *s, struct hdf5_probe *p, char *err, size_t er
 		       (unsigned long long)s->size);
 }
 
-int hdf5_probe_fd(int fd, uint64_t size, struct hdf5_probe *p, char *err, size_t errlen)
+int hdf5_probe_fd(int fd, uint64_t size, struct hdf5_probe *p, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct src s = {fd, NULL, size};
 	return probe(&s, p, err, errlen);
 }
 
-int hdf5_probe_buf(const void *buf, size_t len, struct hdf5_probe *p, char *err, size_t errlen)
+int hdf5_probe_buf(const void *buf, size_t len, struct hdf5_probe *p, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct src s = {-1, buf, len};
 	return probe(&s, p, err, errlen);
 }

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/diag.h"
+
 struct hdf5_probe {
 	uint64_t sig_off;    /* byte where the signature (and superblock) starts */
 	unsigned version;    /* superblock version, 0..3 */
@@ -37,10 +39,10 @@ struct hdf5_probe {
  * filled; -ENOENT when no offset holds the signature; -EINVAL when the
  * superblock after it is unusable (an unknown version, a bad size of
  * offsets, an undefined end-of-file address); -errno when a read fails.
- * err gets one line without the path in every failing case. */
-int hdf5_probe_fd(int fd, uint64_t size, struct hdf5_probe *p, char *err, size_t errlen);
+ * *e gets one line without the path (file NULL) in every failing case. */
+int hdf5_probe_fd(int fd, uint64_t size, struct hdf5_probe *p, struct em_error *e);
 
 /* The same over bytes already in memory (the image libhdf5 will parse). */
-int hdf5_probe_buf(const void *buf, size_t len, struct hdf5_probe *p, char *err, size_t errlen);
+int hdf5_probe_buf(const void *buf, size_t len, struct hdf5_probe *p, struct em_error *e);
 
 #endif

@@ -150,8 +150,10 @@ static int admit(const char *path, const struct stat *st, int flags, char *err, 
 	return 0;
 }
 
-int input_file_open(const char *path, int flags, char *err, size_t errlen)
+int input_file_open(const char *path, int flags, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct stat st;
 	int fd, rc, fl;
 
@@ -177,8 +179,10 @@ int input_file_open(const char *path, int flags, char *err, size_t errlen)
 	return fd;
 }
 
-int input_file_check(const char *path, int flags, char *err, size_t errlen)
+int input_file_check(const char *path, int flags, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct stat st;
 	if (stat(path, &st) != 0)
 		return set_err(err, errlen, -errno, "cannot open: %s", strerror(errno));

@@ -18,18 +18,20 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "util/diag.h"
+
 /* input_file_open/_check flags */
 #define INPUT_FILE_REMEMBER 1 /* one of this run's inputs: no output may replace it */
 
 /* Open path read-only without blocking; refuse anything but a regular
  * file.  Returns an fd (blocking mode restored, O_CLOEXEC) or a negative
- * errno with a one-line reason (without the path) in err. */
-int input_file_open(const char *path, int flags, char *err, size_t errlen);
+ * errno with a one-line reason (without the path) in *e (e may be NULL). */
+int input_file_open(const char *path, int flags, struct em_error *e);
 
 /* The same checks for a reader that opens the file by name itself
  * (libhdf5, the ring reader): stat() only, never opens, never blocks.
- * Returns 0 or a negative errno with the reason in err. */
-int input_file_check(const char *path, int flags, char *err, size_t errlen);
+ * Returns 0 or a negative errno with the reason in *e (e may be NULL). */
+int input_file_check(const char *path, int flags, struct em_error *e);
 
 /* What st is, in words ("a FIFO", "a character device", ...). */
 const char *input_file_kind(mode_t mode);

@@ -29,6 +29,8 @@
 
 #include <stddef.h>
 
+#include "util/diag.h"
+
 /* One string attribute ("key" = "value"), e.g. backend metadata. */
 struct perun_kv {
 	char *key;
@@ -138,21 +140,22 @@ struct perun_file {
 
 /* Load `path` into *pf (zeroed first).  Returns 0, or a negative errno
  * (-ENOENT, -EINVAL for a file that is not perun's, -ENOMEM) with a
- * one-line message naming the HDF5 path in err; *pf is then empty.
+ * one-line message naming the HDF5 path in *e, file NULL (the caller
+ * names the file); *pf is then empty.
  * Silences libhdf5's own error printing. */
-int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen);
+int perun_load(const char *path, struct perun_file *pf, struct em_error *e);
 
 /* perun_load over the file's bytes already in memory (libhdf5's core
  * driver): libhdf5 never opens the file.  The same errors as perun_load. */
-int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen);
+int perun_load_image(const void *buf, size_t len, struct perun_file *pf, struct em_error *e);
 
 /* Read path into *buf (malloc'd, *len bytes) after input_file_check: the
  * one open of a perun file.  The HDF5 signature and superblock are found
  * first with a few small reads (hdf5_probe.h): a file that is not HDF5 is
  * refused unread, one shorter than its superblock says is refused as
  * truncated, and only the bytes up to the superblock's end-of-file address
- * are read.  0, or a negative errno with err. */
-int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen);
+ * are read.  0, or a negative errno with *e. */
+int perun_read_bytes(const char *path, char **buf, size_t *len, struct em_error *e);
 
 /* perun_load, but first walk the file in a forked child: libhdf5 1.10
  * crashes or loops on some corrupt files (docs/perun-format.md); this turns
@@ -163,7 +166,7 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
  * caller (perun_read_bytes): the child parses those bytes
  * (perun_load_image) and sends the model back (perun_pack.h), so the
  * caller never runs libhdf5 on the file. */
-int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_t errlen);
+int perun_load_guarded(const char *path, struct perun_file *pf, struct em_error *e);
 
 /* Free everything perun_load allocated; safe on a zeroed struct. */
 void perun_free(struct perun_file *pf);

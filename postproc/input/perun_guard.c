@@ -51,13 +51,14 @@ static void write_all(int fd, const char *p, size_t len)
 static void __attribute__((noreturn)) child_walk(const char *buf, size_t len, int wfd)
 {
 	struct perun_file pf;
-	char err[1024], *packed;
+	struct em_error e;
+	char *packed;
 	size_t plen;
-	int rc = perun_load_image(buf, len, &pf, err, sizeof err);
+	int rc = perun_load_image(buf, len, &pf, &e);
 	if (rc == 0 && (rc = perun_pack(&pf, &packed, &plen)) < 0)
-		snprintf(err, sizeof err, "out of memory");
+		snprintf(e.msg, sizeof e.msg, "out of memory");
 	if (rc < 0) {
-		write_all(wfd, err, strlen(err));
+		write_all(wfd, e.msg, strlen(e.msg));
 		_exit(-rc > 0 && -rc < 126 ? -rc : EINVAL);
 	}
 	write_all(wfd, packed, plen);
@@ -163,15 +164,17 @@ static int child_result(int status, const char *msg, size_t mlen, struct perun_f
 	return rc;
 }
 
-int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_t errlen)
+int perun_load_guarded(const char *path, struct perun_file *pf, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	int fds[2], status, rc;
 	char *buf, *msg = NULL;
 	size_t len, mlen = 0;
 	pid_t pid;
 
 	memset(pf, 0, sizeof *pf);
-	if ((rc = perun_read_bytes(path, &buf, &len, err, errlen)))
+	if ((rc = perun_read_bytes(path, &buf, &len, e)))
 		return rc;
 	if (pipe(fds) < 0)
 		goto unguarded;
@@ -214,7 +217,7 @@ int perun_load_guarded(const char *path, struct perun_file *pf, char *err, size_
 	return rc;
 unguarded:
 	/* no pipe or no process to spare: parse here, unguarded */
-	rc = perun_load_image(buf, len, pf, err, errlen);
+	rc = perun_load_image(buf, len, pf, e);
 	free(buf);
 	return rc;
 }

@@ -1058,8 +1058,10 @@ static int load_file(struct ld *L, hid_t f, struct perun_file *pf)
 	return rc;
 }
 
-int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *err, size_t errlen)
+int perun_load_image(const void *buf, size_t len, struct perun_file *pf, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct ld L = {err, errlen, 0};
 	struct hdf5_probe probe;
 	hid_t fapl, f;
@@ -1075,7 +1077,7 @@ int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *e
 		snprintf(err, errlen, "empty file (0 bytes), not HDF5");
 		return -EINVAL;
 	}
-	if ((rc = hdf5_probe_buf(buf, len, &probe, err, errlen)) < 0)
+	if ((rc = hdf5_probe_buf(buf, len, &probe, e)) < 0)
 		return rc == -ENOENT ? -EINVAL : rc;
 	L.max_elems = (uint64_t)len + 4096;
 	/* The core driver over the bytes read: libhdf5 never opens the file
@@ -1100,8 +1102,10 @@ int perun_load_image(const void *buf, size_t len, struct perun_file *pf, char *e
 	return rc;
 }
 
-int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+int perun_read_bytes(const char *path, char **buf, size_t *len, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct hdf5_probe probe;
 	struct stat st;
 	uint64_t want;
@@ -1112,15 +1116,15 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 	*buf = NULL;
 	*len = 0;
 	/* never blocks on a FIFO; no output of this run may replace it */
-	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)))
+	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, e)))
 		return rc;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : EINVAL;
+		int en = fd < 0 ? errno : EINVAL;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s", e == EINVAL ? "not a regular file" : strerror(e));
-		return -e;
+		snprintf(err, errlen, "%s", en == EINVAL ? "not a regular file" : strerror(en));
+		return -en;
 	}
 	if (st.st_size == 0) {
 		close(fd);
@@ -1131,7 +1135,7 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 	 * libhdf5 can address (hdf5_probe.h): a 2 GiB log or sparse file is
 	 * refused without being read, and bytes past the superblock's end of
 	 * file (a file extended after perun closed it) are never read. */
-	if ((rc = hdf5_probe_fd(fd, (uint64_t)st.st_size, &probe, err, errlen)) < 0) {
+	if ((rc = hdf5_probe_fd(fd, (uint64_t)st.st_size, &probe, e)) < 0) {
 		close(fd);
 		return rc == -ENOENT ? -EINVAL : rc;
 	}
@@ -1154,11 +1158,11 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			int e = errno;
+			int en = errno;
 			free(b);
 			close(fd);
-			snprintf(err, errlen, "read failed: %s", strerror(e));
-			return -e;
+			snprintf(err, errlen, "read failed: %s", strerror(en));
+			return -en;
 		}
 		if (k == 0)
 			break; /* shrank since fstat: libhdf5 says truncated */
@@ -1170,15 +1174,15 @@ int perun_read_bytes(const char *path, char **buf, size_t *len, char *err, size_
 	return 0;
 }
 
-int perun_load(const char *path, struct perun_file *pf, char *err, size_t errlen)
+int perun_load(const char *path, struct perun_file *pf, struct em_error *e)
 {
 	char *buf;
 	size_t len;
 	int rc;
 	memset(pf, 0, sizeof *pf);
-	if ((rc = perun_read_bytes(path, &buf, &len, err, errlen)))
+	if ((rc = perun_read_bytes(path, &buf, &len, e)))
 		return rc;
-	rc = perun_load_image(buf, len, pf, err, errlen);
+	rc = perun_load_image(buf, len, pf, e);
 	free(buf);
 	return rc;
 }

@@ -29,8 +29,9 @@
  * gap).  chrometrace: real time since py-spy created its recorder (ts µs
  * / 1e6), one row per interval during which a thread's stack did not
  * change.  raw: no time at all (NaN), one row per distinct stack with its
- * count.  Library code never exits or prints: errors come back in
- * struct pyspy_error with a location (byte offset or line).
+ * count.  Library code never exits or prints: errors come back in an
+ * em_error (util/diag.h) with a location (byte offset or line) in msg and
+ * file NULL (the caller names the file it gave).
  */
 #ifndef ANCHORPOST_PYSPY_H
 #define ANCHORPOST_PYSPY_H
@@ -38,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "util/diag.h"
 
 enum pyspy_format {
 	PYSPY_FMT_AUTO = 0,
@@ -53,9 +56,10 @@ enum pyspy_idle {
 	PYSPY_IDLE_UNLIKELY,
 };
 
-struct pyspy_error {
-	char msg[320]; /* one line, without the file name */
-};
+/* The parsers' messages keep the length they always had (one line,
+ * without the file name, which the caller prints): em_error's msg is
+ * longer, pyspy_set_err cuts at this. */
+#define PYSPY_ERR_MAX 320
 
 struct pyspy_frame {
 	const char *name; /* never NULL */
@@ -142,7 +146,7 @@ struct pyspy_profile;
 /* Return 0 to go on, non-zero to stop reading (pyspy_read returns -ECANCELED
  * and keeps the message the callback put in err, if any). */
 typedef int (*pyspy_sample_fn)(void *ctx, const struct pyspy_profile *p,
-			       const struct pyspy_sample_ev *s, struct pyspy_error *err);
+			       const struct pyspy_sample_ev *s, struct em_error *err);
 
 /* A stored sample: 24 bytes. */
 struct pyspy_sample {
@@ -178,17 +182,17 @@ void pyspy_profile_free(struct pyspy_profile *p);
 /* Stream path (fmt AUTO detects) into p's tables, calling fn per sample.
  * 0, or -errno with err->msg set (-EINVAL: malformed input). */
 int pyspy_read(const char *path, enum pyspy_format fmt, struct pyspy_profile *p,
-	       pyspy_sample_fn fn, void *ctx, struct pyspy_error *err);
+	       pyspy_sample_fn fn, void *ctx, struct em_error *err);
 
 /* Same from an open stream (fuzzing, stdin). */
 int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p,
-		  pyspy_sample_fn fn, void *ctx, struct pyspy_error *err);
+		  pyspy_sample_fn fn, void *ctx, struct em_error *err);
 
 /* Read everything into the model (p->samples etc.). */
 int pyspy_load(const char *path, enum pyspy_format fmt, struct pyspy_profile *p,
-	       struct pyspy_error *err);
+	       struct em_error *err);
 int pyspy_load_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p,
-		  struct pyspy_error *err);
+		  struct em_error *err);
 
 /* "speedscope", "chrometrace", "raw", "auto". */
 const char *pyspy_format_name(enum pyspy_format f);
@@ -236,6 +240,8 @@ int pyspy_frames_intern(struct pyspy_frames *f, const char *name, size_t name_le
 int pyspy_stacks_child(struct pyspy_stacks *s, uint32_t parent, uint32_t frame, uint32_t *child);
 int pyspy_stacks_init(struct pyspy_stacks *s);
 int pyspy_thread_add(struct pyspy_profile *p, uint32_t *idx);
-void pyspy_set_err(struct pyspy_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Fill err's msg (at most PYSPY_ERR_MAX - 1 characters), file NULL;
+ * err may be NULL. */
+void pyspy_set_err(struct em_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

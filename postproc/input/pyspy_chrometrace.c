@@ -53,7 +53,7 @@ struct ct {
 	struct pyspy_profile *p;
 	pyspy_sample_fn fn;
 	void *ctx;
-	struct pyspy_error *err;
+	struct em_error *err;
 	int failed;
 	enum st st;
 	enum key key;
@@ -500,7 +500,7 @@ static const yajl_callbacks callbacks = {
 };
 
 int pyspy_chrometrace_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-			    struct pyspy_error *err)
+			    struct em_error *err)
 {
 	struct ct c;
 	int rc;

@@ -25,17 +25,17 @@ struct pyspy_input {
 };
 
 /* Refill buf from fp (buf is consumed whole).  0, or -EIO. */
-int pyspy_input_fill(struct pyspy_input *in, struct pyspy_error *err);
+int pyspy_input_fill(struct pyspy_input *in, struct em_error *err);
 
 /* Feed the whole input to h.  A callback that stopped the parse has set
  * err; *failed (when non-NULL and non-zero) carries its errno.  Returns 0
  * or -errno; on yajl errors the message names the byte offset. */
-int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, struct pyspy_error *err);
+int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, struct em_error *err);
 
 /* Turn a yajl failure into err (offset = feed_base + what h consumed);
  * returns -errno. */
 int pyspy_json_fail(struct pyspy_input *in, yajl_handle h, yajl_status st, uint64_t feed_base, const int *failed,
-		    struct pyspy_error *err);
+		    struct em_error *err);
 
 /* Byte offset of the token being handled inside a yajl callback. */
 static inline uint64_t pyspy_json_offset(const struct pyspy_input *in, yajl_handle h)
@@ -44,15 +44,15 @@ static inline uint64_t pyspy_json_offset(const struct pyspy_input *in, yajl_hand
 }
 
 int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-			   struct pyspy_error *err);
+			   struct em_error *err);
 int pyspy_chrometrace_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-			    struct pyspy_error *err);
+			    struct em_error *err);
 /* Replace in->fp by a stream that inflates in->buf's gzip data and the
  * rest of in->fp, and refill buf from it.  0, or -errno with err set. */
-int pyspy_gzip_input(struct pyspy_input *in, struct pyspy_error *err);
+int pyspy_gzip_input(struct pyspy_input *in, struct em_error *err);
 int pyspy_torch_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-		      struct pyspy_error *err);
+		      struct em_error *err);
 int pyspy_raw_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-		    struct pyspy_error *err);
+		    struct em_error *err);
 
 #endif

@@ -39,7 +39,7 @@ static int add_frame(struct pyspy_frames *f, const char *s, size_t n, uint32_t *
 }
 
 static int parse_line(struct pyspy_profile *p, char *line, size_t n, uint64_t lineno, uint64_t *row,
-		      pyspy_sample_fn fn, void *ctx, struct pyspy_error *err)
+		      pyspy_sample_fn fn, void *ctx, struct em_error *err)
 {
 	size_t sp, i, start;
 	uint64_t count = 0;
@@ -106,7 +106,7 @@ oom:
 }
 
 int pyspy_raw_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-		    struct pyspy_error *err)
+		    struct em_error *err)
 {
 	char *line = NULL;
 	size_t len = 0, cap = 0, pos = 0;

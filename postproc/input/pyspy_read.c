@@ -16,7 +16,7 @@
 #include "input/pyspy.h"
 #include "input/pyspy_input.h"
 
-int pyspy_input_fill(struct pyspy_input *in, struct pyspy_error *err)
+int pyspy_input_fill(struct pyspy_input *in, struct em_error *err)
 {
 	in->base += in->len;
 	in->len = 0;
@@ -34,7 +34,7 @@ int pyspy_input_fill(struct pyspy_input *in, struct pyspy_error *err)
 }
 
 int pyspy_json_fail(struct pyspy_input *in, yajl_handle h, yajl_status st, uint64_t feed_base, const int *failed,
-		    struct pyspy_error *err)
+		    struct em_error *err)
 {
 	unsigned char *m;
 	size_t n;
@@ -56,7 +56,7 @@ int pyspy_json_fail(struct pyspy_input *in, yajl_handle h, yajl_status st, uint6
 	return -EINVAL;
 }
 
-int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, struct pyspy_error *err)
+int pyspy_json_drive(struct pyspy_input *in, yajl_handle h, const int *failed, struct em_error *err)
 {
 	yajl_status st;
 	int rc;
@@ -182,7 +182,7 @@ int pyspy_written_by_anchorpost(const char *head, size_t len)
 }
 
 int pyspy_read_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-		  struct pyspy_error *err)
+		  struct em_error *err)
 {
 	struct pyspy_input in = {.fp = fp};
 	enum pyspy_format found;
@@ -263,13 +263,13 @@ out:
 }
 
 int pyspy_read(const char *path, enum pyspy_format fmt, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-	       struct pyspy_error *err)
+	       struct em_error *err)
 {
-	char why[256];
-	int rc = input_file_open(path, INPUT_FILE_REMEMBER, why, sizeof why);
+	struct em_error why;
+	int rc = input_file_open(path, INPUT_FILE_REMEMBER, &why);
 	FILE *fp;
 	if (rc < 0) {
-		pyspy_set_err(err, "%s", why);
+		pyspy_set_err(err, "%s", why.msg);
 		return rc;
 	}
 	fp = fdopen(rc, "rb");
@@ -285,7 +285,7 @@ int pyspy_read(const char *path, enum pyspy_format fmt, struct pyspy_profile *p,
 }
 
 static int model_add(void *ctx, const struct pyspy_profile *cp, const struct pyspy_sample_ev *s,
-		     struct pyspy_error *err)
+		     struct em_error *err)
 {
 	struct pyspy_profile *p = ctx;
 	(void)cp;
@@ -321,12 +321,12 @@ oom:
 	return 1;
 }
 
-int pyspy_load_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, struct pyspy_error *err)
+int pyspy_load_fp(FILE *fp, enum pyspy_format fmt, struct pyspy_profile *p, struct em_error *err)
 {
 	return pyspy_read_fp(fp, fmt, p, model_add, p, err);
 }
 
-int pyspy_load(const char *path, enum pyspy_format fmt, struct pyspy_profile *p, struct pyspy_error *err)
+int pyspy_load(const char *path, enum pyspy_format fmt, struct pyspy_profile *p, struct em_error *err)
 {
 	return pyspy_read(path, fmt, p, model_add, p, err);
 }

@@ -72,7 +72,7 @@ struct ss {
 	struct pyspy_profile *p;
 	pyspy_sample_fn fn;
 	void *ctx;
-	struct pyspy_error *err;
+	struct em_error *err;
 	int failed;          /* errno of a callback failure */
 	enum st st;
 	enum key key;
@@ -1132,7 +1132,7 @@ static int restart_yajl(struct ss *s)
 }
 
 int pyspy_speedscope_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-			   struct pyspy_error *err)
+			   struct em_error *err)
 {
 	struct ss s;
 	int rc;

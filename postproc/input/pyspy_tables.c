@@ -10,13 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pyspy_set_err(struct pyspy_error *err, const char *fmt, ...)
+void pyspy_set_err(struct em_error *err, const char *fmt, ...)
 {
 	va_list ap;
 	if (!err)
 		return;
+	err->file = NULL;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	vsnprintf(err->msg, PYSPY_ERR_MAX, fmt, ap);
 	va_end(ap);
 }
 

@@ -8,11 +8,13 @@
 #include "input/input_file.h"
 #include "util/diag.h"
 
-int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen)
+int ringload_read(struct ringload *rl, const char *path, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	int rc;
 	memset(rl, 0, sizeof *rl);
-	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, err, errlen)) != 0)
+	if ((rc = input_file_check(path, INPUT_FILE_REMEMBER, e)) != 0)
 		return rc < 0 ? rc : -EINVAL;
 	if ((rc = ring_reader_load(path, &rl->rf, err, errlen)) != 0)
 		return rc < 0 ? rc : -EINVAL;
@@ -26,9 +28,9 @@ int ringload_read(struct ringload *rl, const char *path, char *err, size_t errle
 	return 0;
 }
 
-int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen)
+int ringload_load(struct ringload *rl, const char *path, struct em_error *e)
 {
-	int rc = ringload_read(rl, path, err, errlen);
+	int rc = ringload_read(rl, path, e);
 	if (rc)
 		return rc;
 	if (rl->rf.stats.truncated_slots)

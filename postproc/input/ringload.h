@@ -8,6 +8,7 @@
 #include "anchors/ring_clock.h"
 #include "anchors/ring_procs.h"
 #include "anchors/ring_reader.h"
+#include "util/diag.h"
 
 struct ringload {
 	struct ring_file rf;
@@ -15,14 +16,14 @@ struct ringload {
 	struct ring_procs procs;
 };
 
-/* Load path: 0, or a negative errno with a one-line reason in err (the
- * caller names the file).  Warnings (truncated file, clock steps) go to
- * stderr and do not fail. */
-int ringload_load(struct ringload *rl, const char *path, char *err, size_t errlen);
+/* Load path: 0, or a negative errno with a one-line reason in *e, file
+ * NULL (the caller names the file).  Warnings (truncated file, clock
+ * steps) go to stderr and do not fail. */
+int ringload_load(struct ringload *rl, const char *path, struct em_error *e);
 
 /* ringload_load without the warnings: for a reader that loads each ring
  * more than once (mring) and must not repeat them. */
-int ringload_read(struct ringload *rl, const char *path, char *err, size_t errlen);
+int ringload_read(struct ringload *rl, const char *path, struct em_error *e);
 
 void ringload_close(struct ringload *rl);
 

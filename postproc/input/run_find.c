@@ -165,8 +165,10 @@ static void several(char *err, size_t errlen, const char *what, const char *opt,
 		snprintf(err + len, errlen - len, "; pick one with `anchorpost phases %s FILE` (or report)", opt);
 }
 
-int run_find(const char *dir, struct run_files *f, char *err, size_t errlen)
+int run_find(const char *dir, struct run_files *f, struct em_error *e)
 {
+	size_t errlen;
+	char *err = diag_error_buf(e, &errlen);
 	struct cands c;
 	int rc;
 	memset(f, 0, sizeof *f);

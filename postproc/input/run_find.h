@@ -21,6 +21,8 @@
 
 #include <stddef.h>
 
+#include "util/diag.h"
+
 struct run_files {
 	char *ring, *perun, *profile; /* NULL: none found; ring: the first by name */
 	char **rings;                 /* every ring, sorted by name (ring is rings[0]) */
@@ -32,8 +34,9 @@ struct run_files {
 /* Look in dir.  Returns 0 with ring(s) and perun set (profile if one is
  * there); -ENOENT when a ring or perun file is missing (both missing:
  * *f all NULL); -EEXIST when there are several perun files or profiles,
- * or a ring and its copy, err naming them; -ENOMEM.  err gets one line either way. */
-int run_find(const char *dir, struct run_files *f, char *err, size_t errlen);
+ * or a ring and its copy, *e naming them; -ENOMEM.  *e gets one line
+ * either way, file NULL (the caller names dir). */
+int run_find(const char *dir, struct run_files *f, struct em_error *e);
 
 void run_find_free(struct run_files *f);
 

@@ -50,7 +50,7 @@ struct tt {
 	struct pyspy_input *in;
 	yajl_handle h;
 	struct pyspy_profile *p;
-	struct pyspy_error *err;
+	struct em_error *err;
 	int failed;
 	enum st st;
 	enum key key;
@@ -360,7 +360,7 @@ static int cmp_tev(const void *a, const void *b)
 	return 0;
 }
 
-static int emit(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx, struct pyspy_error *err, uint32_t ti,
+static int emit(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx, struct em_error *err, uint32_t ti,
 		uint32_t node, double a_us, double b_us)
 {
 	if (!node || !(b_us > a_us))
@@ -383,7 +383,7 @@ static int emit(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx, struct p
 
 /* Lay out one thread's events (ev[0..n), sorted) as constant-stack rows. */
 #define MAX_DEPTH 512
-static int layout_thread(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx, struct pyspy_error *err,
+static int layout_thread(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx, struct em_error *err,
 			 const struct tev *ev, size_t n)
 {
 	double end[MAX_DEPTH];
@@ -422,7 +422,7 @@ static int layout_thread(struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
 }
 
 int pyspy_torch_parse(struct pyspy_input *in, struct pyspy_profile *p, pyspy_sample_fn fn, void *ctx,
-		      struct pyspy_error *err)
+		      struct em_error *err)
 {
 	struct tt c;
 	int rc;

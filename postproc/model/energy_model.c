@@ -270,12 +270,12 @@ int energy_model_open_perun(struct perun_file *pf, const char *path, const char 
 			    const struct perun_multirun **run_out, const struct perun_round **round_out,
 			    struct em_error *e)
 {
-	char err[512];
+	struct em_error perr;
 	const struct perun_multirun *mr;
 	int rc;
 	/* Guarded: a libhdf5 crash or hang on a corrupt file becomes a line. */
-	if ((rc = perun_load_guarded(path, pf, err, sizeof err)))
-		return diag_error(e, rc, path, "%s", err);
+	if ((rc = perun_load_guarded(path, pf, &perr)))
+		return diag_error(e, rc, path, "%s", perr.msg);
 	if (!pf->nruns)
 		return diag_error(e, -EINVAL, path, "no perun run in the file");
 	mr = run ? perun_find_run(pf, run) : &pf->runs[pf->nruns - 1];
@@ -350,10 +350,10 @@ uint32_t energy_model_own_pid(const struct energy_model *m)
 /* The ring and its phases. */
 static int load_ring(struct energy_model *m, const struct em_opts *o, struct em_error *e)
 {
-	char err[512];
+	struct em_error rerr;
 	int rc;
-	if ((rc = ringload_load(&m->rl, o->ring, err, sizeof err)))
-		return em_fail(m, e, rc, o->ring, "%s", err);
+	if ((rc = ringload_load(&m->rl, o->ring, &rerr)))
+		return em_fail(m, e, rc, o->ring, "%s", rerr.msg);
 	if (!m->rl.rf.nev)
 		EM_FAIL(o->ring, "the ring holds no records%s",
 			   m->rl.rf.stats.bad_check ? " (every record fails its check: written by another anchor version?)"

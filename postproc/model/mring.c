@@ -142,11 +142,11 @@ static int read_origin(struct mring *m, struct em_error *e)
 	int64_t t0 = 0;
 	for (size_t i = 0; i < m->nrings; i++) {
 		struct anchor_ring_hdr h;
-		char err[256];
-		int fd = input_file_open(m->rings[i].path, INPUT_FILE_REMEMBER, err, sizeof err);
+		struct em_error fe;
+		int fd = input_file_open(m->rings[i].path, INPUT_FILE_REMEMBER, &fe);
 		ssize_t got;
 		if (fd < 0)
-			return diag_error(e, fd, m->rings[i].path, "%s", err);
+			return diag_error(e, fd, m->rings[i].path, "%s", fe.msg);
 		got = pread(fd, &h, sizeof h, 0);
 		close(fd);
 		if (got != (ssize_t)sizeof h || memcmp(h.magic, ANCHOR_RING_MAGIC, 8))
@@ -225,10 +225,10 @@ static int run_pool(struct mring *m, const struct mring_opts *o, ring_task fn, s
  * ring must have to go on the common timeline.  Errors name path. */
 static int load_ring(const char *path, struct ringload *l, struct em_error *e)
 {
-	char err[512];
-	int rc = ringload_read(l, path, err, sizeof err);
+	struct em_error re;
+	int rc = ringload_read(l, path, &re);
 	if (rc)
-		return diag_error(e, rc, path, "%s", err);
+		return diag_error(e, rc, path, "%s", re.msg);
 	if (!l->rf.nev && l->rf.stats.bad_check)
 		rc = diag_error(e, -EINVAL, path, "no valid record: all %llu committed records fail the check hash "
 						  "(another format revision, or corrupted)",

@@ -25,8 +25,7 @@ static int fail(struct run_model *rm, struct em_error *e, int code, const char *
 static int open_profile(struct run_model *rm, const char *profile, struct em_error *e)
 {
 	struct energy_model *m = &rm->m;
-	struct pyspy_error perr;
-	char err[512];
+	struct em_error perr, aerr;
 	int rc;
 
 	pyspy_profile_init(&rm->p);
@@ -35,13 +34,13 @@ static int open_profile(struct run_model *rm, const char *profile, struct em_err
 		return fail(rm, e, rc < 0 ? rc : -EINVAL, profile, "%s", perr.msg);
 	if (!rm->p.nsamples)
 		return fail(rm, e, -EINVAL, profile, "the profile holds no samples");
-	if ((rc = align_profile_fit(&m->rl, &m->ph, m->base_ns, &rm->p, &rm->al, err, sizeof err))) {
+	if ((rc = align_profile_fit(&m->rl, &m->ph, m->base_ns, &rm->p, &rm->al, &aerr))) {
 		char dmg[192];
 		/* A damaged ring is the likelier cause (ringload_damage). */
 		if (ringload_damage(&m->rl.rf, dmg, sizeof dmg))
 			return fail(rm, e, -EINVAL, m->ring_path, "damaged ring (%s), which is the likelier cause: %s: %s",
-				    dmg, profile, err);
-		return fail(rm, e, rc == -ENOMEM ? rc : -EINVAL, profile, "%s", err);
+				    dmg, profile, aerr.msg);
+		return fail(rm, e, rc == -ENOMEM ? rc : -EINVAL, profile, "%s", aerr.msg);
 	}
 	rm->profile = profile;
 	const char *string_src = sample_energy_perun_script(&m->rl, rm->script, sizeof rm->script);

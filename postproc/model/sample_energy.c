@@ -27,7 +27,7 @@ struct src_file {
 static int load_src(struct src_file *f, const char *path)
 {
 	/* The profile names the file: a FIFO or device there must not hang us. */
-	int fd = input_file_open(path, 0, NULL, 0);
+	int fd = input_file_open(path, 0, NULL);
 	FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	size_t cap = 0, len = 0;
 	if (fd >= 0 && !fp)
@@ -663,7 +663,7 @@ const char *sample_energy_perun_script(const struct ringload *rl, char *buf, siz
 			if (len > 3 && !memcmp(t + len - 3, ".py", 3) && len < cap) {
 				memcpy(buf, t, len);
 				buf[len] = '\0';
-				if (input_file_check(buf, 0, NULL, 0) == 0)
+				if (input_file_check(buf, 0, NULL) == 0)
 					return buf;
 				break;
 			}

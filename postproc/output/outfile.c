@@ -23,7 +23,6 @@
 static struct outfile *g_open;
 static pid_t g_owner; /* a forked child must not unlink its parent's temps */
 static int g_hold;    /* outfile_hold(): renames wait for outfile_release() */
-static int g_atexit;
 
 static const int g_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
@@ -56,20 +55,11 @@ static void on_fatal_signal(int sig)
 	raise(sig); /* die of the signal, as without us */
 }
 
-static void exit_cleanup(void)
-{
-	outfile_abort_all();
-}
-
 /* Take over the signals that would kill us as they stand; a signal with
  * its own handler or ignored keeps it (that code decides what happens). */
 static void install_cleanup(void)
 {
 	g_owner = getpid();
-	if (!g_atexit) {
-		atexit(exit_cleanup);
-		g_atexit = 1;
-	}
 	for (size_t i = 0; i < sizeof g_sigs / sizeof g_sigs[0]; i++) {
 		struct sigaction cur, sa;
 		if (sigaction(g_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL ||
@@ -544,6 +534,23 @@ int outfile_finish(struct outfile *o, const char *path, struct em_error *e)
 	restore_sigs(&old);
 	forget(o);
 	return 0;
+}
+
+int outfile_done(struct outfile *o, struct em_error *e)
+{
+	char *shown;
+	int rc;
+	if (!o->shown)
+		return outfile_finish(o, "(stdout)", e);
+	/* o->shown is freed by a failing finish: the message keeps a copy. */
+	if (!(shown = strdup(o->shown))) {
+		outfile_abort(o);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	if ((rc = outfile_finish(o, shown, e)))
+		diag_error_keep_file(e);
+	free(shown);
+	return rc;
 }
 
 void outfile_abort(struct outfile *o)

@@ -7,8 +7,9 @@
  * characters (temp_name.h: FILE.tmp.anchorpost-PID-KEY-TAG) and is
  * created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (then the usual
  * 0666 & ~umask), so a symlink planted in a shared directory is never
- * followed.  Temps are removed on failure, on diag_fatal(), on exit without commit,
- * and on SIGINT/SIGTERM/SIGHUP/SIGPIPE (the handler unlinks them and
+ * followed.  Temps are removed on failure, by the command that fails
+ * (outfile_abort_all: cmd_fatal.h), by main for any output a command left
+ * open, and on SIGINT/SIGTERM/SIGHUP/SIGPIPE (the handler unlinks them and
  * re-raises the signal); a write past `ulimit -f` fails with EFBIG (main.c
  * catches SIGXFSZ) and is one such failure.  What SIGKILL leaves, the next
  * output into the same directory removes (temp_name_sweep: only the temps
@@ -47,6 +48,10 @@ int outfile_create(struct outfile *o, const char *path, struct em_error *e);
  * temp removed. */
 int outfile_finish(struct outfile *o, const char *path, struct em_error *e);
 
+/* outfile_finish with the errors naming the path o was created with
+ * ("(stdout)" for stdout), kept in *e: how a writer commits one output. */
+int outfile_done(struct outfile *o, struct em_error *e);
+
 /* Hold renames: from now on outfile_finish() checks and closes each
  * output but leaves it under its temp name until outfile_release(), so a
  * command that writes several files (FILE and FILE.energy.csv,
@@ -70,7 +75,9 @@ void outfile_abort(struct outfile *o);
  * be created beside it (/dev/null.alignment.txt). */
 int outfile_is_stream(const char *path);
 
-/* Abort every open outfile (called by cmd_fatal.h's diag_fatal). */
+/* Abort every open outfile: a failed command's (cmd_fatal.h), and what
+ * a command left open when it returned (main.c).  No exit handler does
+ * it: all or nothing is the command's own, explicit step. */
 void outfile_abort_all(void);
 
 #endif

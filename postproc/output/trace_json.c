@@ -692,10 +692,9 @@ static void collect_shown(struct w *w, const struct energy_model *m, const struc
 }
 
 int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
-		     const char *path, struct trace_stats *st, char *err, size_t errlen)
+		     const char *path, struct trace_stats *st, struct em_error *e)
 {
 	struct outfile of;
-	struct em_error e;
 	int rc;
 	struct w w = {.path = path, .first = 1, .st = st};
 	uint32_t default_pid = m->rl.procs.n ? m->rl.procs.p[0].pid : 0;
@@ -713,9 +712,8 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 			w.origin_s = fmin(w.origin_s, a);
 		}
 	collect_shown(&w, m, ps, default_pid);
-	if ((rc = outfile_create(&of, path, &e)) != 0) {
+	if ((rc = outfile_create(&of, path, e)) != 0) {
 		free(w.shown);
-		snprintf(err, errlen, "%s", e.msg);
 		return rc;
 	}
 	w.fp = of.fp;
@@ -730,10 +728,7 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 	free(w.shown);
 	if (w.oom || ferror(w.fp)) {
 		outfile_abort(&of);
-		snprintf(err, errlen, "%s", w.oom ? "out of memory" : "write error");
-		return w.oom ? -ENOMEM : -EIO;
+		return diag_error(e, w.oom ? -ENOMEM : -EIO, path, "%s", w.oom ? "out of memory" : "write error");
 	}
-	if ((rc = outfile_finish(&of, path, &e)) != 0)
-		snprintf(err, errlen, "%s", e.msg);
-	return rc;
+	return outfile_finish(&of, path, e);
 }

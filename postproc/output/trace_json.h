@@ -49,9 +49,9 @@ struct trace_stats {
 	size_t slices, instants, counters, stack_events;
 };
 
-/* Write path (temp + rename).  0, or -ENOMEM / -EIO with one line in err
- * (and no file). */
+/* Write path (temp + rename).  0, or -ENOMEM / -EIO with *e filled, its
+ * file path (and no file left). */
 int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps, const char *title,
-		     const char *path, struct trace_stats *st, char *err, size_t errlen);
+		     const char *path, struct trace_stats *st, struct em_error *e);
 
 #endif

@@ -28,6 +28,26 @@ int diag_error(struct em_error *e, int code, const char *file, const char *fmt, 
 	return code;
 }
 
+char *diag_error_buf(struct em_error *e, size_t *cap)
+{
+	if (!e) {
+		*cap = 0;
+		return NULL;
+	}
+	e->file = NULL;
+	e->msg[0] = '\0';
+	*cap = sizeof e->msg;
+	return e->msg;
+}
+
+void diag_error_keep_file(struct em_error *e)
+{
+	if (!e || !e->file || e->file == e->file_own)
+		return;
+	snprintf(e->file_own, sizeof e->file_own, "%s", e->file);
+	e->file = e->file_own;
+}
+
 void diag_vprint(const char *tag, const char *file, const char *fmt, va_list ap)
 {
 	size_t n = alias_from ? strlen(alias_from) : 0;

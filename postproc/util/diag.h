@@ -10,6 +10,7 @@
 #define ANCHORPOST_DIAG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* Print "anchorpost: warning: <file>: <msg>" and go on. */
 void diag_warn(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -25,7 +26,17 @@ void diag_vprint(const char *tag, const char *file, const char *fmt, va_list ap)
 struct em_error {
 	const char *file;
 	char msg[1024];
+	char file_own[4096]; /* diag_error_keep_file's copy of file */
 };
+
+/* For code that formats its message into a char buffer (a reader's
+ * static helpers): e's msg and its size in *cap (NULL and 0 when e is
+ * NULL), file set to NULL (the caller names the file it gave). */
+char *diag_error_buf(struct em_error *e, size_t *cap);
+
+/* Point e->file at a copy inside *e: for a writer about to free the path
+ * (an asprintf'd OUT.alignment.txt) that its error names.  e may be NULL. */
+void diag_error_keep_file(struct em_error *e);
 
 /* Fill *e (when e is not NULL) and return code, so that a failure path
  * reads `return diag_error(e, -ENOMEM, NULL, "out of memory");`. */

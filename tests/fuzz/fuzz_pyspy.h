@@ -13,7 +13,7 @@
 static int fuzz_pyspy_one(const uint8_t *data, size_t size, enum pyspy_format fmt)
 {
 	struct pyspy_profile p;
-	struct pyspy_error err;
+	struct em_error err;
 	FILE *fp;
 	if (!size)
 		return 0;

@@ -29,7 +29,9 @@ p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
                     os.path.join(ROOT, "postproc", "input", "perun_guard.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_pack.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_spelling.c"),
-                    os.path.join(ROOT, "postproc", "input", "input_file.c"), "-o", EXE, *libs, "-lm", "-pthread"],
+                    os.path.join(ROOT, "postproc", "input", "input_file.c"),
+                    # the error carrier, struct em_error (util/ is below input/)
+                    os.path.join(ROOT, "postproc", "util", "diag.c"), "-o", EXE, *libs, "-lm", "-pthread"],
                    capture_output=True, text=True)
 check(p.returncode == 0, f"building perun_api_check failed: {p.stderr}")
 

@@ -124,7 +124,9 @@ typedef int (*op_fn)(char *msg, size_t cap);
 static int op_ring(char *msg, size_t cap)
 {
 	struct ringload rl;
-	int rc = ringload_load(&rl, ring, msg, cap);
+	struct em_error e;
+	int rc = ringload_load(&rl, ring, &e);
+	snprintf(msg, cap, "%s", rc ? e.msg : "");
 	if (!rc)
 		ringload_close(&rl);
 	return rc;
@@ -133,7 +135,9 @@ static int op_ring(char *msg, size_t cap)
 static int op_perun(char *msg, size_t cap)
 {
 	struct perun_file pf;
-	int rc = perun_load_guarded(perun, &pf, msg, cap);
+	struct em_error e;
+	int rc = perun_load_guarded(perun, &pf, &e);
+	snprintf(msg, cap, "%s", rc ? e.msg : "");
 	if (!rc)
 		perun_free(&pf);
 	return rc;
@@ -142,7 +146,7 @@ static int op_perun(char *msg, size_t cap)
 static int op_profile(char *msg, size_t cap)
 {
 	struct pyspy_profile p;
-	struct pyspy_error err;
+	struct em_error err;
 	int rc;
 	pyspy_profile_init(&p);
 	rc = pyspy_load(profile, PYSPY_FMT_AUTO, &p, &err);

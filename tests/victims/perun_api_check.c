@@ -21,12 +21,12 @@ static const char *clock_name(enum perun_clock c)
 int main(int argc, char **argv)
 {
 	struct perun_file pf;
-	char err[1024];
+	struct em_error err;
 	if (argc != 2)
 		return 2;
-	int rc = perun_load_guarded(argv[1], &pf, err, sizeof err);
+	int rc = perun_load_guarded(argv[1], &pf, &err);
 	if (rc < 0) {
-		printf("error %d %s\n", rc, err);
+		printf("error %d %s\n", rc, err.msg);
 		return 1;
 	}
 	printf("app %s runs %zu power %zu\n", pf.app, pf.nruns, perun_count_power_sensors(&pf));

@@ -14,7 +14,7 @@
 int main(int argc, char **argv)
 {
 	struct pyspy_profile p;
-	struct pyspy_error err;
+	struct em_error err;
 	double power_w, total_j = 0, *w;
 	FILE *fp;
 	if (argc != 4)

@@ -1,0 +1,625 @@
+/* functions_csv.c - functions.csv and its companions (see functions_csv.h). */
+#include "output/functions_csv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align/align_pyspy.h"
+#include "input/pyspy.h"
+#include "model/energy_model.h"
+#include "model/sample_energy.h"
+#include "output/csv.h"
+#include "output/outfile.h"
+#include "output/timebase.h"
+#include "util/diag.h"
+
+#define NO_FRAME "(no python frame)"
+
+struct func {
+	const char *name, *file;
+	uint32_t best_frame;
+	double best_self;
+};
+
+struct agg {
+	size_t nfunc;
+	struct func *fn;
+	uint32_t *func_of_frame;
+	double *self_j, *total_j; /* nfunc+1 x (ngroups+1): [0] = all groups */
+	double *self_s, *phase_j; /* nfunc+1; (nfunc+1) x (nphase+1) */
+	double *unplaced_j;       /* nfunc+1: joules of samples the alignment could not place (in no phase) */
+	uint64_t *samples;
+	double *frame_self;       /* per frame */
+	/* per stack node */
+	double *node_j;           /* nodes x (ngroups+1) */
+	double *node_s, *node_phase_j, *node_un_j;
+	uint64_t *node_n;
+};
+
+static const struct pyspy_profile *sort_p;
+static int cmp_frame_fn(const void *x, const void *y)
+{
+	const struct pyspy_frame *a = &sort_p->frames.v[*(const uint32_t *)x];
+	const struct pyspy_frame *b = &sort_p->frames.v[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	return strcmp(a->file ? a->file : "", b->file ? b->file : "");
+}
+
+/* calloc of at least one element; a failure sets *oom, so that a run of
+ * allocations is checked once after it. */
+static void *xcalloc(size_t n, size_t sz, int *oom)
+{
+	void *p = calloc(n ? n : 1, sz);
+	if (!p)
+		*oom = 1;
+	return p;
+}
+
+static int build_functions(const struct pyspy_profile *p, struct agg *g)
+{
+	int oom = 0;
+	uint32_t nf = p->frames.n, *ord = xcalloc(nf, sizeof *ord, &oom);
+	g->func_of_frame = xcalloc(nf, sizeof *g->func_of_frame, &oom);
+	g->fn = xcalloc(nf + 1, sizeof *g->fn, &oom);
+	if (oom) {
+		free(ord);
+		return -ENOMEM;
+	}
+	for (uint32_t f = 0; f < nf; f++)
+		ord[f] = f;
+	sort_p = p;
+	qsort(ord, nf, sizeof *ord, cmp_frame_fn);
+	for (uint32_t i = 0; i < nf; i++) {
+		if (!i || cmp_frame_fn(&ord[i - 1], &ord[i])) {
+			g->fn[g->nfunc].name = p->frames.v[ord[i]].name;
+			g->fn[g->nfunc].file = p->frames.v[ord[i]].file;
+			g->fn[g->nfunc].best_frame = ord[i];
+			g->fn[g->nfunc].best_self = -1;
+			g->nfunc++;
+		}
+		g->func_of_frame[ord[i]] = (uint32_t)(g->nfunc - 1);
+	}
+	/* The empty stack's pseudo-function comes last. */
+	g->fn[g->nfunc].name = NO_FRAME;
+	g->fn[g->nfunc].file = NULL;
+	g->fn[g->nfunc].best_frame = UINT32_MAX;
+	free(ord);
+	return 0;
+}
+
+static int aggregate(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+		     const struct sample_energy *se, struct agg *g)
+{
+	size_t ng = m->ngroups, gw = ng + 1, np = m->ph.nnames + 1, nn = p->stacks.n, nf = g->nfunc + 1;
+	uint32_t *fr = NULL, cap = 0;
+	int oom = 0;
+	uint8_t *seen = xcalloc(nf, 1, &oom);
+
+	g->node_j = xcalloc(nn * gw, sizeof *g->node_j, &oom);
+	g->node_s = xcalloc(nn, sizeof *g->node_s, &oom);
+	g->node_n = xcalloc(nn, sizeof *g->node_n, &oom);
+	g->node_phase_j = xcalloc(nn * np, sizeof *g->node_phase_j, &oom);
+	g->node_un_j = xcalloc(nn, sizeof *g->node_un_j, &oom);
+	g->unplaced_j = xcalloc(nf, sizeof *g->unplaced_j, &oom);
+	g->self_j = xcalloc(nf * gw, sizeof *g->self_j, &oom);
+	g->total_j = xcalloc(nf * gw, sizeof *g->total_j, &oom);
+	g->self_s = xcalloc(nf, sizeof *g->self_s, &oom);
+	g->samples = xcalloc(nf, sizeof *g->samples, &oom);
+	g->phase_j = xcalloc(nf * np, sizeof *g->phase_j, &oom);
+	g->frame_self = xcalloc(p->frames.n, sizeof *g->frame_self, &oom);
+	if (oom) {
+		free(seen);
+		return -ENOMEM; /* the caller frees g */
+	}
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		uint32_t node = p->samples[i].stack;
+		double e = 0;
+		for (size_t k = 0; k < ng; k++) {
+			g->node_j[node * gw + 1 + k] += se->e_j[i * ng + k];
+			e += se->e_j[i * ng + k];
+		}
+		g->node_j[node * gw] += e;
+		g->node_s[node] += se->t1_s[i] > se->t0_s[i] ? se->t1_s[i] - se->t0_s[i] : 0;
+		g->node_n[node]++;
+		/* an unplaced sample (CANNOT PLACE, or outside its process's
+		 * life) names no phase: its joules are counted apart */
+		int unpl = a->unplaced && a->unplaced[i];
+		int ph = unpl ? -1 : sample_energy_phase_at(m, a, p->samples[i].thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		if (unpl)
+			g->node_un_j[node] += e;
+		g->node_phase_j[node * np + (size_t)(ph + 1)] += e;
+	}
+	for (uint32_t node = 0; node < nn; node++) {
+		uint32_t d = p->stacks.v[node].depth;
+		size_t leaf_fn;
+		if (!g->node_n[node])
+			continue;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr) {
+				free(fr);
+				free(seen);
+				return -ENOMEM;
+			}
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		leaf_fn = d ? g->func_of_frame[fr[d - 1]] : g->nfunc;
+		for (size_t k = 0; k < gw; k++)
+			g->self_j[leaf_fn * gw + k] += g->node_j[node * gw + k];
+		g->self_s[leaf_fn] += g->node_s[node];
+		g->samples[leaf_fn] += g->node_n[node];
+		if (d)
+			g->frame_self[fr[d - 1]] += g->node_j[node * gw];
+		/* total: each function once per stack; the empty stack's
+		 * pseudo-function totals only empty stacks */
+		for (uint32_t k = 0; k < (d ? d : 1); k++) {
+			size_t f = d ? g->func_of_frame[fr[k]] : g->nfunc;
+			if (seen[f])
+				continue;
+			seen[f] = 1;
+			for (size_t q = 0; q < gw; q++)
+				g->total_j[f * gw + q] += g->node_j[node * gw + q];
+			for (size_t q = 0; q < np; q++)
+				g->phase_j[f * np + q] += g->node_phase_j[node * np + q];
+			g->unplaced_j[f] += g->node_un_j[node];
+		}
+		for (uint32_t k = 0; k < d; k++)
+			seen[g->func_of_frame[fr[k]]] = 0;
+		seen[g->nfunc] = 0;
+	}
+	/* A function's line: its frame (line) with the most self energy. */
+	for (uint32_t f = 0; f < p->frames.n; f++) {
+		struct func *fn = &g->fn[g->func_of_frame[f]];
+		if (g->frame_self[f] > fn->best_self) {
+			fn->best_self = g->frame_self[f];
+			fn->best_frame = f;
+		}
+	}
+	free(fr);
+	free(seen);
+	return 0;
+}
+
+static size_t *order;
+static const struct agg *sort_g;
+static size_t sort_gw;
+static int cmp_self(const void *x, const void *y)
+{
+	double a = sort_g->self_j[*(const size_t *)x * sort_gw], b = sort_g->self_j[*(const size_t *)y * sort_gw];
+	if (a != b)
+		return a > b ? -1 : 1;
+	return (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
+}
+
+static int write_functions(struct csv *c, const struct energy_model *m, const struct pyspy_profile *p,
+			   const struct agg *g)
+{
+	size_t ng = m->ngroups, gw = ng + 1, np = m->ph.nnames + 1, nf = g->nfunc + 1, nrows = 0;
+	int oom = 0;
+	const char **cols = xcalloc(10 + 2 * ng + 1, sizeof *cols, &oom);
+	char **owned = xcalloc(2 * ng + 1, sizeof *owned, &oom);
+	size_t nc = 0;
+	if (oom)
+		goto fail;
+	static const char *const base[] = {"function", "file", "line", "self_j", "total_j",
+					   "self_s", "samples", "top_phase", "unplaced_j"};
+	for (size_t i = 0; i < 9; i++)
+		cols[nc++] = base[i];
+	if (ng > 1)
+		for (size_t k = 0; k < ng; k++) {
+			/* a failed asprintf leaves its pointer undefined */
+			if (asprintf(&owned[2 * k], "self_j_%s", m->groups[k]) < 0) {
+				owned[2 * k] = NULL;
+				goto fail;
+			}
+			if (asprintf(&owned[2 * k + 1], "total_j_%s", m->groups[k]) < 0) {
+				owned[2 * k + 1] = NULL;
+				goto fail;
+			}
+			cols[nc++] = owned[2 * k];
+			cols[nc++] = owned[2 * k + 1];
+		}
+	cols[nc] = NULL;
+	csv_header(c, cols);
+
+	if (!(order = xcalloc(nf, sizeof *order, &oom)))
+		goto fail;
+	for (size_t f = 0; f < nf; f++)
+		if (g->samples[f] || g->total_j[f * gw] > 0)
+			order[nrows++] = f;
+	sort_g = g;
+	sort_gw = gw;
+	qsort(order, nrows, sizeof *order, cmp_self);
+	for (size_t r = 0; r < nrows; r++) {
+		size_t f = order[r];
+		const struct func *fn = &g->fn[f];
+		size_t best = 0;
+		for (size_t q = 1; q < np; q++)
+			if (g->phase_j[f * np + q] > g->phase_j[f * np + best])
+				best = q;
+		csv_str(c, fn->name);
+		csv_str(c, fn->file);
+		if (fn->best_frame != UINT32_MAX && p->frames.v[fn->best_frame].line >= 0)
+			csv_i64(c, p->frames.v[fn->best_frame].line);
+		else
+			csv_empty(c);
+		csv_f64(c, g->self_j[f * gw], 9);
+		csv_f64(c, g->total_j[f * gw], 9);
+		csv_f64(c, g->self_s[f], 9);
+		csv_u64(c, g->samples[f]);
+		/* no phase named when most of its joules are unplaced: the
+		 * phase of those samples is not known (issue 21) */
+		int named = best && g->phase_j[f * np + best] > 0 && !(g->unplaced_j[f] > 0.5 * g->total_j[f * gw]);
+		csv_str(c, named ? m->ph.names[best - 1] : "");
+		csv_f64(c, g->unplaced_j[f], 9);
+		if (ng > 1)
+			for (size_t k = 0; k < ng; k++) {
+				csv_f64(c, g->self_j[f * gw + 1 + k], 9);
+				csv_f64(c, g->total_j[f * gw + 1 + k], 9);
+			}
+		csv_row_end(c);
+	}
+	free(order);
+	for (size_t k = 0; k < 2 * ng; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+	return 0;
+fail:
+	for (size_t k = 0; owned && k < 2 * ng; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+	return -ENOMEM;
+}
+
+static int write_stacks(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+			const struct agg *g, struct em_error *e)
+{
+	struct outfile of;
+	struct csv c;
+	size_t ng = m->ngroups, gw = ng + 1;
+	int oom = 0, rc;
+	const char **cols = xcalloc(5 + ng, sizeof *cols, &oom);
+	char **owned = xcalloc(ng + 1, sizeof *owned, &oom);
+	uint32_t *fr = NULL, cap = 0;
+	size_t nc = 0;
+	if (oom) {
+		rc = diag_error(e, -ENOMEM, NULL, "out of memory");
+		goto done;
+	}
+	cols[nc++] = "stack_text"; /* not "stack": DataFrame.stack */
+	cols[nc++] = "samples";
+	cols[nc++] = "self_s";
+	cols[nc++] = "energy_j";
+	if (ng > 1)
+		for (size_t k = 0; k < ng; k++) {
+			if (asprintf(&owned[k], "energy_j_%s", m->groups[k]) < 0) {
+				owned[k] = NULL;
+				rc = diag_error(e, -ENOMEM, NULL, "out of memory");
+				goto done;
+			}
+			cols[nc++] = owned[k];
+		}
+	if ((rc = outfile_create(&of, path, e)))
+		goto done;
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (uint32_t node = 0; node < p->stacks.n; node++) {
+		uint32_t d = p->stacks.v[node].depth;
+		char *s = NULL;
+		size_t len = 0;
+		FILE *ms;
+		if (!g->node_n[node])
+			continue;
+		if (d > cap) {
+			uint32_t *nfr = realloc(fr, d * sizeof *nfr);
+			if (!nfr)
+				goto oom;
+			fr = nfr;
+			cap = d;
+		}
+		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		if (!(ms = open_memstream(&s, &len)))
+			goto oom;
+		for (uint32_t k = 0; k < d; k++) {
+			const struct pyspy_frame *f = &p->frames.v[fr[k]];
+			fprintf(ms, "%s%s (%s:%d)", k ? ";" : "", f->name, f->file ? f->file : "", f->line);
+		}
+		if (!d)
+			fputs(NO_FRAME, ms);
+		fclose(ms);
+		csv_strn(&c, s, len);
+		free(s);
+		csv_u64(&c, g->node_n[node]);
+		csv_f64(&c, g->node_s[node], 9);
+		csv_f64(&c, g->node_j[node * gw], 9);
+		if (ng > 1)
+			for (size_t k = 0; k < ng; k++)
+				csv_f64(&c, g->node_j[node * gw + 1 + k], 9);
+		csv_row_end(&c);
+	}
+	rc = outfile_done(&of, e);
+	goto done;
+oom:
+	outfile_abort(&of);
+	rc = diag_error(e, -ENOMEM, NULL, "out of memory");
+done:
+	free(fr);
+	for (size_t k = 0; owned && k < ng; k++)
+		free(owned[k]);
+	free(owned);
+	free(cols);
+	return rc;
+}
+
+static int write_samples(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+			 const struct align_pyspy *a, const struct sample_energy *se, struct em_error *err)
+{
+	static const char *const cols[] = {"pid", "tid", "t0_s", "t1_s", "unix_s", "idle", "energy_j", "phase",
+					   "leaf_function", "leaf_line", "t_s", "phase_at_t", NULL};
+	struct outfile of;
+	struct csv c;
+	int rc;
+	if ((rc = outfile_create(&of, path, err)))
+		return rc;
+	csv_init(&c, of.fp);
+	csv_header(&c, cols);
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct pyspy_sample *s = &p->samples[i];
+		const struct align_pyspy_thread *t = &a->thr[s->thread];
+		double e = 0;
+		int ph = sample_energy_phase_at(m, a, s->thread, (se->t0_s[i] + se->t1_s[i]) / 2);
+		for (size_t k = 0; k < m->ngroups; k++)
+			e += se->e_j[i * m->ngroups + k];
+		if (t->ring_pid) {
+			csv_u64(&c, t->ring_pid);
+			csv_u64(&c, t->ring_tid);
+		} else {
+			csv_i64(&c, p->threads[s->thread].pid);
+			/* chrometrace names pthread ids, not OS tids */
+			csv_str(&c, p->meta.format == PYSPY_FMT_CHROMETRACE ? "" : p->threads[s->thread].tid);
+		}
+		csv_fixed(&c, se->t0_s[i], 9);
+		csv_fixed(&c, se->t1_s[i], 9);
+		timebase_unix_field(&c, &m->rl.clock, m->base_ns, se->t0_s[i]); /* of t0_s */
+		csv_u64(&c, se->idle[i]);
+		csv_f64(&c, e, 9);
+		csv_str(&c, ph >= 0 ? m->ph.names[ph] : "");
+		if (s->stack) {
+			const struct pyspy_frame *f = &p->frames.v[pyspy_stack_leaf(&p->stacks, s->stack)];
+			csv_str(&c, f->name);
+			csv_i64(&c, f->line);
+		} else {
+			csv_empty(&c);
+			csv_empty(&c);
+		}
+		/* The instant the stack was read (the slice around it can span
+		 * dropped idle samples): where a placement check looks. */
+		double ts = align_pyspy_time(a, s->thread, s->t_rel_s);
+		int pt = sample_energy_phase_at(m, a, s->thread, ts);
+		csv_fixed(&c, ts, 9);
+		csv_str(&c, pt >= 0 ? m->ph.names[pt] : "");
+		csv_row_end(&c);
+	}
+	return outfile_done(&of, err);
+}
+
+/* Which groups are attributed on the device-side phases, and how. */
+static void write_device_rule(FILE *fp, const struct energy_model *m, const struct sample_energy *se)
+{
+	int any = 0;
+	for (size_t g = 0; g < m->ngroups; g++)
+		any |= se->dev_group && se->dev_group[g];
+	if (!any) {
+		fprintf(fp, "device rule: none (no device-side edges in the ring): every group on the samples' "
+			    "own slices\n");
+		return;
+	}
+	for (size_t g = 0; g < m->ngroups; g++)
+		fprintf(fp, "group %s: %s\n", m->groups[g],
+			se->dev_group[g] ? "device-side (GPU work runs after its launch)" : "host-side");
+	fprintf(fp, "device rule: a device group's energy inside each device-side phase occurrence (pid %u) "
+		    "goes to the samples of the host-side occurrence that launched it (same phase, same "
+		    "occurrence number on the process's primary thread): equal shares to the samples read "
+		    "inside its own time (busy ones first; none there: by the time their slices overlap it); "
+		    "outside device-side phases it stays on the samples' slices; CPU/DRAM groups always do\n",
+		se->dev_pid);
+	fprintf(fp, "device phase shares: %s\n",
+		se->dev_fit ? "as `anchorpost phases` fits them on the device timeline (split), scaled so they add "
+			      "up to perun's energy over the device-side phase time"
+			    : "perun's energy over each device-side phase's time (too few windows for a fit)");
+	fprintf(fp, "device occurrences: %zu paired with their host-side occurrence, %zu without a twin "
+		    "(their energy stays on the host timeline)\n",
+		se->dev_paired, se->dev_unpaired);
+	for (size_t g = 0; g < m->ngroups; g++)
+		if (se->dev_group[g])
+			fprintf(fp, "energy %s in device-side phases: %.6f J\n", m->groups[g], se->dev_j[g]);
+}
+
+/* The profile and the energy file observed different processes (two
+ * concurrent runs of the script sharing one ring, issue 21 point 3). */
+static const char *other_process_note(const struct energy_model *m, const struct align_pyspy *a)
+{
+	static char buf[400];
+	snprintf(buf, sizeof buf,
+		 "the profile observed pid %u, the phases carrying the energy are pid %u's: the samples are placed on "
+		 "pid %u's own phases, and each one's joules are what the machine drew at its time (both processes "
+		 "together), not pid %u's share",
+		 a->ref_pid, m->ph.thr[m->ph.primary].pid, a->ref_pid, a->ref_pid);
+	return buf;
+}
+
+static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
+			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
+{
+	char line[2048];
+	align_pyspy_describe(a, p, line, sizeof line);
+	fprintf(fp, "profile: %s\n", profile);
+	fprintf(fp, "alignment: %s\n", line);
+	fprintf(fp, "alignment_method: %s\n", a->method);
+	fprintf(fp, "alignment_uncert_ms: %.6g\n", a->uncert_ms);
+	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
+	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
+	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
+	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
+		fprintf(fp, "processes: %s\n", other_process_note(m, a));
+	for (size_t g = 0; g < m->ngroups; g++)
+		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
+			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
+	fprintf(fp, "split rule: overlapping samples share a slice equally; idle samples (empty stack or a "
+		    "blocking leaf line) only when no busy sample overlaps\n");
+	write_device_rule(fp, m, se);
+	if (m->emulated)
+		fprintf(fp, "sensor: %s\n", energy_model_sensor_note(m));
+}
+
+/* The profile with each sample's joules (all groups) as its weight. */
+static int write_energy_speedscope(const char *path, const struct energy_model *m, const struct pyspy_profile *p,
+				   const struct align_pyspy *a, const struct sample_energy *se, struct em_error *e)
+{
+	struct outfile so;
+	int oom = 0, rc;
+	double *w = xcalloc(p->nsamples, sizeof *w, &oom);
+	char name[256];
+	if (oom)
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	for (size_t i = 0; i < p->nsamples; i++)
+		for (size_t k = 0; k < m->ngroups; k++)
+			w[i] += se->e_j[i * m->ngroups + k];
+	snprintf(name, sizeof name, "energy in joules (anchorpost functions; alignment %s +-%.3g ms%s)%s%s",
+		 a->method, a->uncert_ms, se->dev_paired ? "; GPU joules on the samples that launched the work" : "",
+		 m->emulated ? "; " : "", energy_model_sensor_note(m));
+	if ((rc = outfile_create(&so, path, e)))
+		goto done;
+	if (pyspy_write_energy_speedscope(p, w, so.fp, name)) {
+		outfile_abort(&so);
+		rc = diag_error(e, -EIO, path, "write failed");
+		goto done;
+	}
+	rc = outfile_done(&so, e);
+done:
+	free(w);
+	return rc;
+}
+
+/* g's arrays (a partly built g too: free(NULL) is a no-op). */
+static void agg_free(struct agg *g)
+{
+	free(g->fn);
+	free(g->func_of_frame);
+	free(g->self_j);
+	free(g->total_j);
+	free(g->self_s);
+	free(g->phase_j);
+	free(g->samples);
+	free(g->frame_self);
+	free(g->node_j);
+	free(g->node_s);
+	free(g->node_n);
+	free(g->node_phase_j);
+	free(g->node_un_j);
+	free(g->unplaced_j);
+}
+
+/* OUT.alignment.txt beside a file, on stderr beside stdout or a stream. */
+static int write_alignment_file(const char *out, const struct energy_model *m, const struct pyspy_profile *p,
+				const struct align_pyspy *a, const struct sample_energy *se, const char *profile,
+				struct em_error *e)
+{
+	struct outfile af;
+	char *apath;
+	int rc;
+	if (!out || outfile_is_stream(out)) {
+		write_alignment(stderr, m, p, a, se, profile);
+		return 0;
+	}
+	if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	if (!(rc = outfile_create(&af, apath, e))) {
+		write_alignment(af.fp, m, p, a, se, profile);
+		rc = outfile_done(&af, e);
+	}
+	if (rc)
+		diag_error_keep_file(e); /* it names apath */
+	free(apath);
+	return rc;
+}
+
+/* The lines on stderr where the user looks: the alignment, and which
+ * recording places exactly. */
+static void print_summary(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a)
+{
+	char line[2048];
+	align_pyspy_describe(a, p, line, sizeof line);
+	fprintf(stderr, "anchorpost functions: %s\n", line);
+	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
+		fprintf(stderr, "anchorpost functions: %s\n", other_process_note(m, a));
+	if (p->meta.format == PYSPY_FMT_SPEEDSCOPE && (a->cannot_place || a->uncert_ms > 100))
+		fprintf(stderr, "anchorpost functions: speedscope placement is weak here (%s): record with "
+				"`py-spy record --format chrometrace` or call anchor.sync_pulse() at the start and "
+				"end of the script for exact placement\n",
+			a->cannot_place ? "CANNOT PLACE" : "uncertainty above 100 ms");
+}
+
+int functions_csv_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
+			const char *samples_out, struct em_error *e)
+{
+	const struct energy_model *mp = &rm->m;
+	const struct pyspy_profile *pp = &rm->p;
+	const struct align_pyspy *ap = &rm->al;
+	const struct sample_energy *sep = &rm->se;
+	const char *profile = rm->profile;
+	struct agg g;
+	struct outfile of;
+	struct csv c;
+	double att = 0;
+	int rc;
+
+	if (ap->idle_dropped)
+		diag_warn(profile, "looks recorded without py-spy --idle (%s; %.2g%% idle samples): idle samples "
+				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
+				   "with --idle",
+			  pp->meta.idle_reason, 100 * sep->idle_share);
+	for (size_t k = 0; k < mp->ngroups; k++)
+		att += sep->attributed_j[k];
+	if (!(att > 0))
+		return diag_error(e, -ENODATA, profile,
+				  "no sample overlaps perun's span after alignment (%s): nothing to "
+				  "attribute (files from different runs?)",
+				  ap->method);
+	memset(&g, 0, sizeof g);
+	if (build_functions(pp, &g) || aggregate(mp, pp, ap, sep, &g)) {
+		agg_free(&g);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
+	if ((rc = outfile_create(&of, out ? out : "-", e))) {
+		agg_free(&g);
+		return rc;
+	}
+	csv_init(&c, of.fp);
+	if (write_functions(&c, mp, pp, &g))
+		rc = diag_error(e, -ENOMEM, NULL, "out of memory");
+	if (!rc && stacks_out)
+		rc = write_stacks(stacks_out, mp, pp, &g, e);
+	if (!rc && samples_out)
+		rc = write_samples(samples_out, mp, pp, ap, sep, e);
+	if (!rc && ss_out)
+		rc = write_energy_speedscope(ss_out, mp, pp, ap, sep, e);
+	if (!rc)
+		rc = write_alignment_file(out, mp, pp, ap, sep, profile, e);
+	if (rc)
+		outfile_abort(&of);
+	else if (!(rc = outfile_done(&of, e)))
+		print_summary(mp, pp, ap);
+	agg_free(&g);
+	return rc;
+}
