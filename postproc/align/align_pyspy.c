@@ -496,6 +496,11 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 			 a->reckon_ms, a->ambiguity_ms > 0 ? "other offsets fit nearly as well out to" : "no other offset fits as well");
 	if (!a->cannot_place && a->ambiguity_ms > 0)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %.3g ms", a->ambiguity_ms);
+	if (!a->cannot_place && isfinite(a->count_ms))
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; inside phases: the samples per phase occurrence span its exact length to within %.3g ms "
+			 "(p95 over sqrt 2: one sample's time error)",
+			 a->count_ms);
 	if (a->outside_life)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; %zu sample(s) fall outside their process's life (a contradiction: marked unplaced)",

@@ -111,6 +111,10 @@ struct align_pyspy {
 	 * unplaced (1: its time is not known well enough to name its phase,
 	 * or it lies outside its process's life: outside_life of them). */
 	double reckon_ms, ambiguity_ms;
+	/* speedscope, decided by structure: the time error inside phases from
+	 * the samples' counts per phase occurrence against its exact length
+	 * (align_pyspy_confidence.c count_p95_s), ms; NAN not measured */
+	double count_ms;
 	int cannot_place;
 	char verdict[320];
 	uint8_t *unplaced;

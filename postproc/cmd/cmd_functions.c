@@ -20,7 +20,9 @@ static const struct cmd_usage functions_usage = {
 		 "  (+ self_j_<group>,total_j_<group> with several device groups), sorted by self_j.\n"
 		 "  The py-spy profile (chrometrace or speedscope, ideally recorded with --idle and a\n"
 		 "  sync pulse: anchor.sync_pulse()) is aligned with the ring; the method and its\n"
-		 "  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout).\n"
+		 "  uncertainty go to OUT.alignment.txt (stderr when OUT is stdout); each function's joules\n"
+		 "  per phase as [lo_j, hi_j] (unplaced samples in hi_j of every phase they may be in) to\n"
+		 "  OUT.phases.csv (functions.csv -> functions.phases.csv).\n"
 		 "  With device-side edges (GPU) a phase's GPU joules go to the samples of the host-side\n"
 		 "  occurrence that launched it, not to the samples taken while the GPU ran it.\n",
 };

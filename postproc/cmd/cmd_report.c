@@ -57,6 +57,7 @@
 #include "input/run_find.h"
 #include "model/energy_model.h"
 #include "model/run_model.h"
+#include "model/sample_energy.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
 #include "output/functions_csv.h"
@@ -252,6 +253,7 @@ static const struct {
 	{"functions.csv", WITH_PROFILE_PERUN},
 	{"energy.speedscope.json", WITH_PROFILE_PERUN},
 	{"functions.csv.alignment.txt", WITH_PROFILE_PERUN},
+	{"functions.phases.csv", WITH_PROFILE_PERUN},
 	{"ops.csv", WITH_TORCH_PERUN},
 	{"timeline.csv", WITH_PERUN},
 	{"timeline.csv.alignment.txt", WITH_PROFILE_PERUN},
@@ -464,14 +466,24 @@ static int write_profile_files(struct report *r, const struct run_model *rm, con
 			       struct em_error *e)
 {
 	const char *path, *ss;
+	char why[768];
 	int rc;
 	if ((rc = write_samples(r, rm, o, e)))
 		return rc;
+	/* The other outputs hold without joules per sample (the user's two
+	 * concurrent runs, a script shorter than perun's start-up): say why
+	 * and leave the per-function files out, not the whole report. */
+	if (!sample_energy_overlaps(&rm->m, &rm->p, &rm->al, &rm->se, why, sizeof why)) {
+		diag_warn(rm->profile, "%s; functions.csv and energy.speedscope.json left out", why);
+		return 0;
+	}
 	progress(r, "functions.csv, energy.speedscope.json");
 	if ((rc = out_path(r, "functions.csv", &path, e)) || (rc = out_path(r, "energy.speedscope.json", &ss, e)) ||
 	    (rc = functions_csv_write(rm, path, ss, NULL, NULL, e)))
 		return rc;
-	return out_path(r, "functions.csv.alignment.txt", NULL, e);
+	if ((rc = out_path(r, "functions.csv.alignment.txt", NULL, e)))
+		return rc;
+	return out_path(r, "functions.phases.csv", NULL, e);
 }
 
 /* name.svg and name.png from one plot function (plot.h). */

@@ -635,6 +635,41 @@ void sample_energy_free(struct sample_energy *se)
 	memset(se, 0, sizeof *se);
 }
 
+int sample_energy_overlaps(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+			   const struct sample_energy *se, char *buf, size_t cap)
+{
+	double att = 0, t0 = INFINITY, t1 = -INFINITY;
+	uint32_t own = energy_model_own_pid(m);
+	for (size_t g = 0; g < m->ngroups; g++)
+		att += se->attributed_j[g];
+	if (att > 0)
+		return 1;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		t0 = fmin(t0, se->t0_s[i]);
+		t1 = fmax(t1, se->t1_s[i]);
+	}
+	if (!own && m->ph.nthr)
+		own = m->ph.thr[m->ph.primary].pid;
+	if (a->ref_pid && own && a->ref_pid != own && t1 < m->span_t0_s)
+		snprintf(buf, cap,
+			 "the profile observed pid %u, which ran %.3f .. %.3f s on the ring's timeline and ended before "
+			 "perun's first sample (perun measured %.3f .. %.3f s, its own run, pid %u: perun's start-up "
+			 "took that long): no joules were measured while the profiled process ran; profile the process "
+			 "perun runs (py-spy record -- perun monitor script.py) or run the script long enough to overlap",
+			 a->ref_pid, t0, t1, m->span_t0_s, m->span_t1_s, own);
+	else
+		snprintf(buf, cap,
+			 "no sample overlaps perun's span after alignment (%s): the profile spans %.3f .. %.3f s, perun "
+			 "%.3f .. %.3f s on the ring's timeline: nothing to attribute (files from different runs?)",
+			 a->method, t0, t1, m->span_t0_s, m->span_t1_s);
+	return 0;
+}
+
+long sample_energy_thread(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread)
+{
+	return thread_of(m, a, thread);
+}
+
 int sample_energy_phase_at(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread, double t_s)
 {
 	long th = thread_of(m, a, thread);

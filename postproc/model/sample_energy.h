@@ -84,4 +84,16 @@ void sample_energy_free(struct sample_energy *se);
  * the run's primary thread.  -1 outside every phase. */
 int sample_energy_phase_at(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread, double t_s);
 
+/* 1 when some sample got joules (perun's span holds part of the profile).
+ * When none did, a one-line reason in buf: the profile's aligned span and
+ * its process against perun's span and the process perun ran, and what to
+ * do (the user's two concurrent runs: perun's own start-up takes seconds,
+ * so a short script under py-spy can end before perun's first sample). */
+int sample_energy_overlaps(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+			   const struct sample_energy *se, char *buf, size_t cap);
+
+/* The phase_set thread (index into m->ph.thr) whose phases a profile
+ * thread's samples are read on, by the rule above; -1 none. */
+long sample_energy_thread(const struct energy_model *m, const struct align_pyspy *a, uint32_t thread);
+
 #endif

@@ -12,6 +12,7 @@
 #include "model/energy_model.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"
+#include "output/function_phases.h"
 #include "output/outfile.h"
 #include "output/timebase.h"
 #include "util/diag.h"
@@ -447,14 +448,27 @@ static void write_device_rule(FILE *fp, const struct energy_model *m, const stru
 
 /* The profile and the energy file observed different processes (two
  * concurrent runs of the script sharing one ring, issue 21 point 3). */
-static const char *other_process_note(const struct energy_model *m, const struct align_pyspy *a)
+static const char *other_process_note(const struct energy_model *m, const struct align_pyspy *a,
+				      const struct sample_energy *se)
 {
-	static char buf[400];
+	static char buf[640];
+	double t0 = INFINITY, t1 = -INFINITY, span = m->span_t1_s - m->span_t0_s;
+	for (size_t i = 0; i < se->n; i++) {
+		t0 = fmin(t0, se->t0_s[i]);
+		t1 = fmax(t1, se->t1_s[i]);
+	}
+	/* the part of perun's span the profile covers: the rest of perun's
+	 * joules ("unsampled") were drawn while the profiled process was not
+	 * sampled, by the other run alone */
+	t0 = fmax(t0, m->span_t0_s);
+	t1 = fmin(t1, m->span_t1_s);
 	snprintf(buf, sizeof buf,
 		 "the profile observed pid %u, the phases carrying the energy are pid %u's: the samples are placed on "
 		 "pid %u's own phases, and each one's joules are what the machine drew at its time (both processes "
-		 "together), not pid %u's share",
-		 a->ref_pid, m->ph.thr[m->ph.primary].pid, a->ref_pid, a->ref_pid);
+		 "together), not pid %u's share; the profile covers %.3f .. %.3f s of perun's %.3f .. %.3f s "
+		 "(%.0f %%), perun's other joules (unsampled) were drawn while pid %u was not sampled",
+		 a->ref_pid, m->ph.thr[m->ph.primary].pid, a->ref_pid, a->ref_pid, t0, t1, m->span_t0_s, m->span_t1_s,
+		 span > 0 && t1 > t0 ? 100 * (t1 - t0) / span : 0.0, a->ref_pid);
 	return buf;
 }
 
@@ -471,7 +485,7 @@ static void write_alignment(FILE *fp, const struct energy_model *m, const struct
 	fprintf(fp, "perun span: %.6f .. %.6f s\n", m->span_t0_s, m->span_t1_s);
 	fprintf(fp, "threads mapped to the ring: %zu of %zu\n", a->nmapped, a->nthr);
 	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
-		fprintf(fp, "processes: %s\n", other_process_note(m, a));
+		fprintf(fp, "processes: %s\n", other_process_note(m, a, se));
 	for (size_t g = 0; g < m->ngroups; g++)
 		fprintf(fp, "energy %s: attributed %.6f J, unsampled %.6f J, perun span %.6f J\n", m->groups[g],
 			se->attributed_j[g], se->unsampled_j[g], se->span_j[g]);
@@ -531,38 +545,56 @@ static void agg_free(struct agg *g)
 }
 
 /* OUT.alignment.txt beside a file, on stderr beside stdout or a stream. */
-static int write_alignment_file(const char *out, const struct energy_model *m, const struct pyspy_profile *p,
-				const struct align_pyspy *a, const struct sample_energy *se, const char *profile,
+static int write_alignment_file(const struct run_model *rm, const char *out, const char *profile,
 				struct em_error *e)
 {
+	const struct energy_model *m = &rm->m;
+	const struct pyspy_profile *p = &rm->p;
+	const struct align_pyspy *a = &rm->al;
+	const struct sample_energy *se = &rm->se;
 	struct outfile af;
-	char *apath;
+	char *apath, *ppath;
+	size_t nun = 0;
 	int rc;
 	if (!out || outfile_is_stream(out)) {
 		write_alignment(stderr, m, p, a, se, profile);
 		return 0;
 	}
-	if (asprintf(&apath, "%s.alignment.txt", out) < 0)
+	/* OUT's per-phase intervals (function_phases.h), named in the note. */
+	if (!(ppath = function_phases_path(out)))
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	if ((rc = function_phases_write(rm, ppath, &nun, e))) {
+		free(ppath);
+		return rc;
+	}
+	if (asprintf(&apath, "%s.alignment.txt", out) < 0) {
+		free(ppath);
+		return diag_error(e, -ENOMEM, NULL, "out of memory");
+	}
 	if (!(rc = outfile_create(&af, apath, e))) {
 		write_alignment(af.fp, m, p, a, se, profile);
+		fprintf(af.fp, "by phase: %s: each function's joules per phase as [lo_j, hi_j]; %zu sample(s) unplaced, "
+			       "their joules in hi_j of every phase they may be in (at that phase's power), never in lo_j\n",
+			ppath, nun);
 		rc = outfile_done(&af, e);
 	}
 	if (rc)
 		diag_error_keep_file(e); /* it names apath */
 	free(apath);
+	free(ppath);
 	return rc;
 }
 
 /* The lines on stderr where the user looks: the alignment, and which
  * recording places exactly. */
-static void print_summary(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a)
+static void print_summary(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
+			  const struct sample_energy *se)
 {
 	char line[2048];
 	align_pyspy_describe(a, p, line, sizeof line);
 	fprintf(stderr, "anchorpost functions: %s\n", line);
 	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
-		fprintf(stderr, "anchorpost functions: %s\n", other_process_note(m, a));
+		fprintf(stderr, "anchorpost functions: %s\n", other_process_note(m, a, se));
 	if (p->meta.format == PYSPY_FMT_SPEEDSCOPE && (a->cannot_place || a->uncert_ms > 100))
 		fprintf(stderr, "anchorpost functions: speedscope placement is weak here (%s): record with "
 				"`py-spy record --format chrometrace` or call anchor.sync_pulse() at the start and "
@@ -581,7 +613,7 @@ int functions_csv_write(const struct run_model *rm, const char *out, const char 
 	struct agg g;
 	struct outfile of;
 	struct csv c;
-	double att = 0;
+	char why[768];
 	int rc;
 
 	if (ap->idle_dropped)
@@ -589,13 +621,8 @@ int functions_csv_write(const struct run_model *rm, const char *out, const char 
 				   "were dropped with no gap, so sample times and energies are unreliable; re-record "
 				   "with --idle",
 			  pp->meta.idle_reason, 100 * sep->idle_share);
-	for (size_t k = 0; k < mp->ngroups; k++)
-		att += sep->attributed_j[k];
-	if (!(att > 0))
-		return diag_error(e, -ENODATA, profile,
-				  "no sample overlaps perun's span after alignment (%s): nothing to "
-				  "attribute (files from different runs?)",
-				  ap->method);
+	if (!sample_energy_overlaps(mp, pp, ap, sep, why, sizeof why))
+		return diag_error(e, -ENODATA, profile, "%s", why);
 	memset(&g, 0, sizeof g);
 	if (build_functions(pp, &g) || aggregate(mp, pp, ap, sep, &g)) {
 		agg_free(&g);
@@ -615,11 +642,11 @@ int functions_csv_write(const struct run_model *rm, const char *out, const char 
 	if (!rc && ss_out)
 		rc = write_energy_speedscope(ss_out, mp, pp, ap, sep, e);
 	if (!rc)
-		rc = write_alignment_file(out, mp, pp, ap, sep, profile, e);
+		rc = write_alignment_file(rm, out, profile, e);
 	if (rc)
 		outfile_abort(&of);
 	else if (!(rc = outfile_done(&of, e)))
-		print_summary(mp, pp, ap);
+		print_summary(mp, pp, ap, sep);
 	agg_free(&g);
 	return rc;
 }

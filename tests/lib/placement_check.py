@@ -79,3 +79,52 @@ def alignment_line(path):
     line = next((x for x in open(path).read().splitlines() if x.startswith("py-spy ")), "")
     m = re.search(r"uncertainty \+-([0-9.e+-]+) ms", line)
     return line, float(m.group(1)) if m else float("nan"), "CANNOT PLACE" in line
+
+
+CLOCK_RE = re.compile(r"(^|;)((data|fwd|bwd|opt)_c\d\d) \(")
+
+
+def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
+    """The true *time* error of placed samples, from the victim's clock
+    (placement_victim.py, ANCHOR_PLACEMENT_CLOCK_LOG): a sample holding slot
+    X was read while one of X's slots ran, so its error is the distance from
+    its placed instant (at_s on the ring's timeline) to the nearest of X's
+    slots (0 inside one: known to within a slot, 2 ms).  Placed samples only
+    (placed=1).  -> n, p50/p95/max of |error| ms, the signed median ms
+    (placed minus true, from the nearest slot edge: a bias shows here)."""
+    out = os.path.join(tmp, os.path.basename(ring) + ".dump.csv")
+    if not os.path.exists(out):
+        subprocess.run([anchorpost, "dump", ring, "-o", out], check=True, capture_output=True)
+    with open(out) as f:
+        base_s = int(next(csv.DictReader(f))["mono_ns"]) / 1e9
+    slots = {}
+    with open(clock_csv) as f:
+        for r in csv.DictReader(f):
+            slots.setdefault(r["slot"], []).append((int(r["t0_mono_ns"]) / 1e9, int(r["t1_mono_ns"]) / 1e9))
+    for v in slots.values():
+        v.sort()
+    errs, signed = [], []
+    with open(samples_csv) as f:
+        for r in csv.DictReader(f):
+            m = CLOCK_RE.search(r.get("stack_text") or "")
+            if not m or r.get("placed") == "0" or not r.get("at_s"):
+                continue
+            iv = slots.get(m.group(2))
+            if not iv:
+                continue
+            t = base_s + float(r["at_s"])
+            i = bisect.bisect_right(iv, (t, float("inf"))) - 1
+            best = None
+            for j in (i, i + 1):
+                if 0 <= j < len(iv):
+                    a, b = iv[j]
+                    s = 0.0 if a <= t <= b else (t - b if t > b else t - a)
+                    if best is None or abs(s) < abs(best):
+                        best = s
+            errs.append(abs(best))
+            signed.append(best)
+    errs.sort()
+    signed.sort()
+    q = lambda v, p: v[int(p * (len(v) - 1))] * 1e3 if v else float("nan")  # noqa: E731
+    return {"n": len(errs), "p50_ms": q(errs, 0.5), "p95_ms": q(errs, 0.95), "max_ms": q(errs, 1.0),
+            "signed_p50_ms": q(signed, 0.5), "inside": sum(e == 0 for e in errs) / len(errs) if errs else float("nan")}

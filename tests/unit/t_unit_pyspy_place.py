@@ -54,7 +54,7 @@ def frames_for(style):
     spin = {"name": "spin", "file": VICTIM, "line": src_line("spin", "while")}
     out = {}
     for q, fn in FN.items():
-        body = {"name": fn, "file": VICTIM, "line": src_line(fn, "spin(" if q != "data" else "spin(s * 0.5)")}
+        body = {"name": fn, "file": VICTIM, "line": src_line(fn, "work(" if q != "data" else "work(\"data\", s * 0.5)")}
         if style == "helper_class":
             st = [{"name": "step_helper_class", "file": VICTIM, "line": src_line("step_helper_class", '%s(L["%s"])' % (fn, q))}]
         else:
