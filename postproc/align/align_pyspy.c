@@ -367,7 +367,7 @@ static int fit_steps(struct fit_ctx *c)
 		return -1;
 	fit_thread_offsets(c);
 	long th = !c->chrome && c->ph->nnames ? apy_ref_timeline(c) : -1;
-	if (th >= 0 && apy_fit_local_warp(c, th))
+	if (th >= 0 && (apy_fit_local_warp(c, th) || apy_fit_slip(c, th)))
 		return -1;
 	if (!c->chrome)
 		fit_knot_scale(c);
@@ -460,7 +460,7 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[1024] = "";
+	char extra[1536] = "";
 	if (p->meta.torch) {
 		align_torch_describe(a, p, buf, cap);
 		return;
@@ -501,6 +501,18 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 			 "; inside phases: the samples per phase occurrence span its exact length to within %.3g ms "
 			 "(p95 over sqrt 2: one sample's time error)",
 			 a->count_ms);
+	if (!a->cannot_place && a->slip_step_ms > 0 && a->slip_open_ms > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; STEP OPEN: the phases repeat every %.3g ms and a mapping %.3g ms away (another step) holds "
+			 "the phase sites as well, so any sample may be that much further off (the figure above "
+			 "includes it; each sample's phase holds on both); call anchor.sync_pulse() or record "
+			 "chrometrace to pin the step",
+			 a->slip_step_ms, a->slip_open_ms);
+	else if (!a->cannot_place && a->slip_step_ms > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; steps: the phases repeat every %.3g ms and no other step holds the phase sites as well "
+			 "(%zu tried)",
+			 a->slip_step_ms, a->slip_tried);
 	if (a->outside_life)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; %zu sample(s) fall outside their process's life (a contradiction: marked unplaced)",

@@ -115,6 +115,15 @@ struct align_pyspy {
 	 * the samples' counts per phase occurrence against its exact length
 	 * (align_pyspy_confidence.c count_p95_s), ms; NAN not measured */
 	double count_ms;
+	/* speedscope, SITE labels, no pulse (align_pyspy_slip.c): the phase
+	 * pattern repeats, so a warp started a whole step off can hold the
+	 * sites as well.  slip_step_ms: the pattern's period (0: not
+	 * checked); slip_tried: reruns from shifted lines; slip_open_ms: how
+	 * far (p95) a rerun that holds the labels as well puts the samples
+	 * from the kept mapping, added to the stated uncertainty (0: every
+	 * rerun found the same mapping, or none held the labels) */
+	double slip_step_ms, slip_open_ms;
+	size_t slip_tried;
 	int cannot_place;
 	char verdict[320];
 	uint8_t *unplaced;

@@ -269,6 +269,12 @@ int apy_confidence(struct fit_ctx *c)
 				 * (the stamp's lag within a period) stays, widened by
 				 * the ambiguity */
 				a->uncert_ms = c->chrome ? fmax(a->uncert_ms, amb * 1e3) : fmax(u, amb) * 1e3;
+				/* a step of the repeating pattern the labels do not
+				 * exclude (align_pyspy_slip.c): the phases hold, a
+				 * sample may sit that far off plus its error
+				 * within the step */
+				if (!c->chrome && a->slip_open_ms > 0)
+					a->uncert_ms += a->slip_open_ms;
 				decided = 1;
 				if (!c->chrome)
 					strncat(a->method, "+structure", sizeof a->method - strlen(a->method) - 1);

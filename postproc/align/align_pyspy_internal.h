@@ -189,6 +189,13 @@ void apy_label_check(struct align_pyspy *a, const struct pyspy_profile *p, const
 
 /* align_pyspy_warp.c: speedscope's local corrections on phase timeline th. */
 int apy_fit_local_warp(struct fit_ctx *c, long th);
+/* ... and one pass from the mapping as it stands moved by y_shift_s, in
+ * a band of band_fix intervals around it (0: the usual band), no pulses. */
+int apy_warp_rerun(struct fit_ctx *c, long th, double y_shift_s, size_t band_fix);
+
+/* align_pyspy_slip.c: which step of the repeating phase pattern the
+ * warp locked onto (align_pyspy.h slip_*).  0 or -1 (out of memory). */
+int apy_fit_slip(struct fit_ctx *c, long th);
 
 /* The methods for the reference thread's offset: 0 fitted, 1 the data do
  * not allow it, -1 err set (out of memory). */

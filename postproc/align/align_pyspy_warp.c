@@ -486,13 +486,13 @@ static void warp_knots(struct align_pyspy *a, const struct pyspy_profile *p, con
 static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32_t ref, const struct thr_rows *r,
 		    const struct phase_thread *th, uint64_t base_ns, size_t nphase, const struct burst *pulses,
 		    size_t npulses, const double *px, const double *py, size_t pn, double drift_s,
-		    const struct pyspy_sites *sites)
+		    const struct pyspy_sites *sites, double y_shift_s, size_t band_fix)
 {
 	/* Labelled samples may sit anywhere the stated uncertainty allows
 	 * (no --idle: seconds), and the labels are what finds them there. */
 	if (sites && sites->nsites && a->uncert_ms / 1e3 > drift_s)
 		drift_s = a->uncert_ms / 1e3;
-	size_t n = r->n, band = warp_band(th, base_ns, n, drift_s), ni;
+	size_t n = r->n, band = band_fix ? band_fix : warp_band(th, base_ns, n, drift_s), ni;
 	double *y = malloc((n ? n : 1) * sizeof *y);
 	uint64_t *mask = malloc((n ? n : 1) * sizeof *mask);
 	double *it0 = malloc((2 * th->nseg + 1) * sizeof *it0), *it1 = malloc((2 * th->nseg + 1) * sizeof *it1);
@@ -507,7 +507,7 @@ static int fit_warp(struct align_pyspy *a, const struct pyspy_profile *p, uint32
 	rc = -ENOMEM;
 	/* Times by the current mapping: the line, or a previous warp. */
 	for (size_t j = 0; j < n; j++)
-		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s);
+		y[j] = align_pyspy_time(a, ref, p->samples[r->idx[j]].t_rel_s) + y_shift_s;
 	if (warp_masks(p, r, th, base_ns, nphase, y, pulses, npulses, !a->nknots, sites, mask, hard, &labelled))
 		goto done;
 	free(a->knot_x);
@@ -673,7 +673,7 @@ int apy_fit_local_warp(struct fit_ctx *c, long th)
 	for (int pass = 0; pass < WARP_PASSES; pass++)
 		if (fit_warp(c->a, c->p, (uint32_t)c->ref, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, c->ph->nnames,
 			     c->bursts + c->b_off[c->ref], c->b_n[c->ref], px, py, c->a->pulse_knots ? pn : 0, band_s,
-			     &c->sites)) {
+			     &c->sites, 0, 0)) {
 			free(y_line);
 			free(px);
 			free(py);
@@ -683,4 +683,14 @@ int apy_fit_local_warp(struct fit_ctx *c, long th)
 	warp_judge(c, px, py, pn, y_line, ss_line, line_uncert_ms);
 	free(y_line);
 	return 0;
+}
+
+/* One warp pass from the mapping as it stands moved by y_shift_s, in a
+ * band of band_fix intervals around it (0: the usual band), no pulses
+ * (the step-slip check's candidates, align_pyspy_slip.c).  0 or -1. */
+int apy_warp_rerun(struct fit_ctx *c, long th, double y_shift_s, size_t band_fix)
+{
+	return fit_warp(c->a, c->p, (uint32_t)c->ref, &c->tr[c->ref], &c->ph->thr[th], c->base_ns, c->ph->nnames,
+			c->bursts + c->b_off[c->ref], c->b_n[c->ref], NULL, NULL, 0, label_band_s(c), &c->sites,
+			y_shift_s, band_fix) < 0 ? -1 : 0;
 }

@@ -8,10 +8,14 @@ score_clock).  Real `py-spy record --idle --format speedscope` at 100 and
 
 Checks per recording: placed (no CANNOT PLACE); the stated uncertainty
 covers the true p95 time error and is at most 3x it + one sample period
-(BENCHMARKS.md §15b).  Before the count floor (align_pyspy_confidence.c
+(BENCHMARKS.md §15b), plus the step's distance where the line says STEP
+OPEN (tests/pyspy/t_pyspy_step_slip.py has two such recordings; one run
+in about 7 beside load held every sample a step late before that check).
+Before the count floor (align_pyspy_confidence.c
 count_p95_s) the stated +-10.5 ms / +-2 ms stood against 13-17 ms /
 7.6-9.8 ms: not covered."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,8 +69,14 @@ def main():
             fail("%d Hz: only %d samples hold a clock slot" % (rate, s["n"]))
         if not stated >= s["p95_ms"]:
             fail("%d Hz: stated +-%g ms does not cover the true p95 time error %g ms: %s" % (rate, stated, s["p95_ms"], line))
-        if not stated <= 3 * s["p95_ms"] + per:
-            fail("%d Hz: stated +-%g ms wider than 3x the true p95 %g ms + one period: %s" % (rate, stated, s["p95_ms"], line))
+        # STEP OPEN says in words that another step of the loop fits the
+        # sites as well and adds that step's distance (align_pyspy_slip.c):
+        # the width it may add is that distance, no more
+        m = re.search(r"STEP OPEN: the phases repeat every [0-9.e+]+ ms and a mapping ([0-9.e+]+) ms away", line)
+        step_ms = float(m.group(1)) if m else 0.0
+        if not stated <= 3 * s["p95_ms"] + per + step_ms:
+            fail("%d Hz: stated +-%g ms wider than 3x the true p95 %g ms + one period (+ %g ms STEP OPEN): %s" % (
+                rate, stated, s["p95_ms"], step_ms, line))
     print("ok: the stated uncertainty covers the true time error and is within 3x p95 + one period")
 
 
