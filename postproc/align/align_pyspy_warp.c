@@ -16,37 +16,17 @@
 #define WARP_NEAR_S 0.5
 #define WARP_MAX_CELLS 20000000ULL /* 12 bytes each */
 
-static int cmp_frame_fn(const void *x, const void *y, void *ctx)
-{
-	const struct pyspy_profile *p = ctx;
-	const struct pyspy_frame *a = &p->frames.v[*(const uint32_t *)x], *b = &p->frames.v[*(const uint32_t *)y];
-	int c = strcmp(a->name, b->name);
-	return c ? c : strcmp(a->file ? a->file : "", b->file ? b->file : "");
-}
-
 /* fn[f]: a function id per frame, the same for every line of one
  * (name, file).  0 or -ENOMEM. */
 static int function_ids(const struct pyspy_profile *p, uint32_t **fn_out, size_t *nfn)
 {
-	uint32_t nf = p->frames.n, *ord = malloc((nf ? nf : 1) * sizeof *ord), *fn = malloc((nf ? nf : 1) * sizeof *fn);
-	if (!ord || !fn) {
-		free(ord);
+	uint32_t *fn = malloc((p->frames.n ? p->frames.n : 1) * sizeof *fn), n = 0;
+	if (!fn || pyspy_function_ids(p, fn, NULL, &n)) {
 		free(fn);
 		return -ENOMEM;
 	}
-	for (uint32_t f = 0; f < nf; f++)
-		ord[f] = f;
-	qsort_r(ord, nf, sizeof *ord, cmp_frame_fn, (void *)p);
-	*nfn = 0;
-	for (uint32_t i = 0; i < nf; i++) {
-		if (i && cmp_frame_fn(&ord[i - 1], &ord[i], (void *)p))
-			(*nfn)++;
-		fn[ord[i]] = (uint32_t)*nfn;
-	}
-	if (nf)
-		(*nfn)++;
-	free(ord);
 	*fn_out = fn;
+	*nfn = n;
 	return 0;
 }
 

@@ -207,6 +207,13 @@ const char *pyspy_idle_name(enum pyspy_idle i);
  * (the node's depth; only min(depth, cap) entries are written). */
 uint32_t pyspy_stack_frames(const struct pyspy_stacks *s, uint32_t node, uint32_t *out, uint32_t cap);
 
+/* Functions: a function is (name, file), every line of it one function.
+ * fn_of_frame[f] (frames.n entries): frame f's function, numbered in
+ * (name, file) order; first_frame[g] (frames.n entries, NULL: not
+ * wanted): the first frame of function g in that order.  *nfn: how many.
+ * 0 or -ENOMEM. */
+int pyspy_function_ids(const struct pyspy_profile *p, uint32_t *fn_of_frame, uint32_t *first_frame, uint32_t *nfn);
+
 /* Leaf frame index of a non-empty stack node. */
 static inline uint32_t pyspy_stack_leaf(const struct pyspy_stacks *s, uint32_t node)
 {

@@ -297,3 +297,32 @@ int pyspy_thread_add(struct pyspy_profile *p, uint32_t *idx)
 	*idx = p->nthreads++;
 	return 0;
 }
+
+static int cmp_frame_fn(const void *x, const void *y, void *ctx)
+{
+	const struct pyspy_profile *p = ctx;
+	const struct pyspy_frame *a = &p->frames.v[*(const uint32_t *)x], *b = &p->frames.v[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->file ? a->file : "", b->file ? b->file : "");
+}
+
+int pyspy_function_ids(const struct pyspy_profile *p, uint32_t *fn_of_frame, uint32_t *first_frame, uint32_t *nfn)
+{
+	uint32_t nf = p->frames.n, *ord = malloc((nf ? nf : 1) * sizeof *ord);
+	if (!ord)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < nf; f++)
+		ord[f] = f;
+	qsort_r(ord, nf, sizeof *ord, cmp_frame_fn, (void *)p);
+	*nfn = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		if (!i || cmp_frame_fn(&ord[i - 1], &ord[i], (void *)p)) {
+			if (first_frame)
+				first_frame[*nfn] = ord[i];
+			(*nfn)++;
+		}
+		fn_of_frame[ord[i]] = *nfn - 1;
+	}
+	free(ord);
+	return 0;
+}

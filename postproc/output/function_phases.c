@@ -42,43 +42,27 @@ struct fp_ctx {
 	double any_w;
 };
 
-static const struct pyspy_profile *sort_p;
-static int cmp_frame(const void *x, const void *y)
-{
-	const struct pyspy_frame *a = &sort_p->frames.v[*(const uint32_t *)x];
-	const struct pyspy_frame *b = &sort_p->frames.v[*(const uint32_t *)y];
-	int c = strcmp(a->name, b->name);
-	return c ? c : strcmp(a->file ? a->file : "", b->file ? b->file : "");
-}
-
 /* A function is (name, file), as functions.csv counts them. */
 static int map_functions(struct fp_ctx *c)
 {
 	const struct pyspy_profile *p = &c->rm->p;
-	uint32_t nf = p->frames.n, *ord = calloc(nf ? nf : 1, sizeof *ord);
+	uint32_t nf = p->frames.n, *first = calloc(nf ? nf : 1, sizeof *first);
 	c->fn_of_frame = calloc(nf ? nf : 1, sizeof *c->fn_of_frame);
 	c->fn_name = calloc(nf + 1, sizeof *c->fn_name);
 	c->fn_file = calloc(nf + 1, sizeof *c->fn_file);
-	if (!ord || !c->fn_of_frame || !c->fn_name || !c->fn_file) {
-		free(ord);
+	if (!first || !c->fn_of_frame || !c->fn_name || !c->fn_file ||
+	    pyspy_function_ids(p, c->fn_of_frame, first, &c->nfn)) {
+		free(first);
 		return -ENOMEM;
 	}
-	for (uint32_t f = 0; f < nf; f++)
-		ord[f] = f;
-	sort_p = p;
-	qsort(ord, nf, sizeof *ord, cmp_frame);
-	for (uint32_t i = 0; i < nf; i++) {
-		if (!i || cmp_frame(&ord[i - 1], &ord[i])) {
-			c->fn_name[c->nfn] = p->frames.v[ord[i]].name;
-			c->fn_file[c->nfn] = p->frames.v[ord[i]].file;
-			c->nfn++;
-		}
-		c->fn_of_frame[ord[i]] = c->nfn - 1;
+	for (uint32_t g = 0; g < c->nfn; g++) {
+		c->fn_name[g] = p->frames.v[first[g]].name;
+		c->fn_file[g] = p->frames.v[first[g]].file;
 	}
 	/* the empty stack's row, as in functions.csv */
 	c->fn_name[c->nfn] = "(no python frame)";
 	c->fn_file[c->nfn] = NULL;
-	free(ord);
+	free(first);
 	return 0;
 }
 

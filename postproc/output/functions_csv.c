@@ -40,17 +40,6 @@ struct agg {
 	uint64_t *node_n;
 };
 
-static const struct pyspy_profile *sort_p;
-static int cmp_frame_fn(const void *x, const void *y)
-{
-	const struct pyspy_frame *a = &sort_p->frames.v[*(const uint32_t *)x];
-	const struct pyspy_frame *b = &sort_p->frames.v[*(const uint32_t *)y];
-	int c = strcmp(a->name, b->name);
-	if (c)
-		return c;
-	return strcmp(a->file ? a->file : "", b->file ? b->file : "");
-}
-
 /* calloc of at least one element; a failure sets *oom, so that a run of
  * allocations is checked once after it. */
 static void *xcalloc(size_t n, size_t sz, int *oom)
@@ -64,32 +53,24 @@ static void *xcalloc(size_t n, size_t sz, int *oom)
 static int build_functions(const struct pyspy_profile *p, struct agg *g)
 {
 	int oom = 0;
-	uint32_t nf = p->frames.n, *ord = xcalloc(nf, sizeof *ord, &oom);
+	uint32_t nf = p->frames.n, *first = xcalloc(nf, sizeof *first, &oom), n = 0;
 	g->func_of_frame = xcalloc(nf, sizeof *g->func_of_frame, &oom);
 	g->fn = xcalloc(nf + 1, sizeof *g->fn, &oom);
-	if (oom) {
-		free(ord);
+	if (oom || pyspy_function_ids(p, g->func_of_frame, first, &n)) {
+		free(first);
 		return -ENOMEM;
 	}
-	for (uint32_t f = 0; f < nf; f++)
-		ord[f] = f;
-	sort_p = p;
-	qsort(ord, nf, sizeof *ord, cmp_frame_fn);
-	for (uint32_t i = 0; i < nf; i++) {
-		if (!i || cmp_frame_fn(&ord[i - 1], &ord[i])) {
-			g->fn[g->nfunc].name = p->frames.v[ord[i]].name;
-			g->fn[g->nfunc].file = p->frames.v[ord[i]].file;
-			g->fn[g->nfunc].best_frame = ord[i];
-			g->fn[g->nfunc].best_self = -1;
-			g->nfunc++;
-		}
-		g->func_of_frame[ord[i]] = (uint32_t)(g->nfunc - 1);
+	for (g->nfunc = 0; g->nfunc < n; g->nfunc++) {
+		g->fn[g->nfunc].name = p->frames.v[first[g->nfunc]].name;
+		g->fn[g->nfunc].file = p->frames.v[first[g->nfunc]].file;
+		g->fn[g->nfunc].best_frame = first[g->nfunc];
+		g->fn[g->nfunc].best_self = -1;
 	}
 	/* The empty stack's pseudo-function comes last. */
 	g->fn[g->nfunc].name = NO_FRAME;
 	g->fn[g->nfunc].file = NULL;
 	g->fn[g->nfunc].best_frame = UINT32_MAX;
-	free(ord);
+	free(first);
 	return 0;
 }
 
