@@ -14,6 +14,7 @@ PLACE on the alignment line and mark its samples placed=0; never a
 narrow interval around a wrong placement.  Before issue 21 the helper
 class placed 43 % at +-272 ms without a word."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,7 +79,12 @@ def main():
             fail("%s: %.1f %% placed right without a CANNOT PLACE: %s" % (style, 100 * s["share"], line))
         if not stated >= s["err_p95_ms"]:
             fail("%s: stated +-%g ms does not cover the true p95 miss %g ms: %s" % (style, stated, s["err_p95_ms"], line))
-        if stated > 100:
+        # STEP OPEN (align_pyspy_slip.c) says in words that another step of
+        # the loop holds the sites as well and adds that step's distance:
+        # the phases hold, the width is the step's, announced
+        m = re.search(r"STEP OPEN: the phases repeat every [0-9.e+]+ ms and a mapping ([0-9.e+]+) ms away", line)
+        step_ms = float(m.group(1)) if m else 0.0
+        if stated > 100 + step_ms:
             fail("%s: stated +-%g ms for a %.0f %%-right placement says nothing: %s" % (style, stated, 100 * s["share"], line))
     print("ok")
 
