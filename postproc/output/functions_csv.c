@@ -580,7 +580,9 @@ static void print_summary(const struct energy_model *m, const struct pyspy_profi
 		fprintf(stderr, "anchorpost functions: speedscope placement is weak here (%s): record with "
 				"`py-spy record --format chrometrace` or call anchor.sync_pulse() at the start and "
 				"end of the script for exact placement\n",
-			a->cannot_place ? "CANNOT PLACE" : "uncertainty above 100 ms");
+			a->cannot_place	     ? "CANNOT PLACE"
+			: a->slip_open_ms > 0 ? "STEP OPEN: another step of the loop holds the phase sites as well"
+					      : "uncertainty above 100 ms");
 }
 
 int functions_csv_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
