@@ -54,11 +54,11 @@ static const struct cmd_usage phases_mpi_usage = {
 };
 
 /* --ring/--rings: one more input. */
-static int add_input(const struct option *opt, const char *arg, char *err, size_t cap)
+static int add_input(const struct option *opt, const char *arg, struct em_error *e)
 {
 	struct mpi_args *a = opt->value;
 	if (a->o.ninputs == MAX_INPUTS) {
-		snprintf(err, cap, "more than %d of them (use a directory or a glob)", MAX_INPUTS);
+		snprintf(e->msg, sizeof e->msg, "more than %d of them (use a directory or a glob)", MAX_INPUTS);
 		return -1;
 	}
 	a->inputs[a->o.ninputs++] = arg;

@@ -59,7 +59,8 @@ static void print_choices(FILE *fp, const struct opt_choice *c, const char *sep)
 /* Store arg into o's value, or exit 2 naming the option. */
 static void store(const struct option *o, const char *arg, const struct cmd_usage *u)
 {
-	char nm[64], err[256];
+	char nm[64];
+	struct em_error err = {0};
 	char *end;
 	opt_name(o, nm, sizeof nm);
 	switch (o->type) {
@@ -70,9 +71,8 @@ static void store(const struct option *o, const char *arg, const struct cmd_usag
 		*(const char **)o->value = arg;
 		return;
 	case OPT_CALLBACK_:
-		err[0] = '\0';
-		if (o->cb(o, arg, err, sizeof err))
-			options_usage_error(u, "%s: %s", nm, err[0] ? err : "bad value");
+		if (o->cb(o, arg, &err))
+			options_usage_error(u, "%s: %s", nm, err.msg[0] ? err.msg : "bad value");
 		return;
 	case OPT_CHOICE_:
 		for (size_t k = 0; o->choices[k].name; k++)

@@ -45,8 +45,10 @@ struct opt_choice {
 };
 
 struct option;
-/* Return 0, or -1 after writing a reason (no option name) to err. */
-typedef int (*opt_cb)(const struct option *opt, const char *arg, char *err, size_t cap);
+struct em_error;
+/* Return 0, or -1 after writing a reason (no option name) to e->msg:
+ * the project's one error carrier (util/diag.h), file NULL. */
+typedef int (*opt_cb)(const struct option *opt, const char *arg, struct em_error *e);
 
 struct option {
 	enum opt_type type;

@@ -108,6 +108,9 @@ one_line_error(ap("phases", "--perun", "x"), 2, "phases without --ring")
 one_line_error(ap("phases", "--ring", "x"), 1, "phases --ring on a missing file, without --perun")
 one_line_error(ap("info", "a", "b"), 2, "info with two rings")
 one_line_error(ap("nosuchcommand"), 2, "unknown command")
+# An option callback's reason reaches the user (cmd/options.h opt_cb, through struct em_error).
+line = one_line_error(ap("phases", *(["--rings", "x"] * 4097)), 2, "phases with 4097 --rings")
+check("--rings: more than 4096 of them" in line, "phases with 4097 --rings: the callback's reason is lost: %r" % line)
 
 # ---- bash completion from the same tables ---------------------------------
 comp = os.path.join(TMP, "anchorpost.bash")
