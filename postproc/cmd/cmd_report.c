@@ -66,6 +66,7 @@
 #include "output/outfile.h"
 #include "output/perun_csv.h"
 #include "output/phase_table.h"
+#include "output/phases_csv.h"
 #include "output/plot.h"
 #include "output/ranks_csv.h"
 #include "output/samples_csv.h"
@@ -376,29 +377,9 @@ static void print_files(const struct report *r)
 static int write_phases_csv(struct report *r, const struct energy_model *m, const struct phase_scope *all,
 			    char **table, struct em_error *e)
 {
-	struct outfile of;
-	struct csv c;
-	size_t table_len = 0;
 	const char *path;
-	FILE *tty;
-	int rc;
-	if ((rc = out_path(r, "phases.csv", &path, e)) || (rc = outfile_create(&of, path, e)))
-		return rc;
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	if (!(tty = open_memstream(table, &table_len))) {
-		outfile_abort(&of);
-		return diag_error(e, -ENOMEM, NULL, "out of memory");
-	}
-	if ((rc = phase_table_write_scope(&c, m, all, tty, e)) ||
-	    /* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	    (rc = counter_table_write(&c, m, tty, e)) < 0) {
-		fclose(tty);
-		outfile_abort(&of);
-		return rc;
-	}
-	fclose(tty);
-	return outfile_done(&of, e);
+	int rc = out_path(r, "phases.csv", &path, e);
+	return rc ? rc : phases_csv_write_scope(m, all, path, table, e);
 }
 
 /* A distributed run: phases.csv of every scope, stragglers.csv, ranks.csv;
@@ -587,28 +568,11 @@ static int write_occurrences(struct report *r, const struct energy_model *m, str
 static int write_phase_times(struct report *r, const struct energy_model *m, enum attrib_choice method,
 			     const struct attrib_opts *ao, char **table, struct em_error *e)
 {
-	struct outfile of;
-	struct csv c;
-	size_t table_len = 0;
 	const char *path;
-	FILE *tty;
 	int rc;
 	progress(r, "phases.csv (times)");
-	if ((rc = out_path(r, "phases.csv", &path, e)) || (rc = outfile_create(&of, path, e)))
-		return rc;
-	csv_init(&c, of.fp);
-	phase_table_csv_header(&c);
-	if (!(tty = open_memstream(table, &table_len))) {
-		outfile_abort(&of);
-		return diag_error(e, -ENOMEM, NULL, "out of memory");
-	}
-	rc = phase_table_write(&c, m, method, ao, 1, tty, e);
-	fclose(tty);
-	if (rc) {
-		outfile_abort(&of);
-		return rc;
-	}
-	return outfile_done(&of, e);
+	rc = out_path(r, "phases.csv", &path, e);
+	return rc ? rc : phases_csv_write_times(m, method, ao, path, table, e);
 }
 
 /* Without a perun file: what the ring (and the profile) give alone.

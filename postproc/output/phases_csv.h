@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "model/energy_model.h"
+#include "output/phase_table.h"
 #include "util/diag.h"
 
 /* phases.csv to out (NULL: stdout, the table then to stderr, else to
@@ -16,5 +17,17 @@
  * 0, or a negative errno with *e filled and no file left. */
 int phases_csv_write(const struct energy_model *m, const char *out, enum attrib_choice method,
 		     const struct attrib_opts *ao, int by_process, struct em_error *e);
+
+/* report's phases.csv at path: scope *all and the ring's ms counters,
+ * the readable table into *table (malloc'd; the caller prints it after
+ * the run).  0, or a negative errno with *e filled and no file left. */
+int phases_csv_write_scope(const struct energy_model *m, const struct phase_scope *all, const char *path,
+			   char **table, struct em_error *e);
+
+/* report's phases.csv without joules: every scope's times, per process
+ * too (without joules the times are all there is); the table into *table
+ * as above. */
+int phases_csv_write_times(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			   const char *path, char **table, struct em_error *e);
 
 #endif
