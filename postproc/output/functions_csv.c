@@ -554,9 +554,13 @@ static int write_alignment_file(const struct run_model *rm, const char *out, con
 	}
 	if (!(rc = outfile_create(&af, apath, e))) {
 		write_alignment(af.fp, m, p, a, se, profile);
-		fprintf(af.fp, "by phase: %s: each function's joules per phase as [lo_j, hi_j]; %zu sample(s) unplaced, "
-			       "their joules in hi_j of every phase they may be in (at that phase's power), never in lo_j\n",
-			ppath, nun);
+		/* by its name beside this file: report builds both in a
+		 * temporary directory renamed at the end */
+		const char *base = strrchr(ppath, '/');
+		fprintf(af.fp, "by phase: %s (beside this file): each function's joules per phase as [lo_j, hi_j]; %zu "
+			       "sample(s) unplaced, their joules in hi_j of every phase they may be in (at that phase's "
+			       "power), never in lo_j\n",
+			base ? base + 1 : ppath, nun);
 		rc = outfile_done(&af, e);
 	}
 	if (rc)

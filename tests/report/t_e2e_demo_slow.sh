@@ -45,5 +45,10 @@ if "$BUILD/anchorpost" --help | grep -q "^  functions "; then
 	for f in functions.csv energy.speedscope.json timeline.csv; do
 		grep -q " $f\$" "$T/demo.out" || { echo "FAIL: the file list lacks $f"; exit 1; }
 	done
+	# report builds in a temporary directory renamed at the end: its
+	# files name each other as they will be, never by that directory
+	if grep -l "tmp\.anchorpost" "$T"/demo/*.txt "$T"/demo/*.csv 2>/dev/null; then
+		echo "FAIL: report's files name its temporary directory"; exit 1
+	fi
 fi
 "$PYTHON" tests/lib/report_check.py "$T/demo" --steps "$STEPS" --emulated --profile "${extra[@]}"
