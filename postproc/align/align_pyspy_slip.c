@@ -222,6 +222,10 @@ int apy_fit_slip(struct fit_ctx *c, long th)
 			if (d * 1e3 > a->slip_open_ms)
 				a->slip_open_ms = d * 1e3;
 		}
+	if (rc) { /* what a failed rerun left */
+		free(a->knot_x);
+		free(a->knot_y);
+	}
 	cand_put(&h0, a);
 	if (rc)
 		apy_seterr(c->e, "out of memory");
