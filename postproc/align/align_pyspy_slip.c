@@ -85,13 +85,13 @@ static size_t labels_near(const struct fit_ctx *c, const struct phase_thread *th
 	return in;
 }
 
-/* A candidate mapping: the warp's knots and how many labels they keep
- * inside. */
+/* A candidate mapping: the warp's knots and how many labels lie within
+ * half a period of their phases under it. */
 struct cand {
 	double *kx, *ky;
 	size_t nk;
 	double warp_max_ms;
-	size_t in, near; /* labels inside; within half a period of one */
+	size_t near;
 };
 
 static void cand_take(struct cand *h, struct align_pyspy *a)
@@ -139,7 +139,6 @@ static int cand_run(struct fit_ctx *c, long th, const struct cand *h0, double st
 		*h = (struct cand){0};
 		return 0;
 	}
-	h->in = labels_near(c, &c->ph->thr[th], 0);
 	h->near = labels_near(c, &c->ph->thr[th], a->sample_period_s / 2);
 	cand_take(h, a);
 	return 0;
@@ -200,7 +199,7 @@ int apy_fit_slip(struct fit_ctx *c, long th)
 	a->slip_step_ms = step * 1e3;
 	/* the first warp is the mapping kept; each candidate is compared
 	 * with it */
-	h0 = (struct cand){.in = labels_near(c, pt, 0)};
+	h0 = (struct cand){0};
 	cand_take(&h0, a);
 	double tol = 1 + ALIGN_PYSPY_SLIP_TOL_SQRT * sqrt((double)nlab);
 	size_t band = half_step_band(pt, c->base_ns, step);

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
-from workflow_lib import ANCHORPOST, BUILD, EMUL, PYTHON, check, fail, pyspy, skip  # noqa: E402
+from workflow_lib import ANCHORPOST, BUILD, EMUL, PYTHON, check, fail, need, pyspy, skip  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VICTIM = os.path.join(ROOT, "tests", "victims", "placement_victim.py")
@@ -41,11 +41,7 @@ SECONDS = "4"
 
 
 def prerequisites():
-    for f in (ANCHORPOST, os.path.join(BUILD, "libanchor.so")):
-        if not os.path.exists(f):
-            skip(f + " not built")
-    if subprocess.run([PYTHON, "-c", "import perun"], capture_output=True).returncode:
-        skip("perun is not installed")
+    need()
     spy = pyspy()
     if not spy:
         skip("py-spy is not installed")
