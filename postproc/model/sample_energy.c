@@ -10,6 +10,7 @@
 
 #include "attrib/attrib.h"
 #include "input/input_file.h"
+#include "model/sample_labels.h"
 
 /* Leaf source lines that wait rather than run.  Without --native py-spy
  * shows the Python line that called the blocking C function. */
@@ -460,42 +461,141 @@ static uint64_t tl_ns(const struct energy_model *m, double t_s)
 /*
  * Who gets a host occurrence's device-side energy: the samples of H whose
  * own instant (when py-spy read the stack) falls in its self time, one
- * equal share each; an occurrence shorter than the sampling period may
- * hold no instant, then the samples whose slices overlap it, by overlap.
+ * equal share each, and of those only the ones whose stack a SITE record
+ * places in the occurrence's phase when there are such (sample_labels.h:
+ * they ran that phase's code); an occurrence shorter than the sampling
+ * period may hold no instant, then the sample nearest in time whose
+ * stack is labelled with its phase, and only when the phase has no
+ * labelled sample, the samples whose slices overlap it, by overlap.  A
+ * sample whose label contradicts its stamp (in no occurrence of its
+ * phase) takes no part: the stamp is wrong.
  * Instants first because a slice can stretch over samples py-spy
  * dropped under load, into a neighbouring phase whose launch carries
  * much GPU energy in a short host time (backward's, optimizer.step's).
+ * Labels before times because the neighbours run another phase: on the
+ * stand-in (t_gpu_edges_slow) 11 of 40 9-ms optimizer.step occurrences
+ * held no instant at 200 Hz on an idle machine, their 20 J went to
+ * backward's last sample by overlap (SGD.step -22..-26 % in 3 runs, -54 %
+ * under CI's load), and beside stress-ng backward's late-stamped samples
+ * took 20 of 73 J inside the step (-28.7 %).
  */
 struct dev_dist {
 	const struct energy_model *m;
 	const struct dev_plan *dp;
 	struct sample_energy *se;
-	double *w;     /* nocc x 4: instants busy, idle; overlap s busy, idle */
+	const struct sample_labels *lab;
+	double *w;     /* nocc x 5: instants busy, idle; overlaps busy, idle; instants labelled with the phase */
 	double *given; /* per group: energy handed to samples */
+	uint8_t *done; /* per occ: given to the nearest labelled sample */
 	int pass;      /* 0: weigh, 1: give */
 };
 
-static void dist_one(struct dev_dist *dd, size_t i, int occ, int overlap, double x)
+static void dist_give(struct dev_dist *dd, size_t i, int occ, double share)
 {
 	size_t ng = dd->m->ngroups;
-	double *w = &dd->w[(size_t)occ * 4];
-	int idle = dd->se->idle[i], inst = w[0] > 0 || w[1] > 0;
-	double tot;
-	if (!dd->pass) {
-		w[2 * overlap + idle] += x;
-		return;
-	}
-	if (overlap == inst)
-		return; /* an instant-weighed occurrence ignores overlaps, and back */
-	tot = w[2 * overlap] > 0 ? w[2 * overlap] : w[2 * overlap + 1];
-	if ((w[2 * overlap] > 0 && idle) || !(tot > 0))
-		return;
 	for (size_t g = 0; g < ng; g++)
 		if (dd->dp->gdev[g]) {
-			double e = dd->dp->occ_j[(size_t)occ * ng + g] * x / tot;
+			double e = dd->dp->occ_j[(size_t)occ * ng + g] * share;
 			dd->se->e_j[i * ng + g] += e;
 			dd->given[g] += e;
 		}
+}
+
+static void dist_one(struct dev_dist *dd, size_t i, int occ, int overlap, double x)
+{
+	double *w = &dd->w[(size_t)occ * 5];
+	int idle = dd->se->idle[i], inst = w[0] > 0 || w[1] > 0;
+	int conf = !overlap && dd->lab->lab[i] >= 0 && dd->lab->lab[i] == dd->m->ph.occ[occ].phase;
+	double tot;
+	if (!dd->pass) {
+		w[2 * overlap + idle] += x;
+		w[4] += conf;
+		return;
+	}
+	if (dd->done[occ] || overlap == inst)
+		return; /* an instant-weighed occurrence ignores overlaps, and back */
+	if (!overlap && w[4] > 0) {
+		if (conf)
+			dist_give(dd, i, occ, 1 / w[4]);
+		return;
+	}
+	tot = w[2 * overlap] > 0 ? w[2 * overlap] : w[2 * overlap + 1];
+	if ((w[2 * overlap] > 0 && idle) || !(tot > 0))
+		return;
+	dist_give(dd, i, occ, x / tot);
+}
+
+/* A launcher sample labelled with a phase, by (phase, instant). */
+struct labelled {
+	int32_t phase;
+	uint64_t x_ns;
+	size_t i;
+};
+
+static int labelled_cmp(const void *a, const void *b)
+{
+	const struct labelled *u = a, *v = b;
+	if (u->phase != v->phase)
+		return u->phase < v->phase ? -1 : 1;
+	return (u->x_ns > v->x_ns) - (u->x_ns < v->x_ns);
+}
+
+static uint64_t ns_away(uint64_t x, uint64_t t0, uint64_t t1)
+{
+	return x < t0 ? t0 - x : x > t1 ? x - t1 : 0;
+}
+
+/* The nearest labelled sample of phase q to [t0, t1] in v (sorted), or
+ * SIZE_MAX. */
+static size_t nearest_labelled(const struct labelled *v, size_t nv, int32_t q, uint64_t t0, uint64_t t1)
+{
+	size_t lo = 0, hi = nv, best = SIZE_MAX;
+	while (lo < hi) { /* first of q at or after t0 */
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].phase < q || (v[mid].phase == q && v[mid].x_ns < t0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < nv && v[lo].phase == q)
+		best = lo;
+	if (lo > 0 && v[lo - 1].phase == q &&
+	    (best == SIZE_MAX || ns_away(v[lo - 1].x_ns, t0, t1) <= ns_away(v[best].x_ns, t0, t1)))
+		best = lo - 1;
+	return best;
+}
+
+/* Occurrences of H no instant reached: all of it to the nearest sample
+ * labelled with their phase, where there is one. */
+static int dist_labelled(struct dev_dist *dd, const struct pyspy_profile *p, const uint8_t *launcher)
+{
+	const struct energy_model *m = dd->m;
+	const struct phase_thread *h = &m->ph.thr[dd->dp->hthr];
+	const struct sample_labels *l = dd->lab;
+	struct labelled *v;
+	size_t nv = 0;
+	if (!l->nlabelled)
+		return 0;
+	if (!(v = malloc(l->nlabelled * sizeof *v)))
+		return -ENOMEM;
+	for (size_t i = 0; i < dd->se->n; i++)
+		if (l->lab[i] >= 0 && launcher[p->samples[i].thread] && dd->se->t1_s[i] > dd->se->t0_s[i] &&
+		    !sample_labels_misstamped(l, i))
+			v[nv++] = (struct labelled){l->lab[i], l->x_ns[i], i};
+	qsort(v, nv, sizeof *v, labelled_cmp);
+	for (size_t o = 0; o < m->ph.nocc; o++) {
+		const struct phase_occ *oc = &m->ph.occ[o];
+		const double *w = &dd->w[o * 5];
+		size_t best;
+		if (w[0] > 0 || w[1] > 0 || oc->pid != h->pid || oc->tid != h->tid)
+			continue;
+		if ((best = nearest_labelled(v, nv, oc->phase, oc->t0_ns, oc->t1_ns)) != SIZE_MAX) {
+			dist_give(dd, v[best].i, (int)o, 1);
+			dd->done[o] = 1;
+		}
+	}
+	free(v);
+	return 0;
 }
 
 /* Sample i's instant and slice against the self segments of H. */
@@ -505,6 +605,8 @@ static void dist_sample(struct dev_dist *dd, const struct align_pyspy *a, const 
 	uint64_t x = tl_ns(dd->m, align_pyspy_time(a, p->samples[i].thread, p->samples[i].t_rel_s));
 	uint64_t t0 = tl_ns(dd->m, dd->se->t0_s[i]), t1 = tl_ns(dd->m, dd->se->t1_s[i]);
 	size_t s = seg_after(h, x);
+	if (sample_labels_misstamped(dd->lab, i))
+		return;
 	if (s < h->nseg && h->seg[s].t0_ns <= x && h->seg[s].occ >= 0)
 		dist_one(dd, i, h->seg[s].occ, 0, 1);
 	for (s = seg_after(h, t0); s < h->nseg && h->seg[s].t0_ns < t1; s++) {
@@ -539,23 +641,33 @@ static int dev_distribute(const struct energy_model *m, const struct align_pyspy
 			  const struct dev_plan *dp, struct sample_energy *se)
 {
 	size_t nocc = m->ph.nocc ? m->ph.nocc : 1, ng = m->ngroups;
-	struct dev_dist dd = {m, dp, se, calloc(nocc * 4, sizeof(double)), calloc(ng ? ng : 1, sizeof(double)), 0};
-	int rc = dd.w && dd.given ? 0 : -ENOMEM;
+	const struct phase_thread *h = &m->ph.thr[dp->hthr];
+	struct sample_labels lab = {0};
+	struct dev_dist dd = {m, dp, se, &lab, calloc(nocc * 5, sizeof(double)), calloc(ng ? ng : 1, sizeof(double)),
+			      calloc(nocc, 1), 0};
+	int rc = dd.w && dd.given && dd.done ? 0 : -ENOMEM;
 	uint8_t *launcher = calloc(p->nthreads ? p->nthreads : 1, 1);
 	if (!launcher || launcher_threads(m, a, p, dp, launcher))
 		rc = -ENOMEM;
-	for (dd.pass = 0; dd.pass < 2 && !rc; dd.pass++)
+	if (!rc)
+		rc = sample_labels_build(m, p, a, h->pid, h->tid, &lab);
+	for (dd.pass = 0; dd.pass < 2 && !rc; dd.pass++) {
 		for (size_t i = 0; i < se->n; i++)
 			if (se->t1_s[i] > se->t0_s[i] && launcher[p->samples[i].thread])
 				dist_sample(&dd, a, p, i);
+		if (!dd.pass)
+			rc = dist_labelled(&dd, p, launcher);
+	}
 	free(launcher);
 	for (size_t g = 0; g < ng && !rc; g++)
 		if (dp->gdev[g]) {
 			se->attributed_j[g] += dd.given[g];
 			se->unsampled_j[g] += se->dev_j[g] - dd.given[g];
 		}
+	sample_labels_free(&lab);
 	free(dd.w);
 	free(dd.given);
+	free(dd.done);
 	return rc;
 }
 

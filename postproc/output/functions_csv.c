@@ -412,7 +412,8 @@ static void write_device_rule(FILE *fp, const struct energy_model *m, const stru
 	fprintf(fp, "device rule: a device group's energy inside each device-side phase occurrence (pid %u) "
 		    "goes to the samples of the host-side occurrence that launched it (same phase, same "
 		    "occurrence number on the process's primary thread): equal shares to the samples read "
-		    "inside its own time (busy ones first; none there: by the time their slices overlap it); "
+		    "inside its own time (busy ones first; none there: the nearest sample a SITE record places in "
+		    "that phase, else by the time their slices overlap it); "
 		    "outside device-side phases it stays on the samples' slices; CPU/DRAM groups always do\n",
 		se->dev_pid);
 	fprintf(fp, "device phase shares: %s\n",

@@ -15,8 +15,8 @@ Checks:
      host's launch windows are printed beside them;
   3. `anchorpost phases` (perun aligned exactly: ANCHOR_AUTO=torch,perun):
      GPU joules on the device-side phases, CPU package joules on the
-     host-side phases: forward and backward each within 20 %, optimizer.step's
-     GPU truth inside its 95 % interval, the sum
+     host-side phases: each GPU truth inside its 95 % interval (at most
+     +-40 % wide), forward's and backward's CPU within 20 %, the sum
      over forward+backward+optimizer.step within 10 % of the exact
      truth (optimizer.step's CPU alone printed only).  Truth: GPU = the
      stand-in's log x the emulated GPU's watts; package = the emulator's
@@ -32,10 +32,11 @@ Checks:
      also within 20 %).
   5. with py-spy (it launches perun, chrometrace at 200 Hz): `anchorpost
      functions` gives Model.forward (runs only inside forward) the GPU
-     joules of the device-side forward within 20 % (the old rule, GPU at
-     the samples' own instants: -65 %), SGD.step those of the device-side
-     optimizer.step within 50 %, the rule stated in its notes, and the GPU
-     joules still add up to perun's.
+     joules of the device-side forward (the old rule, GPU at the samples'
+     own instants: -65 %), SGD.step those of the device-side
+     optimizer.step: within 15 % of what `phases` gives the phase and
+     inside its interval (SGD.step also within 50 % of the truth), the
+     rule stated in its notes, and the GPU joules still add up to perun's.
 """
 import importlib.util
 import csv
@@ -232,6 +233,14 @@ for name, lab in DEV_OF.items():
             lo = float(r["ci95_low_j"]) if r else float("nan")
             hi = float(r["ci95_high_j"]) if r else float("nan")
             check(lo <= want <= hi, msg + f", truth inside the 95 % interval [{lo:.2f}, {hi:.2f}]")
+        elif grp == "gpu":
+            # The regression on NVML-like point readings states +-6 %
+            # (backward) to +-27 % (forward, seen -19 % off): the promise
+            # is the interval; its width bounds how little it may say.
+            lo = float(r["ci95_low_j"]) if r else float("nan")
+            hi = float(r["ci95_high_j"]) if r else float("nan")
+            check(lo <= want <= hi and (hi - lo) / 2 <= 0.4 * want,
+                  msg + f", truth inside the 95 % interval [{lo:.2f}, {hi:.2f}] (half width at most 40 % of it)")
         else:
             check(abs(got - want) <= 0.2 * want, msg)
 for grp, (got, want) in sums.items():
@@ -259,21 +268,27 @@ if PYSPY and os.path.exists(p("profile.json")):
         return sum(float(r[col]) for r in frows if r["function"] == qual and
                    (r["file"] == "<string>" or r["file"].endswith("gpu_edges_victim.py")))
 
-    # Model.forward: the phases check's tolerance (seen -12..+6 %).
-    # SGD.step: a 9 ms host window holds one or two py-spy samples at
-    # 200 Hz, and under load chrometrace stamps a sample up to tens of ms
-    # after it read the stack (docs/functions.md, Alignment): samples of
-    # SGD.step land in the next phase and others in its window.  Seen -36
-    # to -7 % (the phase itself was within 0.2 % in the -36 % run), and
-    # -77 % and -93 % beside stress-ng (1 run in 3: Model.forward then got
-    # +28 %).  Since ANCHOR_AUTO=torch writes a SITE record for the
-    # optimizer's own step, its samples are placed by structure: -1.4,
-    # -14.5, -7.4 % in 3 runs beside stress-ng (2026-12-01 22:50 UTC).
-    # Still checked loosely (a share, not a number).
-    for qual, name, tol in (("Model.forward", "forward", 0.2), ("SGD.step", "optimizer.step", 0.5)):
+    # A function that runs only inside one phase gets that phase's
+    # device-side joules: it must agree with `phases` (same fit; functions
+    # scales the shares to perun's device-side total, seen +4..+6 %), lie
+    # inside the interval `phases` states for it (which holds the truth,
+    # check 3), and SGD.step also within 50 % of the truth (its phase's
+    # interval reaches 0).  SGD.step's 9 ms steps at 200 Hz: 11 of 40 held
+    # no sample instant on an idle machine; by overlap their energy went
+    # to backward's last sample (-22..-26 % in 3 runs, -54 % under CI's
+    # load, 2026-12-03); by the SITE label of the optimizer's step (auto
+    # mode writes it): -5, -1, +6 % in 3 runs.
+    for qual, name, tol in (("Model.forward", "forward", None), ("SGD.step", "optimizer.step", 0.5)):
         got, want = fn_j(qual, "total_j_gpu"), gpu_truth.get(name, float("nan"))
-        check(abs(got - want) <= tol * want, f"functions: {qual} GPU {got:.2f} J vs device-side {name} truth "
-              f"{want:.2f} J ({(got - want) / want * 100:+.1f} %, tolerance {tol * 100:.0f} %) [emulated sensor]")
+        r = table.get((name, "gpu"))
+        est = float(r["energy_j"]) if r else float("nan")
+        lo = float(r["ci95_low_j"]) if r else float("nan")
+        hi = float(r["ci95_high_j"]) if r else float("nan")
+        ok = abs(got - est) <= 0.15 * est and lo <= got <= hi and (tol is None or abs(got - want) <= tol * want)
+        check(ok, f"functions: {qual} GPU {got:.2f} J vs phases' device-side {name} {est:.2f} J [{lo:.2f}, {hi:.2f}] "
+              f"({(got - est) / est * 100:+.1f} %, tolerance 15 % and inside), truth {want:.2f} J "
+              f"({(got - want) / want * 100:+.1f} %" + (f", tolerance {tol * 100:.0f} %)" if tol else ")") +
+              " [emulated sensor]")
     att = {}
     for line in notes.splitlines():
         if line.startswith("energy gpu: attributed"):
