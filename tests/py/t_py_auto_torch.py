@@ -12,6 +12,7 @@ torch imported and must print the same output as without auto mode.
 """
 import json
 import os
+import re
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))  # tests/lib
@@ -130,6 +131,15 @@ def run_case(preload, pulse):
     check(len(step_sites) == 1, "optimizer.step SITE records: %r" % step_sites)
     check(step_sites[0] == {"phase": "optimizer.step", "file": f, "func": q, "lines": "%d-%d" % (lo, hi)},
           "optimizer.step SITE %r, want %s %s lines %d-%d" % (step_sites[0], f, q, lo, hi))
+    # One each for forward and backward: the functions their wrappers call
+    # (torch's own Module.__call__ and torch.autograd.backward) run only
+    # inside the ranges the wrappers open.
+    for phase, mod, func in (("forward", "torch/nn/modules/module.py", "Module._wrapped_call_impl"),
+                             ("backward", "torch/autograd/__init__.py", "backward")):
+        got = [st for st in sites if st.get("phase") == phase]
+        check(len(got) == 1 and got[0]["file"].endswith(mod) and got[0]["func"] == func and
+              re.fullmatch(r"\d+-\d+", got[0].get("lines", "")),
+              "%s SITE records %r, want one for %s %s with lines" % (phase, got, mod, func))
     pulses = ranges(rows, "anchor.sync_pulse")
     check(len(pulses) == (6 if pulse else 0), "sync pulses: %d" % len(pulses))
     mean_bwd = sum(e["mono_ns"] - b["mono_ns"] for b, e in bwd) / n / 1e6
