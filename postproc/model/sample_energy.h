@@ -20,9 +20,12 @@
  * exclusive pieces, phase_set.h) goes to the host-side occurrence that
  * launched it (same phase, same occurrence number on the process's
  * primary thread: the k-th device-side "forward" is the k-th host-side
- * one), and is spread over the samples of that thread inside the host
- * occurrence's own (self) time, in proportion to the time each covers
- * there (busy samples first, idle ones only when no busy one is there).
+ * one), and is shared by the samples of that thread read inside the
+ * host occurrence's own (self) time (those a SITE record places in its
+ * phase first, then busy ones, idle ones only when no busy one is there;
+ * an occurrence no sample instant reaches: the nearest sample labelled
+ * with its phase, else the samples whose slices overlap it; the order
+ * and why: struct dev_dist in the .c, model/sample_labels.h).
  * How the energy inside the device-side phases divides among them is
  * the fit `anchorpost phases` makes on the device timeline (perun's
  * 0.1 s curve smears short phases into their neighbours), scaled so the
