@@ -9,6 +9,7 @@
 
 #include "anchors/ring_format.h"
 #include "cmd/cmd_fatal.h"
+#include "model/attrib_count.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "anchor_version.h"
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
 		int rc;
 		outfile_hold();
 		rc = cmd_here();
+		attrib_count_print(stderr);
 		outfile_commit_held();
 		outfile_abort_all(); /* nothing is left open by a command that succeeded */
 		if (rc >= 0)
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
 		if (!c->commit_each)
 			outfile_hold();
 		rc = c->fn(argc - 1, argv + 1);
+		attrib_count_print(stderr);
 		outfile_commit_held();
 		/* An output a command did not commit is not its result: remove
 		 * it here, in the open, rather than in an exit handler. */

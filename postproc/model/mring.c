@@ -23,6 +23,7 @@
 #include "attrib/attrib.h"
 #include "attrib/sensor_model.h"
 #include "input/input_file.h"
+#include "model/attrib_count.h"
 #include "input/ringload.h"
 #include "model/train_procs.h"
 #include "phase/phase_set.h"
@@ -531,6 +532,11 @@ static int attribute_unit(const struct mring *m, const struct mring_opts *o, con
 		struct attrib_result r;
 		int rc;
 		memset(&r, 0, sizeof r);
+		if (1) {
+			char scope[24];
+			snprintf(scope, sizeof scope, "rank %d", u->rank);
+			attrib_count_note(scope, th->tid, es->ps->id);
+		}
 		rc = attrib_choose(o->method, &es->ser, iv, niv, np, &ao, &r);
 		if (rc == -ENODATA) {
 			/* Outside perun's span on its host, or in too few of its

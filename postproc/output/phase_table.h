@@ -1,12 +1,8 @@
 /*
  * phase_table.h - joules, seconds and watts per phase and device group: the
  * numbers behind `anchorpost phases` (phases.csv and its terminal table),
- * shared with `report` (the table, the bar chart).
- *
- * A scope is one exclusive timeline attributed against whole-machine power:
- * "all" (the run's primary thread) or one process (its primary thread).
- * Rows are indexed [phase * ngroups + group]; phase index nnames is
- * "(unattributed)" (time inside perun's span outside every phase).
+ * shared with `report` (the table, the bar chart).  It formats a scope the
+ * results stage attributed (model/phase_results.h); it attributes nothing.
  */
 #ifndef ANCHORPOST_PHASE_TABLE_H
 #define ANCHORPOST_PHASE_TABLE_H
@@ -15,34 +11,8 @@
 #include <stdio.h>
 
 #include "model/energy_model.h"
+#include "model/phase_results.h"
 #include "output/csv.h"
-
-struct phase_group_row {
-	double energy_j, lo_j, hi_j, incl_j; /* self energy, its 95 % interval, inclusive */
-	double time_s;   /* exclusive seconds the attribution saw */
-	int method;      /* attrib_method of the last sensor, 0 = none */
-	int mixed;       /* sensors disagree on the method */
-	unsigned flags;  /* ATTRIB_FLAG_* of every sensor */
-};
-
-struct phase_scope {
-	long thr;                      /* primary thread index, -1 none */
-	uint32_t pid;                  /* 0 = all */
-	struct phase_group_row *row;   /* (nnames + 1) x ngroups */
-	double *total_j;               /* per group, perun over its span */
-};
-
-/* Attribute one scope (thr, pid set by the caller) by the chosen method
- * (enum attrib_choice).  0, or a negative errno with *e filled (sr still
- * to be freed). */
-int phase_scope_attribute(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			  struct phase_scope *sr, struct em_error *e);
-
-void phase_scope_free(struct phase_scope *sr);
-
-/* Seconds of `phase` on the scope's primary thread's exclusive timeline
- * (0: the phase is not there, so it got no joules). */
-double phase_scope_self_s(const struct energy_model *m, const struct phase_scope *sr, int phase);
 
 /* phases.csv: the header row. */
 void phase_table_csv_header(struct csv *c);
