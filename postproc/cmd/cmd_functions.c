@@ -8,6 +8,7 @@
 #include "cmd/cmd_fatal.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "model/results.h"
 #include "model/run_model.h"
 #include "output/functions_csv.h"
 #include "output/op_table.h"
@@ -34,6 +35,8 @@ int cmd_functions(int argc, char **argv)
 	const char *ops_out = NULL;
 	struct run_opts ro = {0};
 	struct run_model rm;
+	struct results_opts rso = {0};
+	struct run_results res;
 	struct em_error e;
 
 	const struct option opts[] = {
@@ -71,9 +74,17 @@ int cmd_functions(int argc, char **argv)
 		diag_fatal(e.file, "%s", e.msg);
 	if (ops_out && !rm.p.meta.torch)
 		diag_fatal(profile, "--ops-out needs a torch.profiler trace as --profile (this is py-spy's)");
-	if (functions_csv_write(&rm, out, ss_out, stacks_out, samples_out, &e) ||
-	    (ops_out && op_table_write(&rm, NULL, ATTRIB_CHOICE_AUTO, NULL, ops_out, &e)))
+	/* The phase powers functions.phases.csv (and ops.csv) read, attributed
+	 * once (results.h); ops.csv's scope is this file's run's primary
+	 * thread when the ring holds several runs. */
+	rso.method = ATTRIB_CHOICE_AUTO;
+	rso.all_pid = rm.m.align.hook_runs > 1 && rm.m.ph.nthr ? rm.m.ph.thr[rm.m.ph.primary].pid : 0;
+	rso.what = RESULTS_FUNCTIONS | (ops_out ? RESULTS_ALL : 0u);
+	if (results_compute(&res, &rm.m, &rm, &rso, &e) ||
+	    functions_csv_write(&rm, &res, out, ss_out, stacks_out, samples_out, &e) ||
+	    (ops_out && op_table_write(&rm, &res.all, ops_out, &e)))
 		diag_fatal(e.file, "%s", e.msg);
+	results_free(&res);
 	run_model_close(&rm);
 	return 0;
 }

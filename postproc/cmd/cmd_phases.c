@@ -35,6 +35,7 @@
 #include "cmd/report_ranks.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
+#include "model/results.h"
 #include "output/no_energy_note.h"
 #include "output/occurrences_csv.h"
 #include "output/phase_table.h"
@@ -50,6 +51,22 @@ static const struct cmd_usage phases_usage = {
 		 "  times (count, total, mean, p50, p95) per process, and why there is no perun file\n",
 	.more = "  several rings: 'anchorpost phases --rings x --help' and docs/mpi.md\n",
 };
+
+/* phases.csv over the results stage: scope all (this perun file's run
+ * when the ring holds several), the processes with by_process, the ms
+ * counters. */
+static int write_phases(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
+			const char *out, int by_process, struct em_error *e)
+{
+	struct results_opts ro = {.method = method, .ao = ao, .all_pid = energy_model_own_pid(m),
+				  .what = RESULTS_ALL | RESULTS_COUNTERS | (by_process ? RESULTS_PROCS : 0u)};
+	struct run_results res;
+	int rc = results_compute(&res, m, NULL, &ro, e);
+	if (!rc)
+		rc = phases_csv_write(m, &res, out, by_process, e);
+	results_free(&res);
+	return rc;
+}
 
 int cmd_phases(int argc, char **argv)
 {
@@ -96,8 +113,7 @@ int cmd_phases(int argc, char **argv)
 	phase_table_warn(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	if (occurrences ? occurrences_csv_write(&m, out, out ? stdout : stderr, &e)
-			: phases_csv_write(&m, out, method, &ao, by_process, &e))
+	if (occurrences ? occurrences_csv_write(&m, out, out ? stdout : stderr, &e) : write_phases(&m, method, &ao, out, by_process, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	return 0;
@@ -161,7 +177,7 @@ int cmd_here(void)
 		run_find_free(&f);
 		return 0;
 	}
-	if (phases_csv_write(&m, "phases.csv", ATTRIB_CHOICE_AUTO, &ao, m.times_only, &e))
+	if (write_phases(&m, ATTRIB_CHOICE_AUTO, &ao, "phases.csv", m.times_only, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	run_find_free(&f);

@@ -65,6 +65,7 @@
 #include "output/occurrences_csv.h"
 #include "output/outfile.h"
 #include "output/perun_csv.h"
+#include "model/results.h"
 #include "output/phase_table.h"
 #include "output/phases_csv.h"
 #include "output/plot.h"
@@ -374,12 +375,12 @@ static void print_files(const struct report *r)
 
 /* phases.csv (the "all" scope and the ms counters); the readable table
  * into *table, printed at the end above the file list. */
-static int write_phases_csv(struct report *r, const struct energy_model *m, const struct phase_scope *all,
+static int write_phases_csv(struct report *r, const struct energy_model *m, const struct run_results *res,
 			    char **table, struct em_error *e)
 {
 	const char *path;
 	int rc = out_path(r, "phases.csv", &path, e);
-	return rc ? rc : phases_csv_write_scope(m, all, path, table, e);
+	return rc ? rc : phases_csv_write_scope(m, res, path, table, e);
 }
 
 /* A distributed run: phases.csv of every scope, stragglers.csv, ranks.csv;
@@ -443,8 +444,8 @@ static int write_samples(struct report *r, const struct run_model *rm, const str
 }
 
 /* samples.csv (+ its side files), functions.csv, energy.speedscope.json. */
-static int write_profile_files(struct report *r, const struct run_model *rm, const struct em_opts *o,
-			       struct em_error *e)
+static int write_profile_files(struct report *r, const struct run_model *rm, const struct run_results *res,
+			       const struct em_opts *o, struct em_error *e)
 {
 	const char *path, *ss;
 	char why[768];
@@ -460,7 +461,7 @@ static int write_profile_files(struct report *r, const struct run_model *rm, con
 	}
 	progress(r, "functions.csv, energy.speedscope.json");
 	if ((rc = out_path(r, "functions.csv", &path, e)) || (rc = out_path(r, "energy.speedscope.json", &ss, e)) ||
-	    (rc = functions_csv_write(rm, path, ss, NULL, NULL, e)))
+	    (rc = functions_csv_write(rm, res, path, ss, NULL, NULL, e)))
 		return rc;
 	if ((rc = out_path(r, "functions.csv.alignment.txt", NULL, e)))
 		return rc;
@@ -565,14 +566,14 @@ static int write_occurrences(struct report *r, const struct energy_model *m, str
 
 /* phases.csv without joules: every scope's times, per process too
  * (without joules the times are all there is). */
-static int write_phase_times(struct report *r, const struct energy_model *m, enum attrib_choice method,
-			     const struct attrib_opts *ao, char **table, struct em_error *e)
+static int write_phase_times(struct report *r, const struct energy_model *m, const struct run_results *res,
+			     char **table, struct em_error *e)
 {
 	const char *path;
 	int rc;
 	progress(r, "phases.csv (times)");
 	rc = out_path(r, "phases.csv", &path, e);
-	return rc ? rc : phases_csv_write_times(m, method, ao, path, table, e);
+	return rc ? rc : phases_csv_write_times(m, res, path, table, e);
 }
 
 /* Without a perun file: what the ring (and the profile) give alone.
@@ -583,18 +584,24 @@ static int write_times_only(struct report *r, const struct run_model *rm, const 
 			    struct em_error *e)
 {
 	const struct energy_model *m = &rm->m;
-	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
+	/* Times only: scope all (this file's run when the ring holds several)
+	 * and every process. */
+	struct results_opts ro = {.method = method, .ao = ao, .all_pid = energy_model_own_pid(m),
+				  .what = RESULTS_ALL | (r->ranks ? 0u : RESULTS_PROCS)};
+	struct run_results res;
 	int rc;
 
-	if ((rc = r->ranks ? write_ranks(r, m, table, e) /* every rank's times */
-			   : write_phase_times(r, m, method, ao, table, e)) ||
-	    (rc = write_occurrences(r, m, e)) || (rm->have_profile && (rc = write_samples(r, rm, o, e))))
+	progress(r, "attributing energy to phases");
+	if ((rc = results_compute(&res, m, rm, &ro, e)) ||
+	    (rc = r->ranks ? write_ranks(r, m, table, e) /* every rank's times */
+			   : write_phase_times(r, m, &res, table, e)) ||
+	    (rc = write_occurrences(r, m, e)) || (rm->have_profile && (rc = write_samples(r, rm, o, e)))) {
+		results_free(&res);
 		return rc;
-	if (!(rc = phase_scope_attribute(m, method, ao, &all, e))) {
-		progress(r, "phases.svg, phases.png");
-		rc = write_picture(r, "phases", m, &all, title, 1, e);
 	}
-	phase_scope_free(&all);
+	progress(r, "phases.svg, phases.png");
+	rc = write_picture(r, "phases", m, &res.all, title, 1, e);
+	results_free(&res);
 	if (rc || (rc = write_trace(r, rm, NULL, title, stacks, pyspy_line, pyspy_cap, e)))
 		return rc;
 	*not_written = rm->have_profile ? "perun.csv, timeline.csv, timeline.svg/.png, functions.csv, energy.speedscope.json"
@@ -604,11 +611,12 @@ static int write_times_only(struct report *r, const struct run_model *rm, const 
 
 /* perun.csv ... trace.json: every file after the phases' over the
  * attributed scope. */
-static int write_rest(struct report *r, const struct run_model *rm, const struct em_opts *o, enum attrib_choice method,
-		      const struct attrib_opts *ao, const struct phase_scope *all, const char *title, const char *stacks,
-		      char *pyspy_line, size_t pyspy_cap, struct em_error *e)
+static int write_rest(struct report *r, const struct run_model *rm, const struct em_opts *o,
+		      const struct run_results *res, const char *title, const char *stacks, char *pyspy_line,
+		      size_t pyspy_cap, struct em_error *e)
 {
 	const struct energy_model *m = &rm->m;
+	const struct phase_scope *all = &res->all;
 	const char *path;
 	int rc;
 	if ((rc = write_occurrences(r, m, e)) || (m->emulated && (rc = write_emulated_note(r, m, o->perun, e))))
@@ -618,12 +626,12 @@ static int write_rest(struct report *r, const struct run_model *rm, const struct
 	if ((rc = out_path(r, "perun.csv", &path, e)) ||
 	    (rc = perun_csv_write(&m->pf, o->perun, path, o->run ? m->run : NULL, 0, NULL, m, e)) ||
 	    (rc = out_path(r, "perun.csv.energy.csv", NULL, e)) ||
-	    (rm->have_profile && (rc = write_profile_files(r, rm, o, e))))
+	    (rm->have_profile && (rc = write_profile_files(r, rm, res, o, e))))
 		return rc;
 	if (rm->have_profile && rm->p.meta.torch) {
 		/* joules per operator through the phases' powers (op_table.h) */
 		progress(r, "ops.csv");
-		if ((rc = out_path(r, "ops.csv", &path, e)) || (rc = op_table_write(rm, all, method, ao, path, e)))
+		if ((rc = out_path(r, "ops.csv", &path, e)) || (rc = op_table_write(rm, all, path, e)))
 			return rc;
 	}
 	progress(r, "timeline.csv");
@@ -641,25 +649,27 @@ static int write_all(struct report *r, const struct run_model *rm, const struct 
 		     char *pyspy_line, size_t pyspy_cap, struct em_error *e)
 {
 	const struct energy_model *m = &rm->m;
-	struct phase_scope all;
+	/* Every attribution the files show, once (results.h): scope all,
+	 * the samples' processes for functions.phases.csv, the ms counters. */
+	struct results_opts ro = {.method = method, .ao = ao, .all_pid = 0,
+				  .what = RESULTS_ALL | RESULTS_COUNTERS | (rm->have_profile ? RESULTS_FUNCTIONS : 0u)};
+	struct run_results res;
 	int rc;
 
 	progress(r, "attributing energy to phases");
-	all.thr = m->ph.nthr ? (long)m->ph.primary : -1;
-	all.pid = 0;
-	if ((rc = phase_scope_attribute(m, method, ao, &all, e)) == -ENODATA && r->ranks) {
+	if ((rc = results_compute(&res, m, rm, &ro, e)) == -ENODATA && r->ranks) {
 		/* Too few perun windows for the lead rank's phases: its ranks'
 		 * table says so per rank; the pictures show times alone. */
 		diag_warn(e->file, "%s; the pictures and trace.json show times only", e->msg);
-		phase_scope_free(&all);
-		all.thr = -1;
-		rc = phase_scope_attribute(m, method, ao, &all, e);
+		results_free(&res);
+		ro.all_no_energy = 1;
+		rc = results_compute(&res, m, rm, &ro, e);
 	}
 	if (!rc)
-		rc = r->ranks ? write_ranks(r, m, table, e) : write_phases_csv(r, m, &all, table, e);
+		rc = r->ranks ? write_ranks(r, m, table, e) : write_phases_csv(r, m, &res, table, e);
 	if (!rc)
-		rc = write_rest(r, rm, o, method, ao, &all, title, stacks, pyspy_line, pyspy_cap, e);
-	phase_scope_free(&all);
+		rc = write_rest(r, rm, o, &res, title, stacks, pyspy_line, pyspy_cap, e);
+	results_free(&res);
 	return rc;
 }
 

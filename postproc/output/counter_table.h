@@ -3,29 +3,25 @@
  * (ANCHOR_SENSORS; postproc/input/ring_sensors.h), with perun's totals
  * beside them as a cross-check.
  *
- * When the ring holds SENSOR records, every phase of the run's primary
- * thread gets the exact integral of each counter over its exclusive
- * intervals (attrib_integrate on a cumulative-energy series at the
- * sampler's ~1 ms period: edges inside a tick are split in proportion to
- * the neighbouring ticks' power).  Rows go into phases.csv with scope
- * "counters" (method "counter-ms"), so consumers of scope "all" see no
- * change; "(perun span)" rows carry the cross-check: the counters' energy
- * over perun's span beside perun's own total for the group, and whether
- * they agree within 1 %.
+ * Rows go into phases.csv with scope "counters" (method "counter-ms"), so
+ * consumers of scope "all" see no change; "(perun span)" rows carry the
+ * cross-check: the counters' energy over perun's span beside perun's own
+ * total for the group, and whether they agree within 1 %.  The numbers
+ * come from the results stage (model/counter_results.h).
  */
 #ifndef ANCHORPOST_COUNTER_TABLE_H
 #define ANCHORPOST_COUNTER_TABLE_H
 
 #include <stdio.h>
 
+#include "model/counter_results.h"
 #include "model/energy_model.h"
 #include "output/csv.h"
 
-/* Rows for the ring's ms counters (none when it has no SENSOR records);
+/* Rows for the ring's ms counters cr (none when it has no SENSOR records);
  * the readable block too when tty != NULL.  Returns the number of device
  * groups whose counters disagree with perun by more than 1 % over perun's
- * span (0 when all agree or there is nothing to compare), or a negative
- * errno with *e filled. */
-int counter_table_write(struct csv *c, const struct energy_model *m, FILE *tty, struct em_error *e);
+ * span (0 when all agree or there is nothing to compare). */
+int counter_table_write(struct csv *c, const struct energy_model *m, const struct counter_results *cr, FILE *tty);
 
 #endif

@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "align/pyspy_sites.h"
+#include "model/results.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"
 #include "output/function_phases.h"
 #include "output/outfile.h"
-#include "output/phase_table.h"
 
 /* The power a phase of one process drew: per phase, its attributed
  * energy over its seconds and the 95 % interval's ends, all groups. */
@@ -34,6 +34,7 @@ struct proc_power {
 
 struct fp_ctx {
 	const struct run_model *rm;
+	const struct run_results *res;
 	size_t np;                 /* phases */
 	uint32_t *fn_of_frame, nfn;
 	const char **fn_name, **fn_file;
@@ -66,12 +67,15 @@ static int map_functions(struct fp_ctx *c)
 	return 0;
 }
 
-/* The phase powers of pid's primary thread (cached), NULL when pid has no
- * thread with phases. */
+/* The phase powers of pid's primary thread (cached; its attribution is the
+ * results stage's), NULL when pid has none: no thread with phases, or too
+ * few perun windows to fit its phases (a short run), so samples keep their
+ * slices' joules (and the run's highest power as the upper end); not an
+ * error of functions. */
 static const struct proc_power *power_of(struct fp_ctx *c, uint32_t pid, struct em_error *e, int *rc)
 {
 	const struct energy_model *m = &c->rm->m;
-	struct phase_scope sr;
+	const struct phase_scope *sr;
 	struct proc_power *n;
 	*rc = 0;
 	for (size_t i = 0; i < c->npp; i++)
@@ -86,18 +90,8 @@ static const struct proc_power *power_of(struct fp_ctx *c, uint32_t pid, struct 
 	n = &c->pp[c->npp++];
 	memset(n, 0, sizeof *n);
 	n->pid = pid;
-	memset(&sr, 0, sizeof sr);
-	sr.pid = pid;
-	sr.thr = phase_set_primary_of(&m->ph, pid);
-	if (sr.thr < 0)
+	if (!(sr = results_proc(c->res, pid)))
 		return NULL;
-	/* too few perun windows to fit its phases (a short run): no phase
-	 * power, so samples keep their slices' joules (and the run's highest
-	 * power as the upper end); not an error of functions */
-	if (phase_scope_attribute(m, ATTRIB_CHOICE_AUTO, NULL, &sr, e)) {
-		phase_scope_free(&sr);
-		return NULL;
-	}
 	n->hi_w = malloc((c->np ? c->np : 1) * sizeof *n->hi_w);
 	n->lo_w = malloc((c->np ? c->np : 1) * sizeof *n->lo_w);
 	n->pt_w = malloc((c->np ? c->np : 1) * sizeof *n->pt_w);
@@ -106,14 +100,13 @@ static const struct proc_power *power_of(struct fp_ctx *c, uint32_t pid, struct 
 		free(n->pt_w);
 		free(n->hi_w);
 		n->hi_w = n->lo_w = n->pt_w = NULL;
-		phase_scope_free(&sr);
 		*rc = diag_error(e, -ENOMEM, NULL, "out of memory");
 		return NULL;
 	}
 	for (size_t q = 0; q < c->np; q++) {
 		double w = 0, lw = 0, pw = 0, t = 0;
 		for (size_t g = 0; g < m->ngroups; g++) {
-			const struct phase_group_row *r = &sr.row[q * m->ngroups + g];
+			const struct phase_group_row *r = &sr->row[q * m->ngroups + g];
 			if (r->time_s > 0) {
 				/* the interval's ends, never across the point */
 				w += fmax(r->hi_j, r->energy_j) / r->time_s;
@@ -126,7 +119,6 @@ static const struct proc_power *power_of(struct fp_ctx *c, uint32_t pid, struct 
 		n->lo_w[q] = t > 0 ? lw : NAN;
 		n->pt_w[q] = t > 0 ? pw : NAN;
 	}
-	phase_scope_free(&sr);
 	return n;
 }
 
@@ -190,7 +182,8 @@ static int cmp_row(const void *x, const void *y)
 	return (a->q > b->q) - (a->q < b->q);
 }
 
-int function_phases_write(const struct run_model *rm, const char *path, size_t *n_unplaced, struct em_error *e)
+int function_phases_write(const struct run_model *rm, const struct run_results *res, const char *path,
+			  size_t *n_unplaced, struct em_error *e)
 {
 	static const char *const cols[] = {"function", "file", "phase", "lo_j", "hi_j", "placed_j",
 					   "placed_samples", "unplaced_samples", "decided", NULL};
@@ -198,7 +191,7 @@ int function_phases_write(const struct run_model *rm, const char *path, size_t *
 	const struct pyspy_profile *p = &rm->p;
 	const struct align_pyspy *a = &rm->al;
 	const struct sample_energy *se = &rm->se;
-	struct fp_ctx c = {.rm = rm, .np = m->ph.nnames};
+	struct fp_ctx c = {.rm = rm, .res = res, .np = m->ph.nnames};
 	struct pyspy_sites sites;
 	size_t np = c.np, nn = p->stacks.n, nrows = 0;
 	/* joules: point and lower end of the placed samples, upper end of

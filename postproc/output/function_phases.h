@@ -28,13 +28,16 @@
 #define ANCHORPOST_FUNCTION_PHASES_H
 #include <stddef.h>
 
+#include "model/results.h"
 #include "model/run_model.h"
 #include "util/diag.h"
 
-/* Write the table for rm (opened with a profile and a perun file) to path.
+/* Write the table for rm (opened with a profile and a perun file) to path,
+ * with the phase powers res holds (RESULTS_FUNCTIONS).
  * *n_unplaced gets the samples whose phase the interval leaves open.
  * 0, or a negative errno with *e filled. */
-int function_phases_write(const struct run_model *rm, const char *path, size_t *n_unplaced, struct em_error *e);
+int function_phases_write(const struct run_model *rm, const struct run_results *res, const char *path,
+			  size_t *n_unplaced, struct em_error *e);
 
 /* The path of the side file of functions.csv path out (".csv" replaced by
  * ".phases.csv"), malloc'd; NULL out of memory. */

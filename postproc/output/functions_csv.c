@@ -527,8 +527,8 @@ static void agg_free(struct agg *g)
 }
 
 /* OUT.alignment.txt beside a file, on stderr beside stdout or a stream. */
-static int write_alignment_file(const struct run_model *rm, const char *out, const char *profile,
-				struct em_error *e)
+static int write_alignment_file(const struct run_model *rm, const struct run_results *res, const char *out,
+				const char *profile, struct em_error *e)
 {
 	const struct energy_model *m = &rm->m;
 	const struct pyspy_profile *p = &rm->p;
@@ -545,7 +545,7 @@ static int write_alignment_file(const struct run_model *rm, const char *out, con
 	/* OUT's per-phase intervals (function_phases.h), named in the note. */
 	if (!(ppath = function_phases_path(out)))
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
-	if ((rc = function_phases_write(rm, ppath, &nun, e))) {
+	if ((rc = function_phases_write(rm, res, ppath, &nun, e))) {
 		free(ppath);
 		return rc;
 	}
@@ -590,8 +590,8 @@ static void print_summary(const struct energy_model *m, const struct pyspy_profi
 					      : "uncertainty above 100 ms");
 }
 
-int functions_csv_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
-			const char *samples_out, struct em_error *e)
+int functions_csv_write(const struct run_model *rm, const struct run_results *res, const char *out, const char *ss_out,
+			const char *stacks_out, const char *samples_out, struct em_error *e)
 {
 	const struct energy_model *mp = &rm->m;
 	const struct pyspy_profile *pp = &rm->p;
@@ -630,7 +630,7 @@ int functions_csv_write(const struct run_model *rm, const char *out, const char 
 	if (!rc && ss_out)
 		rc = write_energy_speedscope(ss_out, mp, pp, ap, sep, e);
 	if (!rc)
-		rc = write_alignment_file(rm, out, profile, e);
+		rc = write_alignment_file(rm, res, out, profile, e);
 	if (rc)
 		outfile_abort(&of);
 	else if (!(rc = outfile_done(&of, e)))

@@ -27,14 +27,16 @@
 #ifndef ANCHORPOST_FUNCTIONS_CSV_H
 #define ANCHORPOST_FUNCTIONS_CSV_H
 
+#include "model/results.h"
 #include "model/run_model.h"
 #include "util/diag.h"
 
 /* functions.csv (out NULL: stdout) + OUT.alignment.txt (stderr beside
- * stdout); the energy speedscope, stacks and samples files where their
- * paths are given; then the alignment's lines on stderr.  0, or a negative
- * errno with *e filled and none of the files left. */
-int functions_csv_write(const struct run_model *rm, const char *out, const char *ss_out, const char *stacks_out,
-			const char *samples_out, struct em_error *e);
+ * stdout) and OUT.phases.csv (its phase powers from res, computed with
+ * RESULTS_FUNCTIONS); the energy speedscope, stacks and samples files where
+ * their paths are given; then the alignment's lines on stderr.  0, or a
+ * negative errno with *e filled and none of the files left. */
+int functions_csv_write(const struct run_model *rm, const struct run_results *res, const char *out, const char *ss_out,
+			const char *stacks_out, const char *samples_out, struct em_error *e);
 
 #endif

@@ -343,24 +343,12 @@ out:
 	free(order);
 }
 
-int op_table_write(const struct run_model *rm, const struct phase_scope *given, enum attrib_choice method,
-		   const struct attrib_opts *ao, const char *path, struct em_error *e)
+int op_table_write(const struct run_model *rm, const struct phase_scope *sr, const char *path, struct em_error *e)
 {
-	const struct energy_model *m = &rm->m;
-	struct phase_scope sr = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
 	struct op_agg g;
 	struct outfile of;
 	struct csv c;
-	int rc;
-	if (!given) {
-		if (m->align.hook_runs > 1 && m->ph.nthr)
-			sr.pid = m->ph.thr[m->ph.primary].pid;
-		if ((rc = phase_scope_attribute(m, method, ao, &sr, e)))
-			return rc;
-	}
-	rc = aggregate(rm, given ? given : &sr, &g, NULL);
-	if (!given)
-		phase_scope_free(&sr);
+	int rc = aggregate(rm, sr, &g, NULL);
 	if (rc) {
 		agg_free(&g);
 		return diag_error(e, rc, NULL, "out of memory");

@@ -37,10 +37,9 @@
 #include "output/phase_table.h"
 
 /* Write ops.csv for rm's (torch) profile to path (outfile rules), with the
- * powers of scope sr (phase_scope_attribute of the primary thread; NULL:
- * attributed here by method and ao).  0, or -errno with e set. */
-int op_table_write(const struct run_model *rm, const struct phase_scope *sr, enum attrib_choice method,
-		   const struct attrib_opts *ao, const char *path, struct em_error *e);
+ * powers of scope sr (the results stage's scope "all", results.h).  0, or
+ * -errno with e set. */
+int op_table_write(const struct run_model *rm, const struct phase_scope *sr, const char *path, struct em_error *e);
 
 /* Each row's joules (all groups) by the same rule, into row_j
  * (rm->p.nsamples): what trace.json puts on the ops' slices.  0 or

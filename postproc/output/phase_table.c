@@ -403,43 +403,22 @@ out:
 	return rc;
 }
 
-int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-		      int by_process, FILE *tty, struct em_error *e)
+int phase_table_write(struct csv *c, const struct energy_model *m, const struct run_results *res, int by_process,
+		      FILE *tty, struct em_error *e)
 {
-	struct phase_scope all = {.thr = m->ph.nthr ? (long)m->ph.primary : -1, .pid = 0};
-	int rc;
-	/* Several runs in one ring (several perun runs, or one perun did not
-	 * start): counts and times of this file's run only, as its energy is. */
-	all.pid = energy_model_own_pid(m);
-	rc = phase_scope_attribute(m, method, ao, &all, e);
-	if (!rc)
-		rc = phase_table_write_scope(c, m, &all, tty, e);
-	phase_scope_free(&all);
+	size_t with = 0;
+	int rc = phase_table_write_scope(c, m, &res->all, tty, e);
 	if (rc || !by_process)
 		return rc;
+	for (size_t i = 0; i < res->nproc; i++)
+		with += res->proc[i].sr.thr >= 0;
 	/* Times only, one process with phases: its block would repeat "all". */
-	if (m->times_only) {
-		size_t with = 0;
-		for (size_t p = 0; p < m->rl.procs.n; p++)
-			with += phase_set_primary_of(&m->ph, m->rl.procs.p[p].pid) >= 0 &&
-				ring_procs_find(&m->rl.procs, m->rl.procs.p[p].pid) == &m->rl.procs.p[p];
-		if (with < 2)
-			return 0;
-	}
-	for (size_t p = 0; p < m->rl.procs.n; p++) {
-		uint32_t pid = m->rl.procs.p[p].pid;
-		long thr = phase_set_primary_of(&m->ph, pid);
-		int seen = 0;
-		for (size_t q = 0; q < p; q++)
-			seen |= m->rl.procs.p[q].pid == pid;
-		if (thr < 0 || seen)
+	if (m->times_only && with < 2)
+		return 0;
+	for (size_t i = 0; i < res->nproc; i++) {
+		if (res->proc[i].sr.thr < 0)
 			continue;
-		struct phase_scope sr = {.thr = thr, .pid = pid};
-		rc = phase_scope_attribute(m, method, ao, &sr, e);
-		if (!rc)
-			rc = phase_table_write_scope(c, m, &sr, tty, e);
-		phase_scope_free(&sr);
-		if (rc)
+		if ((rc = phase_table_write_scope(c, m, &res->proc[i].sr, tty, e)))
 			return rc;
 	}
 	return 0;

@@ -12,6 +12,7 @@
 
 #include "model/energy_model.h"
 #include "model/phase_results.h"
+#include "model/results.h"
 #include "output/csv.h"
 
 /* phases.csv: the header row. */
@@ -28,10 +29,11 @@ int phase_table_write_scope(struct csv *c, const struct energy_model *m, const s
 int phase_table_flags_text(const struct energy_model *m, const struct phase_scope *sr, size_t k, size_t g, char *buf,
 			   size_t cap);
 
-/* Every scope: "all", then one per process with phases when by_process.
- * 0, or a negative errno with *e filled. */
-int phase_table_write(struct csv *c, const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-		      int by_process, FILE *tty, struct em_error *e);
+/* Every scope: "all", then one per process with phases when by_process
+ * (res computed with RESULTS_PROCS).  0, or a negative errno with *e
+ * filled. */
+int phase_table_write(struct csv *c, const struct energy_model *m, const struct run_results *res, int by_process,
+		      FILE *tty, struct em_error *e);
 
 /* Warnings every consumer of the table prints once: no power sensors,
  * unmatched ranges. */

@@ -8,8 +8,8 @@
 
 #include <errno.h>
 
-int phases_csv_write(const struct energy_model *m, const char *out, enum attrib_choice method,
-		     const struct attrib_opts *ao, int by_process, struct em_error *e)
+int phases_csv_write(const struct energy_model *m, const struct run_results *res, const char *out, int by_process,
+		     struct em_error *e)
 {
 	struct outfile of;
 	struct csv c;
@@ -21,11 +21,11 @@ int phases_csv_write(const struct energy_model *m, const char *out, enum attrib_
 	csv_init(&c, of.fp);
 	phase_table_csv_header(&c);
 	/* ANCHOR_SENSORS: the ring's ms counters, beside perun (scope "counters"). */
-	if ((rc = phase_table_write(&c, m, method, ao, by_process, tty, e)) ||
-	    (rc = counter_table_write(&c, m, tty, e)) < 0) {
+	if ((rc = phase_table_write(&c, m, res, by_process, tty, e))) {
 		outfile_abort(&of);
 		return rc;
 	}
+	counter_table_write(&c, m, &res->counters, tty);
 	if ((rc = outfile_done(&of, e)))
 		return rc;
 	if (out)
@@ -33,12 +33,10 @@ int phases_csv_write(const struct energy_model *m, const char *out, enum attrib_
 	return 0;
 }
 
-/* phases.csv at path with the table into *table: write(c, tty) fills
- * both. */
-static int write_to_table(const struct energy_model *m, const char *path, char **table, struct em_error *e,
-			  int (*write)(struct csv *c, const struct energy_model *m, const void *arg, FILE *tty,
-				       struct em_error *e),
-			  const void *arg)
+/* phases.csv at path with the table into *table: scope all (and with
+ * by_process every process's), then the ms counters. */
+static int write_to_table(const struct energy_model *m, const struct run_results *res, int by_process,
+			  const char *path, char **table, struct em_error *e)
 {
 	struct outfile of;
 	struct csv c;
@@ -53,7 +51,10 @@ static int write_to_table(const struct energy_model *m, const char *path, char *
 		outfile_abort(&of);
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	}
-	rc = write(&c, m, arg, tty, e);
+	rc = phase_table_write(&c, m, res, by_process, tty, e);
+	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
+	if (!rc && !by_process)
+		counter_table_write(&c, m, &res->counters, tty);
 	fclose(tty);
 	if (rc) {
 		outfile_abort(&of);
@@ -62,35 +63,14 @@ static int write_to_table(const struct energy_model *m, const char *path, char *
 	return outfile_done(&of, e);
 }
 
-static int scope_rows(struct csv *c, const struct energy_model *m, const void *arg, FILE *tty, struct em_error *e)
-{
-	int rc = phase_table_write_scope(c, m, arg, tty, e);
-	/* ANCHOR_SENSORS: the ring's ms counters beside perun (scope "counters"). */
-	if (!rc && (rc = counter_table_write(c, m, tty, e)) > 0)
-		rc = 0;
-	return rc;
-}
-
-int phases_csv_write_scope(const struct energy_model *m, const struct phase_scope *all, const char *path,
+int phases_csv_write_scope(const struct energy_model *m, const struct run_results *res, const char *path,
 			   char **table, struct em_error *e)
 {
-	return write_to_table(m, path, table, e, scope_rows, all);
+	return write_to_table(m, res, 0, path, table, e);
 }
 
-struct times_arg {
-	enum attrib_choice method;
-	const struct attrib_opts *ao;
-};
-
-static int time_rows(struct csv *c, const struct energy_model *m, const void *arg, FILE *tty, struct em_error *e)
+int phases_csv_write_times(const struct energy_model *m, const struct run_results *res, const char *path,
+			   char **table, struct em_error *e)
 {
-	const struct times_arg *t = arg;
-	return phase_table_write(c, m, t->method, t->ao, 1, tty, e);
-}
-
-int phases_csv_write_times(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			   const char *path, char **table, struct em_error *e)
-{
-	struct times_arg t = {method, ao};
-	return write_to_table(m, path, table, e, time_rows, &t);
+	return write_to_table(m, res, 1, path, table, e);
 }
