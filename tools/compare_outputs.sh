@@ -12,6 +12,14 @@
 # in its own fixed directory (/tmp/anchorpost-compare/NAME), because some
 # outputs and messages name the output paths: the same path in both runs
 # keeps them comparable.  `cmp` exits 1 and names every file that differs.
+#
+# EXTRA_RECS="NAME=DIR NAME=DIR ..." (space separated): more recordings, each
+# DIR with run.ring, perun/*.hdf5 and, if it has one, a profile (a py-spy
+# profile.*.json, or a torch.profiler trace: *.pt.trace.json[.gz],
+# trace.json[.gz]), for what RECDIR's demo does not reach: a torch trace
+# (ops.csv, layers), ms counters (scope "counters"), a device timeline (GPU
+# groups).  Each runs report, phases (-o, --by-process, --occurrences, times
+# only), functions (with a profile) and timeline, in cases named NAME_...
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:?usage: $0 run ANCHORPOST OUTDIR [RECDIR] | cmp REFDIR NEWDIR}
@@ -33,6 +41,13 @@ fi
 AP=$(cd "$(dirname "${2:?ANCHORPOST}")" && pwd)/$(basename "$2")
 OUT=${3:?OUTDIR}
 REC=${4:-}
+for rec in ${EXTRA_RECS:-}; do
+	# a recording that is not there would leave cases that match by accident
+	if [[ $rec != ?*=?* ]] || [ ! -f "${rec#*=}/run.ring" ] || ! ls "${rec#*=}"/perun/*.hdf5 >/dev/null 2>&1; then
+		echo "$0: EXTRA_RECS: '$rec' is not NAME=DIR with DIR/run.ring and DIR/perun/*.hdf5" >&2
+		exit 2
+	fi
+done
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 WORK=/tmp/anchorpost-compare
 D=$here/tests/data
@@ -129,4 +144,24 @@ if [ -n "$REC" ]; then
 	rm -rf "$WORK/_inp"; mkdir -p "$WORK/_inp"; ln -s "$R" "$WORK/_inp/phases.csv"
 	case_ bad_report_link report --ring "$R" --perun "$P" -d "$WORK/_inp"
 fi
+
+# EXTRA_RECS: NAME=DIR each, its profile found by name (none: no --profile).
+for rec in ${EXTRA_RECS:-}; do
+	n=${rec%%=*}; dir=$(cd "${rec#*=}" && pwd)
+	R=$dir/run.ring
+	P=$(ls "$dir"/perun/*.hdf5 | head -1)
+	S=; prof=()
+	for f in "$dir"/profile.*.json "$dir"/*.pt.trace.json "$dir"/*.pt.trace.json.gz \
+		"$dir"/trace.json "$dir"/trace.json.gz; do
+		[ -f "$f" ] && { S=$f; prof=(--profile "$S"); break; }
+	done
+	case_ "${n}_report" report --ring "$R" --perun "$P" "${prof[@]}" -d rep
+	case_ "${n}_phases_o" phases --ring "$R" --perun "$P" -o phases.csv
+	case_ "${n}_phases_byproc" phases --ring "$R" --perun "$P" --by-process -o phases.csv
+	case_ "${n}_phases_occ_o" phases --ring "$R" --perun "$P" --occurrences -o occ.csv
+	[ -n "$S" ] && case_ "${n}_functions_o" functions --ring "$R" --perun "$P" --profile "$S" -o functions.csv \
+		--speedscope-out e.speedscope.json
+	case_ "${n}_timeline_o" timeline --ring "$R" --perun "$P" -o tl.csv
+	case_ "${n}_phases_times_o" phases --ring "$R" -o phases.csv
+done
 echo "outputs in $OUT"
