@@ -54,16 +54,18 @@ static const struct cmd_usage phases_usage = {
 
 /* phases.csv over the results stage: scope all (this perun file's run
  * when the ring holds several), the processes with by_process, the ms
- * counters. */
+ * counters; or occurrences.csv. */
 static int write_phases(const struct energy_model *m, enum attrib_choice method, const struct attrib_opts *ao,
-			const char *out, int by_process, struct em_error *e)
+			const char *out, int by_process, int occurrences, struct em_error *e)
 {
 	struct results_opts ro = {.method = method, .ao = ao, .all_pid = energy_model_own_pid(m),
-				  .what = RESULTS_ALL | RESULTS_COUNTERS | (by_process ? RESULTS_PROCS : 0u)};
+				  .what = occurrences ? RESULTS_OCCURRENCES
+				  : RESULTS_ALL | RESULTS_COUNTERS | (by_process ? RESULTS_PROCS : 0u)};
 	struct run_results res;
 	int rc = results_compute(&res, m, NULL, &ro, e);
 	if (!rc)
-		rc = phases_csv_write(m, &res, out, by_process, e);
+		rc = occurrences ? occurrences_csv_write(m, &res, out, out ? stdout : stderr, e)
+				 : phases_csv_write(m, &res, out, by_process, e);
 	results_free(&res);
 	return rc;
 }
@@ -113,7 +115,7 @@ int cmd_phases(int argc, char **argv)
 	phase_table_warn(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
-	if (occurrences ? occurrences_csv_write(&m, out, out ? stdout : stderr, &e) : write_phases(&m, method, &ao, out, by_process, &e))
+	if (write_phases(&m, method, &ao, out, by_process, occurrences, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	return 0;
@@ -177,7 +179,7 @@ int cmd_here(void)
 		run_find_free(&f);
 		return 0;
 	}
-	if (write_phases(&m, ATTRIB_CHOICE_AUTO, &ao, "phases.csv", m.times_only, &e))
+	if (write_phases(&m, ATTRIB_CHOICE_AUTO, &ao, "phases.csv", m.times_only, 0, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	energy_model_close(&m);
 	run_find_free(&f);

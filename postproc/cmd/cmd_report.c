@@ -554,14 +554,15 @@ static int write_trace(struct report *r, const struct run_model *rm, const struc
 
 /* occurrences.csv: every phase occurrence on the run's time base, with
  * its joules where the data decide them (occurrences_csv.h). */
-static int write_occurrences(struct report *r, const struct energy_model *m, struct em_error *e)
+static int write_occurrences(struct report *r, const struct energy_model *m, const struct run_results *res,
+			     struct em_error *e)
 {
 	const char *path;
 	int rc;
 	progress(r, "occurrences.csv");
 	if ((rc = out_path(r, "occurrences.csv", &path, e)))
 		return rc;
-	return occurrences_csv_write(m, path, NULL, e);
+	return occurrences_csv_write(m, res, path, NULL, e);
 }
 
 /* phases.csv without joules: every scope's times, per process too
@@ -587,7 +588,7 @@ static int write_times_only(struct report *r, const struct run_model *rm, const 
 	/* Times only: scope all (this file's run when the ring holds several)
 	 * and every process. */
 	struct results_opts ro = {.method = method, .ao = ao, .all_pid = energy_model_own_pid(m),
-				  .what = RESULTS_ALL | (r->ranks ? 0u : RESULTS_PROCS)};
+				  .what = RESULTS_ALL | RESULTS_OCCURRENCES | (r->ranks ? 0u : RESULTS_PROCS)};
 	struct run_results res;
 	int rc;
 
@@ -595,7 +596,7 @@ static int write_times_only(struct report *r, const struct run_model *rm, const 
 	if ((rc = results_compute(&res, m, rm, &ro, e)) ||
 	    (rc = r->ranks ? write_ranks(r, m, table, e) /* every rank's times */
 			   : write_phase_times(r, m, &res, table, e)) ||
-	    (rc = write_occurrences(r, m, e)) || (rm->have_profile && (rc = write_samples(r, rm, o, e)))) {
+	    (rc = write_occurrences(r, m, &res, e)) || (rm->have_profile && (rc = write_samples(r, rm, o, e)))) {
 		results_free(&res);
 		return rc;
 	}
@@ -619,7 +620,7 @@ static int write_rest(struct report *r, const struct run_model *rm, const struct
 	const struct phase_scope *all = &res->all;
 	const char *path;
 	int rc;
-	if ((rc = write_occurrences(r, m, e)) || (m->emulated && (rc = write_emulated_note(r, m, o->perun, e))))
+	if ((rc = write_occurrences(r, m, res, e)) || (m->emulated && (rc = write_emulated_note(r, m, o->perun, e))))
 		return rc;
 	progress(r, "perun.csv");
 	/* With the ring: perun.csv's t_s is the timeline every other output uses. */
@@ -652,7 +653,8 @@ static int write_all(struct report *r, const struct run_model *rm, const struct 
 	/* Every attribution the files show, once (results.h): scope all,
 	 * the samples' processes for functions.phases.csv, the ms counters. */
 	struct results_opts ro = {.method = method, .ao = ao, .all_pid = 0,
-				  .what = RESULTS_ALL | RESULTS_COUNTERS | (rm->have_profile ? RESULTS_FUNCTIONS : 0u)};
+				  .what = RESULTS_ALL | RESULTS_COUNTERS | RESULTS_OCCURRENCES |
+					  (rm->have_profile ? RESULTS_FUNCTIONS : 0u)};
 	struct run_results res;
 	int rc;
 

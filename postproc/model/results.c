@@ -103,6 +103,8 @@ int results_compute(struct run_results *res, const struct energy_model *m, const
 		}
 	if ((o->what & RESULTS_COUNTERS) && (rc = counter_results_build(&res->counters, m, e)))
 		return rc;
+	if ((o->what & RESULTS_OCCURRENCES) && (rc = occ_energy_build(m, &res->occ, e)))
+		return rc;
 	return 0;
 }
 
@@ -113,6 +115,7 @@ void results_free(struct run_results *res)
 		phase_scope_free(&res->proc[i].sr);
 	free(res->proc);
 	counter_results_free(&res->counters);
+	occ_energy_free(&res->occ);
 	memset(res, 0, sizeof *res);
 }
 

@@ -13,6 +13,8 @@
  *            functions.phases.csv's phase powers); ring order
  *   counters (RESULTS_COUNTERS) the ring's ms counters per phase
  *            (counter_results.h)
+ *   occ      (RESULTS_OCCURRENCES) every phase occurrence's joules where
+ *            the data decide them (occ_energy.h): occurrences.csv
  *
  * One attribution per (scope, sensor): a process whose primary thread and
  * device timeline are those of scope "all" (a one-process run) takes a
@@ -27,6 +29,7 @@
 #include <stdint.h>
 
 #include "model/counter_results.h"
+#include "model/occ_energy.h"
 #include "model/phase_results.h"
 #include "model/run_model.h"
 
@@ -35,6 +38,7 @@ enum {
 	RESULTS_PROCS = 1u << 0,     /* every process: an attribution error is the command's */
 	RESULTS_FUNCTIONS = 1u << 1, /* the samples' processes: one that cannot be attributed has none */
 	RESULTS_COUNTERS = 1u << 2,  /* the ring's ms counters */
+	RESULTS_OCCURRENCES = 1u << 4, /* every occurrence's joules */
 };
 
 struct results_opts {
@@ -56,6 +60,7 @@ struct run_results {
 	struct proc_result *proc;
 	size_t nproc;
 	struct counter_results counters; /* .n_counters == 0: none in the ring, or not asked */
+	struct occ_energy occ;           /* not asked: nocc 0 */
 };
 
 /* Compute what o->what asks over m (and rm's profile for
