@@ -79,10 +79,10 @@ int cmd_functions(int argc, char **argv)
 	 * thread when the ring holds several runs. */
 	rso.method = ATTRIB_CHOICE_AUTO;
 	rso.all_pid = rm.m.align.hook_runs > 1 && rm.m.ph.nthr ? rm.m.ph.thr[rm.m.ph.primary].pid : 0;
-	rso.what = RESULTS_FUNCTIONS | (ops_out ? RESULTS_ALL : 0u);
+	rso.what = RESULTS_FUNCTIONS | (ops_out ? RESULTS_ALL | RESULTS_OPS : 0u);
 	if (results_compute(&res, &rm.m, &rm, &rso, &e) ||
 	    functions_csv_write(&rm, &res, out, ss_out, stacks_out, samples_out, &e) ||
-	    (ops_out && op_table_write(&rm, &res.all, ops_out, &e)))
+	    (ops_out && op_table_write(&rm, &res.ops, ops_out, &e)))
 		diag_fatal(e.file, "%s", e.msg);
 	results_free(&res);
 	run_model_close(&rm);

@@ -508,8 +508,8 @@ static int write_pictures(struct report *r, const struct energy_model *m, const 
 }
 
 /* trace.json, with py-spy's stacks as --trace-stacks says. */
-/* all: the phases' attribution (NULL: times only, no joules on slices). */
-static int write_trace(struct report *r, const struct run_model *rm, const struct phase_scope *all, const char *title,
+/* res: the results stage's (NULL: times only, no joules on slices). */
+static int write_trace(struct report *r, const struct run_model *rm, const struct run_results *res, const char *title,
 		       const char *stacks, char *pyspy_line, size_t pyspy_cap, struct em_error *e)
 {
 	struct trace_pyspy tp = {0};
@@ -527,15 +527,12 @@ static int write_trace(struct report *r, const struct run_model *rm, const struc
 	}
 	/* joules on the stack slices: a torch trace's ops by ops.csv's rule,
 	 * py-spy's samples by functions.csv's (their own slice) */
-	if (tp.p && all && rm->p.nsamples) {
+	if (tp.p && res && rm->p.nsamples && rm->p.meta.torch) {
+		tp.row_j = res->ops.row_j;
+	} else if (tp.p && res && rm->p.nsamples) {
 		if (!(row_j = calloc(rm->p.nsamples, sizeof *row_j)))
 			return diag_error(e, -ENOMEM, NULL, "out of memory");
-		if (rm->p.meta.torch) {
-			if (op_table_row_j(rm, all, row_j)) {
-				free(row_j);
-				return diag_error(e, -ENOMEM, NULL, "out of memory");
-			}
-		} else if (rm->se.e_j && rm->se.n == rm->p.nsamples) {
+		if (rm->se.e_j && rm->se.n == rm->p.nsamples) {
 			for (size_t i = 0; i < rm->se.n; i++)
 				for (size_t g = 0; g < rm->m.ngroups; g++)
 					row_j[i] += rm->se.e_j[i * rm->m.ngroups + g];
@@ -632,7 +629,7 @@ static int write_rest(struct report *r, const struct run_model *rm, const struct
 	if (rm->have_profile && rm->p.meta.torch) {
 		/* joules per operator through the phases' powers (op_table.h) */
 		progress(r, "ops.csv");
-		if ((rc = out_path(r, "ops.csv", &path, e)) || (rc = op_table_write(rm, all, path, e)))
+		if ((rc = out_path(r, "ops.csv", &path, e)) || (rc = op_table_write(rm, &res->ops, path, e)))
 			return rc;
 	}
 	progress(r, "timeline.csv");
@@ -641,7 +638,7 @@ static int write_rest(struct report *r, const struct run_model *rm, const struct
 	    (rm->have_profile && (rc = out_path(r, "timeline.csv.alignment.txt", NULL, e))) ||
 	    (rc = write_pictures(r, m, all, title, e)))
 		return rc;
-	return write_trace(r, rm, all, title, stacks, pyspy_line, pyspy_cap, e);
+	return write_trace(r, rm, res, title, stacks, pyspy_line, pyspy_cap, e);
 }
 
 /* Everything into r->dir over the opened run; the table into *table. */
@@ -653,7 +650,7 @@ static int write_all(struct report *r, const struct run_model *rm, const struct 
 	/* Every attribution the files show, once (results.h): scope all,
 	 * the samples' processes for functions.phases.csv, the ms counters. */
 	struct results_opts ro = {.method = method, .ao = ao, .all_pid = 0,
-				  .what = RESULTS_ALL | RESULTS_COUNTERS | RESULTS_OCCURRENCES |
+				  .what = RESULTS_ALL | RESULTS_COUNTERS | RESULTS_OCCURRENCES | RESULTS_OPS |
 					  (rm->have_profile ? RESULTS_FUNCTIONS : 0u)};
 	struct run_results res;
 	int rc;

@@ -103,6 +103,9 @@ int results_compute(struct run_results *res, const struct energy_model *m, const
 		}
 	if ((o->what & RESULTS_COUNTERS) && (rc = counter_results_build(&res->counters, m, e)))
 		return rc;
+	if ((o->what & RESULTS_OPS) && (o->what & RESULTS_ALL) && rm && rm->have_profile && rm->p.meta.torch &&
+	    (rc = op_energy_build(&res->ops, rm, &res->all)))
+		return diag_error(e, rc, NULL, "out of memory");
 	if ((o->what & RESULTS_OCCURRENCES) && (rc = occ_energy_build(m, &res->occ, e)))
 		return rc;
 	return 0;
@@ -116,6 +119,7 @@ void results_free(struct run_results *res)
 	free(res->proc);
 	counter_results_free(&res->counters);
 	occ_energy_free(&res->occ);
+	op_energy_free(&res->ops);
 	memset(res, 0, sizeof *res);
 }
 

@@ -13,6 +13,9 @@
  *            functions.phases.csv's phase powers); ring order
  *   counters (RESULTS_COUNTERS) the ring's ms counters per phase
  *            (counter_results.h)
+ *   ops      (RESULTS_OPS) a torch.profiler trace's joules per operator
+ *            and per row through scope all's powers (op_energy.h):
+ *            ops.csv and trace.json's slices
  *   occ      (RESULTS_OCCURRENCES) every phase occurrence's joules where
  *            the data decide them (occ_energy.h): occurrences.csv
  *
@@ -30,6 +33,7 @@
 
 #include "model/counter_results.h"
 #include "model/occ_energy.h"
+#include "model/op_energy.h"
 #include "model/phase_results.h"
 #include "model/run_model.h"
 
@@ -39,6 +43,7 @@ enum {
 	RESULTS_FUNCTIONS = 1u << 1, /* the samples' processes: one that cannot be attributed has none */
 	RESULTS_COUNTERS = 1u << 2,  /* the ring's ms counters */
 	RESULTS_OCCURRENCES = 1u << 4, /* every occurrence's joules */
+	RESULTS_OPS = 1u << 5,       /* a torch trace's ops through scope all (with RESULTS_ALL) */
 };
 
 struct results_opts {
@@ -61,6 +66,7 @@ struct run_results {
 	size_t nproc;
 	struct counter_results counters; /* .n_counters == 0: none in the ring, or not asked */
 	struct occ_energy occ;           /* not asked: nocc 0 */
+	struct op_energy ops;            /* not asked, or no torch trace: row_j NULL */
 };
 
 /* Compute what o->what asks over m (and rm's profile for
