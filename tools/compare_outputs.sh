@@ -162,6 +162,7 @@ for rec in ${EXTRA_RECS:-}; do
 	[ -n "$S" ] && case_ "${n}_functions_o" functions --ring "$R" --perun "$P" --profile "$S" -o functions.csv \
 		--speedscope-out e.speedscope.json
 	case_ "${n}_timeline_o" timeline --ring "$R" --perun "$P" -o tl.csv
+	case_ "${n}_sensors_o" sensors "$R" -o s.csv
 	case_ "${n}_phases_times_o" phases --ring "$R" -o phases.csv
 done
 echo "outputs in $OUT"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/no_energy_note.h"
+#include "cmd/no_energy_note.h"
 #include "util/diag.h"
 
 void diag_vfatal(const char *file, const char *fmt, va_list ap)

@@ -31,12 +31,13 @@
 
 #include "cmd/cmd_fatal.h"
 #include "cmd/commands.h"
+#include "cmd/no_energy_note.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
+#include "cmd/run_warnings.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
 #include "model/results.h"
-#include "output/no_energy_note.h"
 #include "output/occurrences_csv.h"
 #include "output/phase_table.h"
 #include "output/phases_csv.h"
@@ -112,7 +113,7 @@ int cmd_phases(int argc, char **argv)
 		no_energy_note(&m, "no --perun given");
 		by_process = 1;
 	}
-	phase_table_warn(&m, &o);
+	run_warnings(&m, &o);
 	if (out && !strcmp(out, "-"))
 		out = NULL;
 	if (write_phases(&m, method, &ao, out, by_process, occurrences, &e))
@@ -166,7 +167,7 @@ int cmd_here(void)
 		run_open_fatal(&o, &e);
 	if (m.times_only)
 		no_energy_note(&m, PHASES_NO_PERUN_HERE);
-	phase_table_warn(&m, &o);
+	run_warnings(&m, &o);
 	if (report_ranks_wanted(1, &m)) {
 		struct mring mr;
 		const char *one[1] = {f.ring};

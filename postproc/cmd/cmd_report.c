@@ -46,29 +46,30 @@
 #include <libgen.h>
 
 #include "align/align_pyspy.h"
-#include "output/op_table.h"
-#include "output/plot_layers.h"
 #include "cmd/cmd_fatal.h"
 #include "cmd/commands.h"
+#include "cmd/no_energy_note.h"
 #include "cmd/options.h"
 #include "cmd/report_ranks.h"
+#include "cmd/run_warnings.h"
 #include "input/input_file.h"
 #include "input/pyspy.h"
 #include "input/run_find.h"
 #include "model/energy_model.h"
+#include "model/results.h"
 #include "model/run_model.h"
 #include "model/sample_energy.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
 #include "output/functions_csv.h"
-#include "output/no_energy_note.h"
 #include "output/occurrences_csv.h"
+#include "output/op_table.h"
 #include "output/outfile.h"
 #include "output/perun_csv.h"
-#include "model/results.h"
 #include "output/phase_table.h"
 #include "output/phases_csv.h"
 #include "output/plot.h"
+#include "output/plot_layers.h"
 #include "output/ranks_csv.h"
 #include "output/samples_csv.h"
 #include "output/temp_name.h"
@@ -782,7 +783,7 @@ int cmd_report(int argc, char **argv)
 	check_plan(&r, &rm); /* before the warnings: a refusal is the only line */
 	if (rm.m.times_only)
 		no_energy_note(&rm.m, run_dir ? PHASES_NO_PERUN_HERE : "no --perun given");
-	phase_table_warn(&rm.m, &o);
+	run_warnings(&rm.m, &o);
 	start_tmp_dir(&r);
 	rc = rm.m.times_only ? write_times_only(&r, &rm, &o, method, &ao, title, stacks, &table, pyspy_line,
 						sizeof pyspy_line, &not_written, &e)

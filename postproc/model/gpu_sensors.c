@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib/sensor_model.h"
+
 /* The counter at its update points: the first sample, then each tick
  * whose value changed, placed mid-way between that tick and the one
  * before (the update happened in between). */
@@ -112,6 +114,9 @@ static int phase_rows(struct gpu_sensor *g, const struct upd *u, const struct ph
 			r->dev_lo = rd.row[p].ci_low_j;
 			r->dev_hi = rd.row[p].ci_high_j;
 		}
+		r->host_glo = r->host_lo, r->host_ghi = r->host_hi, r->dev_glo = r->dev_lo, r->dev_ghi = r->dev_hi;
+		r->host_gj = sensor_model_gpu_joules(r->host_j, &r->host_glo, &r->host_ghi);
+		r->dev_gj = sensor_model_gpu_joules(r->dev_j, &r->dev_glo, &r->dev_ghi);
 	}
 	if (!ch)
 		attrib_result_free(&rh);
@@ -205,6 +210,7 @@ int gpu_sensors_build(const struct ring_event *ev, size_t nev, const struct phas
 	out->emulated = rc.emulated;
 	out->device_timeline = dev >= 0;
 	out->tick_ms = rc.period_ms;
+	out->gain_calibrated = sensor_model_gpu_gain > 0;
 	out->g = calloc(rc.n ? rc.n : 1, sizeof *out->g);
 	if (!out->g) {
 		ring_counters_free(&rc);

@@ -36,6 +36,9 @@ struct gpu_phase_row {
 	double host_s, dev_s;   /* total time (device: 0 without device edges) */
 	double host_j, dev_j;   /* counter energy over each */
 	double host_lo, host_hi, dev_lo, dev_hi; /* the split's intervals (no gain floor) */
+	/* the same joules with the board's gain floor (or the --gpu-gain
+	 * calibration, sensor_model.h): what the CSV shows */
+	double host_gj, host_glo, host_ghi, dev_gj, dev_glo, dev_ghi;
 };
 
 struct gpu_sensor {
@@ -58,6 +61,7 @@ struct gpu_sensors {
 	int emulated;                  /* the sampler read a stand-in */
 	int device_timeline;           /* phases came from device-side edges */
 	double tick_ms;                /* the sampler's median tick */
+	int gain_calibrated;           /* joules calibrated by --gpu-gain, not the +-5 % floor */
 };
 
 /* From the ring's events and its phases.  0 (out->n == 0: no GPU counter

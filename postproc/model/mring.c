@@ -25,6 +25,7 @@
 #include "input/input_file.h"
 #include "model/attrib_count.h"
 #include "input/ringload.h"
+#include "input/slurm_acct.h"
 #include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "phase/phase_stats.h"
@@ -1475,5 +1476,14 @@ int mring_slurm_job(const struct mring *m, char *job, size_t jcap, char *step, s
 		return -1;
 	snprintf(job, jcap, "%s", j);
 	snprintf(step, scap, "%s", same_step && st ? st : "");
+	return 0;
+}
+
+int mring_slurm_acct(const struct mring *m, struct slurm_acct *a)
+{
+	char job[24], step[16];
+	if (mring_slurm_job(m, job, sizeof job, step, sizeof step))
+		return -ENOENT;
+	slurm_acct_query(job, step, a);
 	return 0;
 }

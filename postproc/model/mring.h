@@ -54,6 +54,7 @@
 #include "anchors/ring_reader.h"
 #include "attrib/attrib.h"
 #include "input/perun.h"
+#include "input/slurm_acct.h"
 #include "model/energy_model.h"
 
 struct mr_phase {
@@ -194,6 +195,10 @@ int mring_open_run(struct mring *m, const char *const *rings, size_t nrings, con
  * (SLURM_STEP_ID) when they share that too ("" else); 0, or -1 when the
  * units are not all tasks of one Slurm job. */
 int mring_slurm_job(const struct mring *m, char *job, size_t jcap, char *step, size_t scap);
+
+/* What Slurm's accounting says of that job (slurm_acct.h: sacct, once).
+ * 0 with *a filled, -ENOENT when the run is no Slurm job. */
+int mring_slurm_acct(const struct mring *m, struct slurm_acct *a);
 
 /* The ring of the lowest rank (the rank perun samples on its node; the
  * first unit), or NULL without units. */

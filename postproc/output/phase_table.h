@@ -35,8 +35,4 @@ int phase_table_flags_text(const struct energy_model *m, const struct phase_scop
 int phase_table_write(struct csv *c, const struct energy_model *m, const struct run_results *res, int by_process,
 		      FILE *tty, struct em_error *e);
 
-/* Warnings every consumer of the table prints once: no power sensors,
- * unmatched ranges. */
-void phase_table_warn(const struct energy_model *m, const struct em_opts *o);
-
 #endif

@@ -33,7 +33,6 @@
 
 #include <stdio.h>
 
-#include "input/slurm_acct.h"
 #include "model/mring.h"
 #include "output/csv.h"
 #include "util/diag.h"

@@ -1,7 +1,6 @@
 /* ranks_csv.c - the files of a run of several ranks (see ranks_csv.h). */
 #include "output/ranks_csv.h"
 
-#include "input/slurm_acct.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 #include "output/rank_table.h"
@@ -45,7 +44,7 @@ int ranks_csv_write_stragglers(const struct mring *mr, const char *path, FILE *t
 int ranks_csv_write_all(const struct mring *mr, const char *phases, const char *stragglers, const char *ranks,
 			FILE *tty, struct em_error *e)
 {
-	char job[24], step[16];
+	struct slurm_acct a;
 	int rc;
 	rank_table_print_ranks(tty, mr);
 	if ((phases && (rc = write_one(mr, phases, PHASES, tty, 1, NULL, e))) ||
@@ -53,10 +52,7 @@ int ranks_csv_write_all(const struct mring *mr, const char *phases, const char *
 	    (ranks && (rc = write_one(mr, ranks, RANKS, NULL, 0, NULL, e))))
 		return rc;
 	/* A Slurm job: what Slurm's accounting says, beside perun. */
-	if (!mring_slurm_job(mr, job, sizeof job, step, sizeof step)) {
-		struct slurm_acct a;
-		slurm_acct_query(job, step, &a);
+	if (!mring_slurm_acct(mr, &a))
 		rank_table_print_acct(tty, mr, &a);
-	}
 	return 0;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attrib/sensor_model.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 
@@ -60,7 +59,8 @@ static void write_ident(struct csv *c, const char *gpu, const char *prefix, cons
 			id->delay_hi_s * 1e3, id->r2, verdict);
 }
 
-static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct phase_set *ph, const char *note, FILE *tty)
+static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct phase_set *ph, const char *note,
+		      int gain_calibrated, FILE *tty)
 {
 	write_ident(c, g->name, "power", "power reading (nvmlDeviceGetPowerUsage)", g->has_power, &g->id, note, tty);
 	write_ident(c, g->name, "instant", "instant power (field NVML_FI_DEV_POWER_INSTANT)", g->has_instant, &g->inst,
@@ -91,16 +91,14 @@ static void write_gpu(struct csv *c, const struct gpu_sensor *g, const struct ph
 	if (tty)
 		fprintf(tty, "%-20s %5s %10s %10s %12s %12s  (GPU joules %s)\n", "phase", "n", "host_s", "device_s",
 			"host_J", "device_J",
-			sensor_model_gpu_gain > 0 ? "calibrated by --gpu-gain"
+			gain_calibrated ? "calibrated by --gpu-gain"
 						  : "carry the board's +-5 % gain floor; ratios do not");
 	for (size_t i = 0; i < g->nrows; i++) {
 		const struct gpu_phase_row *r = &g->rows[i];
 		const char *name = ph->names[r->phase];
-		double hl = r->host_lo, hh = r->host_hi, dl = r->dev_lo, dh = r->dev_hi, hj, dj;
+		double hl = r->host_glo, hh = r->host_ghi, dl = r->dev_glo, dh = r->dev_ghi, hj = r->host_gj, dj = r->dev_gj;
 		if (!r->count || phase_set_is_tool(ph, r->phase))
 			continue;
-		hj = sensor_model_gpu_joules(r->host_j, &hl, &hh);
-		dj = sensor_model_gpu_joules(r->dev_j, &dl, &dh);
 		put(c, g->name, "count", name, (double)r->count, NAN, NAN, "", note);
 		put(c, g->name, "host_s", name, r->host_s, NAN, NAN, "s", note);
 		put(c, g->name, "device_s", name, r->dev_s, NAN, NAN, "s", note);
@@ -133,7 +131,7 @@ int sensors_csv_write(const struct gpu_sensors *gs, const struct phase_set *ph, 
 	csv_init(&c, of.fp);
 	csv_header(&c, cols);
 	for (size_t i = 0; i < gs->n; i++)
-		write_gpu(&c, &gs->g[i], ph, note, tty);
+		write_gpu(&c, &gs->g[i], ph, note, gs->gain_calibrated, tty);
 	if (out)
 		return outfile_done(&of, e);
 	fclose(of.fp);

@@ -1,5 +1,5 @@
 /* no_energy_note.c - why there are no joules (see no_energy_note.h). */
-#include "output/no_energy_note.h"
+#include "cmd/no_energy_note.h"
 
 #include <stdio.h>
 #include <string.h>
