@@ -78,7 +78,7 @@ PO := $(B)/post/postproc
 AO := $(B)/post/anchors
 $(B)/test_csv: tests/unit/test_csv.c tests/unit/unit_check.h $(PO)/output/csv.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
-$(B)/test_timebase: tests/unit/test_timebase.c tests/unit/unit_check.h $(PO)/output/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
+$(B)/test_timebase: tests/unit/test_timebase.c tests/unit/unit_check.h $(PO)/output/timebase.o $(PO)/model/timebase.o $(PO)/output/csv.o $(AO)/ring_clock.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_phase_set: tests/unit/test_phase_set.c tests/unit/unit_check.h $(PO)/phase/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm

@@ -519,10 +519,13 @@ static int write_trace(struct report *r, const struct run_model *rm, const struc
 	double *row_j = NULL;
 	int rc;
 	if (rm->have_profile) {
-		align_pyspy_describe(&rm->al, &rm->p, pyspy_line, pyspy_cap);
+		snprintf(pyspy_line, pyspy_cap, "%s", rm->align_text);
 		if (strcmp(stacks, "none")) {
 			tp.p = &rm->p;
 			tp.al = &rm->al;
+			tp.t0_s = rm->se.t0_s;
+			tp.t1_s = rm->se.t1_s;
+			tp.align_text = rm->align_text;
 			tp.all_processes = !strcmp(stacks, "all");
 		}
 	}

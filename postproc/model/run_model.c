@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int fail(struct run_model *rm, struct em_error *e, int code, const char *file, const char *fmt, ...)
@@ -45,7 +46,12 @@ static int open_profile(struct run_model *rm, const char *profile, struct em_err
 	rm->profile = profile;
 	const char *string_src = sample_energy_perun_script(&m->rl, rm->script, sizeof rm->script);
 	sample_energy_name_script(&m->rl, &rm->p, rm->script, sizeof rm->script);
-	if (sample_energy_build(m, &rm->p, &rm->al, string_src, &rm->se))
+	align_pyspy_describe(&rm->al, &rm->p, rm->align_text, sizeof rm->align_text);
+	rm->fn_of_frame = calloc(rm->p.frames.n ? rm->p.frames.n : 1, sizeof *rm->fn_of_frame);
+	rm->fn_first = calloc(rm->p.frames.n ? rm->p.frames.n : 1, sizeof *rm->fn_first);
+	if (!rm->fn_of_frame || !rm->fn_first || pyspy_function_ids(&rm->p, rm->fn_of_frame, rm->fn_first, &rm->nfn) ||
+	    pyspy_sites_label(&m->rl.rf, &m->ph, &rm->p, &rm->sites) ||
+	    sample_energy_build(m, &rm->p, &rm->al, &rm->sites, string_src, &rm->se))
 		return fail(rm, e, -ENOMEM, NULL, "out of memory");
 	/* Waiting threads sampled at all means --idle; pyspy.h's guess is
 	 * fooled by processes that come and go under --subprocesses. */
@@ -73,6 +79,9 @@ void run_model_close(struct run_model *rm)
 	if (rm->have_profile) {
 		/* Each part is zeroed until built, and its free takes zeros. */
 		sample_energy_free(&rm->se);
+		pyspy_sites_free(&rm->sites);
+		free(rm->fn_of_frame);
+		free(rm->fn_first);
 		align_pyspy_free(&rm->al);
 		pyspy_profile_free(&rm->p);
 	}

@@ -12,6 +12,7 @@
 
 #include "align/align_pyspy.h"
 #include "align/align_torch.h"
+#include "align/pyspy_sites.h"
 #include "input/pyspy.h"
 #include "model/energy_model.h"
 #include "model/sample_energy.h"
@@ -24,6 +25,12 @@ struct run_model {
 	struct sample_energy se;   /* ... and each sample's energy */
 	int have_profile;
 	char script[1024];         /* perun's script: frames named "<string>" point here */
+	/* Once per run, for every consumer: */
+	struct pyspy_sites sites;  /* the stacks' SITE labels (pyspy_sites.h) */
+	uint32_t *fn_of_frame;     /* frames.n: the function (name, file) of a frame */
+	uint32_t *fn_first;        /* nfn: each function's first frame */
+	uint32_t nfn;
+	char align_text[2048];     /* the alignment in one line (align_pyspy_describe) */
 };
 
 /* What to open: the ring and perun options, the profile (NULL: none). */

@@ -638,7 +638,7 @@ static int launcher_threads(const struct energy_model *m, const struct align_pys
  * struct dev_dist); an occurrence no sample of H reaches leaves its
  * device-side energy unsampled. */
 static int dev_distribute(const struct energy_model *m, const struct align_pyspy *a, const struct pyspy_profile *p,
-			  const struct dev_plan *dp, struct sample_energy *se)
+			  const struct pyspy_sites *sites, const struct dev_plan *dp, struct sample_energy *se)
 {
 	size_t nocc = m->ph.nocc ? m->ph.nocc : 1, ng = m->ngroups;
 	const struct phase_thread *h = &m->ph.thr[dp->hthr];
@@ -650,7 +650,7 @@ static int dev_distribute(const struct energy_model *m, const struct align_pyspy
 	if (!launcher || launcher_threads(m, a, p, dp, launcher))
 		rc = -ENOMEM;
 	if (!rc)
-		rc = sample_labels_build(m, p, a, h->pid, h->tid, &lab);
+		rc = sample_labels_build(m, p, a, sites, h->pid, h->tid, &lab);
 	for (dd.pass = 0; dd.pass < 2 && !rc; dd.pass++) {
 		for (size_t i = 0; i < se->n; i++)
 			if (se->t1_s[i] > se->t0_s[i] && launcher[p->samples[i].thread])
@@ -678,6 +678,7 @@ static int se_alloc(struct sample_energy *se, size_t n, size_t ng, size_t nframe
 	se->ngroups = ng;
 	se->t0_s = malloc((n ? n : 1) * sizeof *se->t0_s);
 	se->t1_s = malloc((n ? n : 1) * sizeof *se->t1_s);
+	se->t_s = malloc((n ? n : 1) * sizeof *se->t_s);
 	se->idle = calloc(n ? n : 1, 1);
 	se->e_j = calloc((n ? n : 1) * (ng ? ng : 1), sizeof *se->e_j);
 	se->attributed_j = calloc(ng ? ng : 1, sizeof *se->attributed_j);
@@ -686,14 +687,14 @@ static int se_alloc(struct sample_energy *se, size_t n, size_t ng, size_t nframe
 	se->dev_j = calloc(ng ? ng : 1, sizeof *se->dev_j);
 	se->dev_group = calloc(ng ? ng : 1, 1);
 	se->frame_blocking = calloc(nframes ? nframes : 1, 1);
-	if (!se->t0_s || !se->t1_s || !se->idle || !se->e_j || !se->attributed_j || !se->unsampled_j || !se->span_j ||
+	if (!se->t0_s || !se->t1_s || !se->t_s || !se->idle || !se->e_j || !se->attributed_j || !se->unsampled_j || !se->span_j ||
 	    !se->dev_j || !se->dev_group || !se->frame_blocking)
 		return -ENOMEM;
 	return 0;
 }
 
 int sample_energy_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			const char *string_src, struct sample_energy *se)
+			const struct pyspy_sites *sites, const char *string_src, struct sample_energy *se)
 {
 	size_t n = p->nsamples, nev, nseg = 0;
 	struct sweep_ev *ev = NULL;
@@ -706,6 +707,7 @@ int sample_energy_build(const struct energy_model *m, const struct pyspy_profile
 	for (size_t i = 0; i < n; i++) {
 		uint32_t st = p->samples[i].stack;
 		align_pyspy_slice(a, p, i, &se->t0_s[i], &se->t1_s[i]);
+		se->t_s[i] = align_pyspy_time(a, p->samples[i].thread, p->samples[i].t_rel_s);
 		/* the leaf decides; a pseudo-frame leaf means no Python frame */
 		se->idle[i] = !st || se->frame_blocking[pyspy_stack_leaf(&p->stacks, st)];
 		se->idle_share += se->idle[i];
@@ -723,7 +725,7 @@ int sample_energy_build(const struct energy_model *m, const struct pyspy_profile
 	if ((rc = sweep(m, &dp, ev, nev, se)))
 		goto out;
 	if (dp.dthr >= 0 && !(rc = dev_rescale(m, &dp, se)))
-		rc = dev_distribute(m, a, p, &dp, se);
+		rc = dev_distribute(m, a, p, sites, &dp, se);
 out:
 	free(ev);
 	dev_plan_free(&dp);
@@ -736,6 +738,7 @@ void sample_energy_free(struct sample_energy *se)
 {
 	free(se->t0_s);
 	free(se->t1_s);
+	free(se->t_s);
 	free(se->idle);
 	free(se->e_j);
 	free(se->attributed_j);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "align/align_pyspy.h"
+#include "align/pyspy_sites.h"
 #include "input/pyspy.h"
 #include "model/energy_model.h"
 #include "phase/phase_set.h"
@@ -49,6 +50,7 @@
 struct sample_energy {
 	size_t n, ngroups;
 	double *t0_s, *t1_s;   /* n: aligned slices (timeline seconds) */
+	double *t_s;           /* n: the sample's own instant, the stack's read (timeline seconds) */
 	uint8_t *idle;         /* n */
 	double *e_j;           /* n x ngroups */
 	double *attributed_j;  /* ngroups: sum of e_j */
@@ -65,10 +67,11 @@ struct sample_energy {
 	int dev_fit;           /* 1: shares among device-side phases from the fit */
 };
 
-/* 0 or -ENOMEM.  string_src: the source file of frames whose file is
+/* 0 or -ENOMEM.  sites: the stacks' SITE labels (pyspy_sites.h, the run
+ * model's); string_src: the source file of frames whose file is
  * "<string>" (perun monitor runs the script from a string), or NULL. */
 int sample_energy_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			const char *string_src, struct sample_energy *se);
+			const struct pyspy_sites *sites, const char *string_src, struct sample_energy *se);
 
 /* The script `perun monitor` ran (first *.py argument after "monitor" in
  * a PROC_START argv of the ring), if that file is readable; else NULL. */

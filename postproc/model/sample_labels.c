@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align/pyspy_sites.h"
 
 static int occ_cmp(const void *a, const void *b)
 {
@@ -16,27 +15,22 @@ static int occ_cmp(const void *a, const void *b)
 }
 
 int sample_labels_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			uint32_t pid, uint32_t tid, struct sample_labels *out)
+			const struct pyspy_sites *sites, uint32_t pid, uint32_t tid, struct sample_labels *out)
 {
-	struct pyspy_sites sites = {0};
 	size_t n = p->nsamples;
-	int rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = pyspy_sites_label(&m->rl.rf, &m->ph, p, &sites)))
-		return rc;
 	out->lab = malloc((n ? n : 1) * sizeof *out->lab);
 	out->x_ns = malloc((n ? n : 1) * sizeof *out->x_ns);
 	out->occ = malloc((m->ph.nocc ? m->ph.nocc : 1) * sizeof *out->occ);
 	if (!out->lab || !out->x_ns || !out->occ) {
-		pyspy_sites_free(&sites);
 		sample_labels_free(out);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t st = p->samples[i].stack;
 		double t = align_pyspy_time(a, p->samples[i].thread, p->samples[i].t_rel_s) * 1e9 + (double)m->base_ns;
-		out->lab[i] = pyspy_sites_soft(&sites, st) ? -1 : pyspy_sites_of(&sites, st);
+		out->lab[i] = pyspy_sites_soft(sites, st) ? -1 : pyspy_sites_of(sites, st);
 		out->x_ns[i] = t > 0 ? (uint64_t)t : 0;
 		out->nlabelled += out->lab[i] >= 0;
 	}
@@ -45,7 +39,6 @@ int sample_labels_build(const struct energy_model *m, const struct pyspy_profile
 			out->occ[out->nocc++] = (struct label_occ){m->ph.occ[o].phase, m->ph.occ[o].t0_ns,
 								   m->ph.occ[o].t1_ns};
 	qsort(out->occ, out->nocc, sizeof *out->occ, occ_cmp);
-	pyspy_sites_free(&sites);
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "align/align_pyspy.h"
+#include "align/pyspy_sites.h"
 #include "input/pyspy.h"
 #include "model/energy_model.h"
 
@@ -41,7 +42,7 @@ struct sample_labels {
 /* Label every sample of p; the occurrences are those of (pid, tid).
  * 0 (nlabelled 0 when the ring has no SITE record) or -ENOMEM. */
 int sample_labels_build(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			uint32_t pid, uint32_t tid, struct sample_labels *out);
+			const struct pyspy_sites *sites, uint32_t pid, uint32_t tid, struct sample_labels *out);
 
 /* 1 when sample i is labelled and its instant lies in no occurrence of
  * its label's phase on the thread: the stack is right, the stamp wrong. */

@@ -1,10 +1,13 @@
 /* dump_csv.c - one CSV row per ring event (see dump_csv.h). */
 #include "output/dump_csv.h"
 
+#include "model/timebase.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "model/lookup.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 
@@ -47,11 +50,11 @@ static void put_stack(struct csv *c, const struct ring_event *e)
 
 static void put_event(struct csv *c, const struct ringload *rl, const struct ring_event *e, int stacks)
 {
-	const struct ring_proc *p = ring_procs_find(&rl->procs, e->pid);
-	int64_t unix_ns = ring_clock_unix_ns(&rl->clock, e->ts_ns);
+	const struct ring_proc *p = lookup_proc(&rl->procs, e->pid);
+	int64_t unix_ns = timebase_unix_ns(&rl->clock, e->ts_ns);
 	char iso[48], name[600];
 	if (unix_ns) {
-		ring_clock_iso(unix_ns, iso, sizeof iso);
+		timebase_iso(unix_ns, iso, sizeof iso);
 		csv_str(c, iso);
 		csv_i64(c, unix_ns);
 	} else {
@@ -61,8 +64,8 @@ static void put_event(struct csv *c, const struct ringload *rl, const struct rin
 	csv_u64(c, e->ts_ns);
 	csv_u64(c, e->pid);
 	csv_u64(c, e->tid);
-	csv_str(c, ring_kind_name(e->kind));
-	ringload_event_name(e, name, sizeof name);
+	csv_str(c, lookup_kind_name(e->kind));
+	lookup_event_name(e, name, sizeof name);
 	csv_str(c, name);
 	put_value(c, e);
 	csv_str(c, p ? p->host : rl->rf.hdr.hostname);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align/pyspy_sites.h"
+#include "model/lookup.h"
 #include "model/results.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"
@@ -43,27 +43,27 @@ struct fp_ctx {
 	double any_w;
 };
 
-/* A function is (name, file), as functions.csv counts them. */
+/* A function is (name, file), as functions.csv counts them (the run
+ * model's ids). */
 static int map_functions(struct fp_ctx *c)
 {
-	const struct pyspy_profile *p = &c->rm->p;
-	uint32_t nf = p->frames.n, *first = calloc(nf ? nf : 1, sizeof *first);
+	const struct run_model *rm = c->rm;
+	const struct pyspy_profile *p = &rm->p;
+	uint32_t nf = p->frames.n;
 	c->fn_of_frame = calloc(nf ? nf : 1, sizeof *c->fn_of_frame);
 	c->fn_name = calloc(nf + 1, sizeof *c->fn_name);
 	c->fn_file = calloc(nf + 1, sizeof *c->fn_file);
-	if (!first || !c->fn_of_frame || !c->fn_name || !c->fn_file ||
-	    pyspy_function_ids(p, c->fn_of_frame, first, &c->nfn)) {
-		free(first);
+	if (!c->fn_of_frame || !c->fn_name || !c->fn_file)
 		return -ENOMEM;
-	}
+	memcpy(c->fn_of_frame, rm->fn_of_frame, nf * sizeof *c->fn_of_frame);
+	c->nfn = rm->nfn;
 	for (uint32_t g = 0; g < c->nfn; g++) {
-		c->fn_name[g] = p->frames.v[first[g]].name;
-		c->fn_file[g] = p->frames.v[first[g]].file;
+		c->fn_name[g] = p->frames.v[rm->fn_first[g]].name;
+		c->fn_file[g] = p->frames.v[rm->fn_first[g]].file;
 	}
 	/* the empty stack's row, as in functions.csv */
 	c->fn_name[c->nfn] = "(no python frame)";
 	c->fn_file[c->nfn] = NULL;
-	free(first);
 	return 0;
 }
 
@@ -192,7 +192,6 @@ int function_phases_write(const struct run_model *rm, const struct run_results *
 	const struct align_pyspy *a = &rm->al;
 	const struct sample_energy *se = &rm->se;
 	struct fp_ctx c = {.rm = rm, .res = res, .np = m->ph.nnames};
-	struct pyspy_sites sites;
 	size_t np = c.np, nn = p->stacks.n, nrows = 0;
 	/* joules: point and lower end of the placed samples, upper end of
 	 * placed and unplaced ones; per node, then per function */
@@ -207,8 +206,7 @@ int function_phases_write(const struct run_model *rm, const struct run_results *
 	int rc = 0;
 
 	*n_unplaced = 0;
-	memset(&sites, 0, sizeof sites);
-	if (map_functions(&c) || pyspy_sites_label(&m->rl.rf, &m->ph, p, &sites)) {
+	if (map_functions(&c)) {
 		rc = diag_error(e, -ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -276,7 +274,7 @@ int function_phases_write(const struct run_model *rm, const struct run_results *
 			continue;
 		}
 		double d = sample_time_hi(a, s, thr_n);
-		uint64_t set = pyspy_sites_set(&sites, s->stack);
+		uint64_t set = lookup_stack_phases(rm, s->stack);
 		(*n_unplaced)++;
 		for (size_t q = 0; q < np; q++) {
 			double w;
@@ -306,7 +304,7 @@ int function_phases_write(const struct run_model *rm, const struct run_results *
 			fr = nfr;
 			cap = dep;
 		}
-		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		lookup_stack_frames(p, node, fr, cap);
 		for (uint32_t k = 0; k < (dep ? dep : 1); k++) {
 			size_t f = dep ? c.fn_of_frame[fr[k]] : c.nfn;
 			if (seen[f])
@@ -371,7 +369,6 @@ out:
 	free(c.fn_of_frame);
 	free(c.fn_name);
 	free(c.fn_file);
-	pyspy_sites_free(&sites);
 	free(node_pl);
 	free(node_un);
 	free(node_lo);

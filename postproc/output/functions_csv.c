@@ -10,6 +10,7 @@
 #include "align/align_pyspy.h"
 #include "input/pyspy.h"
 #include "model/energy_model.h"
+#include "model/lookup.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"
 #include "output/function_phases.h"
@@ -50,16 +51,17 @@ static void *xcalloc(size_t n, size_t sz, int *oom)
 	return p;
 }
 
-static int build_functions(const struct pyspy_profile *p, struct agg *g)
+/* The run model's functions (name, file), with the empty stack's last. */
+static int build_functions(const struct run_model *rm, struct agg *g)
 {
+	const struct pyspy_profile *p = &rm->p;
 	int oom = 0;
-	uint32_t nf = p->frames.n, *first = xcalloc(nf, sizeof *first, &oom), n = 0;
+	uint32_t nf = p->frames.n, *first = rm->fn_first, n = rm->nfn;
 	g->func_of_frame = xcalloc(nf, sizeof *g->func_of_frame, &oom);
 	g->fn = xcalloc(nf + 1, sizeof *g->fn, &oom);
-	if (oom || pyspy_function_ids(p, g->func_of_frame, first, &n)) {
-		free(first);
+	if (oom)
 		return -ENOMEM;
-	}
+	memcpy(g->func_of_frame, rm->fn_of_frame, nf * sizeof *g->func_of_frame);
 	for (g->nfunc = 0; g->nfunc < n; g->nfunc++) {
 		g->fn[g->nfunc].name = p->frames.v[first[g->nfunc]].name;
 		g->fn[g->nfunc].file = p->frames.v[first[g->nfunc]].file;
@@ -70,7 +72,6 @@ static int build_functions(const struct pyspy_profile *p, struct agg *g)
 	g->fn[g->nfunc].name = NO_FRAME;
 	g->fn[g->nfunc].file = NULL;
 	g->fn[g->nfunc].best_frame = UINT32_MAX;
-	free(first);
 	return 0;
 }
 
@@ -132,7 +133,7 @@ static int aggregate(const struct energy_model *m, const struct pyspy_profile *p
 			fr = nfr;
 			cap = d;
 		}
-		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		lookup_stack_frames(p, node, fr, cap);
 		leaf_fn = d ? g->func_of_frame[fr[d - 1]] : g->nfunc;
 		for (size_t k = 0; k < gw; k++)
 			g->self_j[leaf_fn * gw + k] += g->node_j[node * gw + k];
@@ -309,7 +310,7 @@ static int write_stacks(const char *path, const struct energy_model *m, const st
 			fr = nfr;
 			cap = d;
 		}
-		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		lookup_stack_frames(p, node, fr, cap);
 		if (!(ms = open_memstream(&s, &len)))
 			goto oom;
 		for (uint32_t k = 0; k < d; k++) {
@@ -386,7 +387,7 @@ static int write_samples(const char *path, const struct energy_model *m, const s
 		}
 		/* The instant the stack was read (the slice around it can span
 		 * dropped idle samples): where a placement check looks. */
-		double ts = align_pyspy_time(a, s->thread, s->t_rel_s);
+		double ts = se->t_s[i];
 		int pt = sample_energy_phase_at(m, a, s->thread, ts);
 		csv_fixed(&c, ts, 9);
 		csv_str(&c, pt >= 0 ? m->ph.names[pt] : "");
@@ -455,12 +456,11 @@ static const char *other_process_note(const struct energy_model *m, const struct
 }
 
 static void write_alignment(FILE *fp, const struct energy_model *m, const struct pyspy_profile *p,
-			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile)
+			    const struct align_pyspy *a, const struct sample_energy *se, const char *profile,
+			    const char *align_text)
 {
-	char line[2048];
-	align_pyspy_describe(a, p, line, sizeof line);
 	fprintf(fp, "profile: %s\n", profile);
-	fprintf(fp, "alignment: %s\n", line);
+	fprintf(fp, "alignment: %s\n", align_text);
 	fprintf(fp, "alignment_method: %s\n", a->method);
 	fprintf(fp, "alignment_uncert_ms: %.6g\n", a->uncert_ms);
 	fprintf(fp, "perun alignment: %s (+-%.3g ms)\n", m->align.method, m->align.uncert_ms);
@@ -539,7 +539,7 @@ static int write_alignment_file(const struct run_model *rm, const struct run_res
 	size_t nun = 0;
 	int rc;
 	if (!out || outfile_is_stream(out)) {
-		write_alignment(stderr, m, p, a, se, profile);
+		write_alignment(stderr, m, p, a, se, profile, rm->align_text);
 		return 0;
 	}
 	/* OUT's per-phase intervals (function_phases.h), named in the note. */
@@ -554,7 +554,7 @@ static int write_alignment_file(const struct run_model *rm, const struct run_res
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	}
 	if (!(rc = outfile_create(&af, apath, e))) {
-		write_alignment(af.fp, m, p, a, se, profile);
+		write_alignment(af.fp, m, p, a, se, profile, rm->align_text);
 		/* by its name beside this file: report builds both in a
 		 * temporary directory renamed at the end */
 		const char *base = strrchr(ppath, '/');
@@ -574,11 +574,9 @@ static int write_alignment_file(const struct run_model *rm, const struct run_res
 /* The lines on stderr where the user looks: the alignment, and which
  * recording places exactly. */
 static void print_summary(const struct energy_model *m, const struct pyspy_profile *p, const struct align_pyspy *a,
-			  const struct sample_energy *se)
+			  const struct sample_energy *se, const char *align_text)
 {
-	char line[2048];
-	align_pyspy_describe(a, p, line, sizeof line);
-	fprintf(stderr, "anchorpost functions: %s\n", line);
+	fprintf(stderr, "anchorpost functions: %s\n", align_text);
 	if (m->ph.nthr && a->ref_pid && m->ph.thr[m->ph.primary].pid != a->ref_pid)
 		fprintf(stderr, "anchorpost functions: %s\n", other_process_note(m, a, se));
 	if (p->meta.format == PYSPY_FMT_SPEEDSCOPE && (a->cannot_place || a->uncert_ms > 100))
@@ -612,7 +610,7 @@ int functions_csv_write(const struct run_model *rm, const struct run_results *re
 	if (!sample_energy_overlaps(mp, pp, ap, sep, why, sizeof why))
 		return diag_error(e, -ENODATA, profile, "%s", why);
 	memset(&g, 0, sizeof g);
-	if (build_functions(pp, &g) || aggregate(mp, pp, ap, sep, &g)) {
+	if (build_functions(rm, &g) || aggregate(mp, pp, ap, sep, &g)) {
 		agg_free(&g);
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
 	}
@@ -634,7 +632,7 @@ int functions_csv_write(const struct run_model *rm, const struct run_results *re
 	if (rc)
 		outfile_abort(&of);
 	else if (!(rc = outfile_done(&of, e)))
-		print_summary(mp, pp, ap, sep);
+		print_summary(mp, pp, ap, sep, rm->align_text);
 	agg_free(&g);
 	return rc;
 }

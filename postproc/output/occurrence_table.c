@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/lookup.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 #include "output/timebase.h"
@@ -78,7 +79,7 @@ static void note_of(const struct energy_model *m, const struct occ_energy *oe, s
 static void row(struct csv *c, const struct energy_model *m, const struct occ_energy *oe, size_t i)
 {
 	const struct phase_occ *o = &m->ph.occ[i];
-	const struct ring_proc *p = ring_procs_find(&m->rl.procs, o->pid);
+	const struct ring_proc *p = lookup_proc(&m->rl.procs, o->pid);
 	double a = energy_model_tl(m, o->t0_ns), b = energy_model_tl(m, o->t1_ns);
 	char flags[32] = "", note[1024];
 	int dev = o->tid == PHASE_DEVICE_TID;

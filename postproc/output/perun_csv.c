@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/lookup.h"
 #include "model/sensor_glitch.h"
 #include "output/csv.h"
 #include "output/outfile.h"
@@ -64,7 +65,7 @@ static int write_samples(struct csv *c, const struct tl *tl, const struct perun_
 					struct sensor_glitch sg = {0};
 					if (!s->n)
 						continue;
-					if (perun_sensor_is_power(s) && s->n >= 2 &&
+					if (lookup_perun_is_power(s) && s->n >= 2 &&
 					    sensor_glitch_repair(s, gr->name,
 								 !strcmp(gr->name, "gpu") ? ATTRIB_INSTANT_W
 											  : ATTRIB_WINDOW_AVG_W,
@@ -74,7 +75,7 @@ static int write_samples(struct csv *c, const struct tl *tl, const struct perun_
 						   s->values_digits, sg.bad);
 					if (s->alt_values) {
 						snprintf(cmetric, sizeof cmetric, "%s_counter",
-							 perun_metric_name(s->alt_unit));
+							 lookup_perun_metric(s->alt_unit));
 						put_series(c, tl, m, r, h, gr, s, cmetric, s->alt_unit, s->alt_values,
 							   s->alt_digits, sg.bad);
 					}
@@ -142,7 +143,7 @@ static size_t write_energy(FILE *tfp, struct csv *c, const struct perun_multirun
 					double e_j;
 					char why[512];
 					int bad;
-					if (!perun_sensor_is_power(s) || perun_sensor_energy_j(s, &e_j) < 0)
+					if (!lookup_perun_is_power(s) || lookup_perun_energy_j(s, &e_j) < 0)
 						continue;
 					bad = sensor_glitched(s, gr->name, why, sizeof why);
 					if (tfp)
@@ -173,9 +174,9 @@ static size_t count_power(const struct perun_file *pf, const struct perun_multir
 {
 	struct perun_file one;
 	if (!only)
-		return perun_count_power_sensors(pf);
+		return lookup_perun_power_sensors(pf);
 	one = (struct perun_file){.app = pf->app, .runs = (struct perun_multirun *)only, .nruns = 1};
-	return perun_count_power_sensors(&one);
+	return lookup_perun_power_sensors(&one);
 }
 
 /* OUT.energy.csv (epath, NULL: none) and the table (tfp, NULL: none):

@@ -19,6 +19,7 @@
 
 #include "anchors/ring_format.h"
 #include "model/group_power.h"
+#include "model/lookup.h"
 #include "output/plot.h"
 #include "util/diag.h"
 
@@ -78,7 +79,7 @@ static int build_lanes(struct tl_ctx *c)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->ph.nthr; i++) {
 		uint32_t pid = m->ph.thr[i].pid;
-		const struct ring_proc *p = ring_procs_find(&m->rl.procs, pid);
+		const struct ring_proc *p = lookup_proc(&m->rl.procs, pid);
 		const char *exe = p && p->exe[0] ? p->exe : "";
 		const char *base = strrchr(exe, '/');
 		int dup = 0, own = 0, device = m->ph.thr[i].tid == PHASE_DEVICE_TID;

@@ -11,6 +11,8 @@
 
 #include "input/pyspy.h"
 
+#include "model/lookup.h"
+
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
@@ -141,7 +143,7 @@ static int write_thread(const struct pyspy_profile *p, uint32_t t, const uint32_
 			*frames = nf;
 			*cap = depth;
 		}
-		pyspy_stack_frames(&p->stacks, node, *frames, *cap);
+		lookup_stack_frames(p, node, *frames, *cap);
 		fputs(k ? ",[" : "[", fp);
 		for (uint32_t d = 0; d < depth; d++)
 			fprintf(fp, d ? ",%u" : "%u", (*frames)[d]);

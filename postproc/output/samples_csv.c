@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/lookup.h"
 #include "output/csv.h"
 #include "output/outfile.h"
 #include "output/timebase.h"
@@ -127,7 +128,7 @@ static int build_stack(struct out *o, const struct pyspy_profile *p, uint32_t no
 		o->frames = fr;
 		o->frames_cap = depth;
 	}
-	pyspy_stack_frames(&p->stacks, node, o->frames, o->frames_cap);
+	lookup_stack_frames(p, node, o->frames, o->frames_cap);
 	for (uint32_t d = 0; d < depth; d++)
 		len += o->flen[o->frames[d]] + 1;
 	if (len + 1 > o->stack_cap) {
@@ -620,10 +621,10 @@ static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char 
 			    const struct align_pyspy *al, const struct ringload *rl, uint64_t base_ns)
 {
 	char iso[48], line[2048];
-	ring_clock_iso(ring_clock_unix_ns(&rl->clock, base_ns), iso, sizeof iso);
+	timebase_iso(timebase_unix_ns(&rl->clock, base_ns), iso, sizeof iso);
 	align_pyspy_describe(al, p, line, sizeof line);
 	fprintf(fp, "method: %s (the fit functions, timeline and trace.json use: align_pyspy.h)\n", al->method);
-	fprintf(fp, "profile: %s (%s)\nring: %s\n", profile, pyspy_format_name(p->meta.format), ring);
+	fprintf(fp, "profile: %s (%s)\nring: %s\n", profile, lookup_format_name(p->meta.format), ring);
 	fprintf(fp, "py-spy alignment: %s\n", line);
 	fprintf(fp, "t_s: start of the sample's aligned slice, seconds since the ring's first record "
 		    "(mono_ns %" PRIu64 " = %s)\n", base_ns, iso);
@@ -689,7 +690,7 @@ static int write_stacks_csv(const struct out *o, const struct pyspy_profile *p, 
 			fr = nfr;
 			cap = depth;
 		}
-		pyspy_stack_frames(&p->stacks, node, fr, cap);
+		lookup_stack_frames(p, node, fr, cap);
 		for (uint32_t d = 0; d < depth; d++) {
 			u64_field(&c, node);
 			u64_field(&c, d);
@@ -901,7 +902,7 @@ int samples_csv_write_ring(const struct pyspy_profile *p, const char *in, const 
 
 	if (!p->meta.times_known)
 		return diag_error(e, -EINVAL, in, "%s profile has no sample times, so --ring cannot place it (%s)",
-				  pyspy_format_name(p->meta.format),
+				  lookup_format_name(p->meta.format),
 				  p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
 	if (!rl->clock.n)
 		return diag_error(e, -EINVAL, ring, "no clock SYNC record: cannot map to UTC");

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anchors/ring_clock.h"
+#include "model/timebase.h"
 
 /*
  * One row per (step, rank): a million rows for 64 ranks x 16 k steps, where
@@ -62,7 +62,7 @@ static void put_iso(struct csv *c, int64_t ns, int64_t *last_sec, char *prefix, 
 	size_t n;
 	if (sec != *last_sec) {
 		char iso[48];
-		ring_clock_iso(sec * 1000000000, iso, sizeof iso);
+		timebase_iso(sec * 1000000000, iso, sizeof iso);
 		snprintf(prefix, cap, "%.*s", (int)strcspn(iso, "."), iso);
 		*last_sec = sec;
 	}

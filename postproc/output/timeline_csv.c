@@ -162,9 +162,7 @@ static int write_alignment_note(const struct run_model *rm, const char *out, int
 	fprintf(afp, "perun alignment: %s (+-%.3g ms)\n", mp->align.method, mp->align.uncert_ms);
 	fprintf(afp, "perun span: %.6f .. %.6f s\n", mp->span_t0_s, mp->span_t1_s);
 	if (have_prof) {
-		char line[2048];
-		align_pyspy_describe(&rm->al, &rm->p, line, sizeof line);
-		fprintf(afp, "py-spy alignment: %s\n", line);
+		fprintf(afp, "py-spy alignment: %s\n", rm->align_text);
 	}
 	if (mp->emulated)
 		fprintf(afp, "sensor: %s\n", energy_model_sensor_note(mp));

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anchors/ring_clock.h"
 #include "anchors/ring_format.h"
 #include "model/group_power.h"
+#include "model/lookup.h"
+#include "model/timebase.h"
 #include "output/outfile.h"
 
 /* Pseudo-process of the power counters when no phase ran; real pids stay
@@ -510,7 +511,7 @@ static void stack_tracks(struct w *w, const struct energy_model *m, const struct
 				 th->thread_name[0] ? " " : "", who, th->tid[0] ? th->tid : "?");
 		meta(w, "thread_name", pid, tr[t].tid, buf);
 		sort_index(w, "thread_sort_index", pid, tr[t].tid, tid >= 0 ? 2 * tid + 1 : (long)tr[t].tid);
-		if (!ring_procs_find(&m->rl.procs, pid)) {
+		if (!lookup_proc(&m->rl.procs, pid)) {
 			snprintf(buf, sizeof buf, "pid %" PRIu32 " (py-spy only)", pid);
 			meta(w, "process_name", pid, 0, buf);
 		}
@@ -548,7 +549,7 @@ static size_t diff_thread_stacks(struct w *w, const struct pyspy_profile *p, con
 	for (; k < ns && s[k].thread == th; k++) {
 		const struct pyspy_sample *sm = &p->samples[s[k].i];
 		double t0 = s[k].t, t_end = s[k].t_end;
-		uint32_t ncur = pyspy_stack_frames(&p->stacks, sm->stack, d->cur, d->maxdepth), same = 0;
+		uint32_t ncur = lookup_stack_frames(p, sm->stack, d->cur, d->maxdepth), same = 0;
 		if (nprev && t0 > prev_end + 1e-6) {
 			while (nprev) {
 				frame_close(w, t, prev_end, d->fname[d->prev[nprev - 1]], acc_take(d, nprev - 1));
@@ -597,11 +598,9 @@ static void write_stacks(struct w *w, const struct energy_model *m, const struct
 	stack_tracks(w, m, ps, default_pid, tr);
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct pyspy_sample *sm = &p->samples[i];
-		double a, b;
 		if (!tr[sm->thread].keep || !isfinite(sm->t_rel_s))
 			continue;
-		align_pyspy_slice(ps->al, p, i, &a, &b);
-		s[ns++] = (struct sidx){sm->thread, a, b, i};
+		s[ns++] = (struct sidx){sm->thread, ps->t0_s[i], ps->t1_s[i], i};
 	}
 	qsort(s, ns, sizeof *s, cmp_sidx);
 	for (size_t k = 0; k < ns;)
@@ -624,12 +623,12 @@ out:
 static void write_epoch(struct w *w, const struct energy_model *m)
 {
 	int64_t mono_ns = (int64_t)m->base_ns + (int64_t)llround(w->origin_s * 1e9);
-	int64_t unix_ns = mono_ns > 0 ? ring_clock_unix_ns(&m->rl.clock, (uint64_t)mono_ns) : 0;
+	int64_t unix_ns = mono_ns > 0 ? timebase_unix_ns(&m->rl.clock, (uint64_t)mono_ns) : 0;
 	char iso[64];
 	fputs(",\"clock_domain\":\"CLOCK_MONOTONIC\"", w->fp);
 	fprintf(w->fp, ",\"ts0_monotonic_ns\":%" PRId64, mono_ns);
 	if (unix_ns) {
-		ring_clock_iso(unix_ns, iso, sizeof iso);
+		timebase_iso(unix_ns, iso, sizeof iso);
 		fprintf(w->fp, ",\"ts0_unix_ns\":%" PRId64 ",\"ts0_unix_s\":%.6f,\"ts0_utc\":\"%s\"", unix_ns,
 			(double)unix_ns / 1e9, iso);
 	} else {
@@ -651,10 +650,8 @@ static void write_other(struct w *w, const struct energy_model *m, const struct 
 	put_str(w, m->align.method);
 	put_num(w, "perun_align_uncert_ms", "%.6g", m->align.uncert_ms);
 	if (ps && ps->p) {
-		char buf[2048];
-		align_pyspy_describe(ps->al, ps->p, buf, sizeof buf);
 		fputs(",\"pyspy_alignment\":", w->fp);
-		put_str(w, buf);
+		put_str(w, ps->align_text);
 		put_num(w, "pyspy_align_uncert_ms", "%.6g", ps->al->uncert_ms);
 	}
 	fputs("}}\n", w->fp);
@@ -705,11 +702,9 @@ int trace_json_write(const struct energy_model *m, const struct trace_pyspy *ps,
 	w.origin_s = fmin(0, m->span_t0_s);
 	if (ps && ps->p)
 		for (size_t i = 0; i < ps->p->nsamples; i++) {
-			double a, b;
 			if (!isfinite(ps->p->samples[i].t_rel_s))
 				continue;
-			align_pyspy_slice(ps->al, ps->p, i, &a, &b);
-			w.origin_s = fmin(w.origin_s, a);
+			w.origin_s = fmin(w.origin_s, ps->t0_s[i]);
 		}
 	collect_shown(&w, m, ps, default_pid);
 	if ((rc = outfile_create(&of, path, e)) != 0) {

@@ -37,7 +37,9 @@
 
 struct trace_pyspy {
 	const struct pyspy_profile *p; /* NULL: no stacks */
-	const struct align_pyspy *al;  /* places every sample on the timeline */
+	const struct align_pyspy *al;  /* the threads' ring pids and tids, the uncertainty */
+	const double *t0_s, *t1_s;     /* each sample's aligned slice (sample_energy.h) */
+	const char *align_text;        /* the alignment in one line (run_model.h) */
 	int all_processes;             /* else only processes with phases */
 	/* joules of each sample (p->nsamples, all groups; NULL: none): every
 	 * stack slice then carries args.energy_j, the sum over the samples it

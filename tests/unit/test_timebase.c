@@ -1,5 +1,5 @@
 /*
- * test_timebase.c - output/timebase.c: timeline seconds to the unix_s text
+ * test_timebase.c - model/timebase.c and output/timebase.c: timeline seconds to the unix_s text
  * every output with times writes.  Known answers to the nanosecond (9
  * decimals, leading zeros kept), exact for a base_ns a double cannot hold
  * (a machine up for months), negative t_s (before the ring's first
