@@ -69,7 +69,7 @@ $(B)/test_counters: tests/unit/test_counters.c tests/unit/unit_check.h $(ATTRIB_
 	$(CC) $(CFLAGS_POST) -o $@ $< $(ATTRIB_OBJ) -lm
 # Unit tests of the option parser (options.c, with diag.c and outfile.c for
 # its messages).
-OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/output/temp_name.o $(B)/post/postproc/input/input_file.o
+OPTIONS_OBJ := $(B)/post/postproc/cmd/options.o $(B)/post/postproc/util/diag.o $(B)/post/postproc/output/outfile.o $(B)/post/postproc/output/temp_name.o $(B)/post/postproc/input/input_file.o $(B)/post/postproc/util/file_ids.o
 $(B)/test_options: tests/unit/test_options.c tests/unit/unit_check.h $(OPTIONS_OBJ) $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(OPTIONS_OBJ) -lm
 # Unit tests of single modules (tests/unit/t_unit_modules.sh): each links its

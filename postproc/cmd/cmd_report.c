@@ -76,6 +76,7 @@
 #include "output/timeline_csv.h"
 #include "output/trace_json.h"
 #include "util/diag.h"
+#include "util/file_ids.h"
 
 struct report {
 	const char *dir;   /* where the files are built: tmp_dir */
@@ -296,7 +297,7 @@ static int check_target(const char *final, const char *base, struct em_error *e)
 		rc = diag_error(e, -EEXIST, path_kept,
 				"is %s: report replaces only regular files in OUTDIR; remove it or choose another -d",
 				input_file_kind(st.st_mode));
-	} else if ((in = input_file_same_input(path, &st))) {
+	} else if ((in = file_ids_same_input(path, &st))) {
 		rc = diag_error(e, -EEXIST, path_kept,
 				"is an input of this report (%s): refusing to replace it; choose another -d", in);
 	}

@@ -7,10 +7,10 @@
  * opened with O_NONBLOCK and refused with one line unless it is a regular
  * file (rings are mmap()ed, HDF5 seeks, py-spy profiles are read twice).
  *
- * Each input is also remembered (device, inode, canonical path) so that
- * outfile.c refuses an output that would replace one of this run's inputs
- * ("-o run.ring"), and each output target is remembered so that an input
- * read after its output was opened (`samples` streams) is refused too.
+ * Each input is also remembered (util/file_ids.h: device, inode,
+ * canonical path) so that outfile.c refuses an output that would replace
+ * one of this run's inputs ("-o run.ring"), and an input that is the
+ * target of an output already opened (`samples` streams) is refused too.
  */
 #ifndef ANCHORPOST_INPUT_FILE_H
 #define ANCHORPOST_INPUT_FILE_H
@@ -35,17 +35,5 @@ int input_file_check(const char *path, int flags, struct em_error *e);
 
 /* What st is, in words ("a FIFO", "a character device", ...). */
 const char *input_file_kind(mode_t mode);
-
-/* The remembered input that is the same file as st (st may be NULL when
- * the output does not exist yet) or the same canonical path as path, or
- * NULL.  Used by outfile_open. */
-const char *input_file_same_input(const char *path, const struct stat *st);
-
-/* Remember an output target (st NULL when it does not exist yet), so an
- * input opened later that is the same file is refused. */
-void input_file_note_output(const char *path, const struct stat *st);
-
-/* Forget an output target again (committed or aborted). */
-void input_file_forget_output(const char *path);
 
 #endif

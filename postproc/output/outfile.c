@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "input/input_file.h"
 #include "output/temp_name.h"
 #include "util/diag.h"
+#include "util/file_ids.h"
 
 /* Outfiles with a temp on disk.  Changed only with g_sigs blocked, so the
  * signal handler always walks a consistent list. */
@@ -238,7 +238,7 @@ static int create_temp(const char *target, char **tmp_out)
 
 static int refuse_if_input(const char *shown, const char *path, const struct stat *st, struct em_error *e)
 {
-	const char *in = input_file_same_input(path, st);
+	const char *in = file_ids_same_input(path, st);
 	if (in)
 		return diag_error(e, -EEXIST, shown,
 				  "is also an input of this command (%s): refusing to overwrite it; choose another "
@@ -367,7 +367,7 @@ int outfile_create(struct outfile *o, const char *path, struct em_error *e)
 	g_open = o;
 	restore_sigs(&old);
 
-	input_file_note_output(o->shown, have);
+	file_ids_note_output(o->shown, have);
 	if (fchmod(fd, file_mode()) != 0 || !(o->fp = fdopen(fd, "w"))) {
 		int err = errno;
 		if (!o->fp)
@@ -388,7 +388,7 @@ fail:
 static void forget(struct outfile *o)
 {
 	if (o->shown)
-		input_file_forget_output(o->shown);
+		file_ids_forget_output(o->shown);
 	free(o->tmp_path);
 	free(o->path);
 	free(o->shown);

@@ -1,6 +1,6 @@
 /*
  * fuzz_torch.c - libFuzzer target for the torch.profiler / Kineto trace reader.
- * fuzz-sources: postproc/util/diag.c postproc/input/input_file.c postproc/input/pyspy_tables.c postproc/input/pyspy_read.c postproc/input/pyspy_speedscope.c postproc/input/pyspy_chrometrace.c postproc/input/pyspy_raw.c postproc/input/torch_trace.c postproc/input/gzip_input.c postproc/output/pyspy_energy.c
+ * fuzz-sources: postproc/util/diag.c postproc/input/input_file.c postproc/util/file_ids.c postproc/input/pyspy_tables.c postproc/input/pyspy_read.c postproc/input/pyspy_speedscope.c postproc/input/pyspy_chrometrace.c postproc/input/pyspy_raw.c postproc/input/torch_trace.c postproc/input/gzip_input.c postproc/output/pyspy_energy.c postproc/model/lookup.c
  * fuzz-libs: yajl zlib
  * fuzz-seeds: tests/fuzz/seeds/torch
  */
