@@ -59,6 +59,7 @@
 #include "model/results.h"
 #include "model/run_model.h"
 #include "model/sample_energy.h"
+#include "model/sample_times.h"
 #include "output/counter_table.h"
 #include "output/csv.h"
 #include "output/functions_csv.h"
@@ -435,9 +436,16 @@ static int write_samples(struct report *r, const struct run_model *rm, const str
 	const struct energy_model *m = &rm->m;
 	const char *path;
 	int rc;
+	struct sample_times st;
 	progress(r, "samples.csv");
-	if ((rc = out_path(r, "samples.csv", &path, e)) ||
-	    (rc = samples_csv_write_ring(&rm->p, rm->profile, &m->rl, &rm->al, m->base_ns, o->ring, path, 0, e)))
+	if ((rc = out_path(r, "samples.csv", &path, e)))
+		return rc;
+	if (sample_times_build(&st, &rm->p, &m->rl, &rm->al, m->base_ns))
+		rc = diag_error(e, -ENOMEM, NULL, "out of memory");
+	else
+		rc = samples_csv_write_ring(&rm->p, rm->profile, &st, o->ring, path, 0, e);
+	sample_times_free(&st);
+	if (rc)
 		return rc;
 	if ((rc = out_path(r, "samples.csv.alignment.txt", NULL, e)) || (rc = out_path(r, "samples.stacks.csv", NULL, e)) ||
 	    (rc = out_path(r, "samples.frames.csv", NULL, e)))

@@ -15,6 +15,7 @@
 #include "input/pyspy.h"
 #include "input/ringload.h"
 #include "model/sample_energy.h"
+#include "model/sample_times.h"
 #include "output/samples_csv.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
@@ -67,6 +68,7 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	struct ringload rl;
 	struct phase_set ph;
 	struct align_pyspy al;
+	struct sample_times st;
 	struct em_error e;
 	char script[1024];
 	uint64_t base_ns;
@@ -94,8 +96,11 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	/* perun monitor's "<string>" frames named as functions and report
 	 * name them (sample_energy.h) */
 	sample_energy_name_script(&rl, &p, script, sizeof script);
-	if (samples_csv_write_ring(&p, in, &rl, &al, base_ns, ring, out, stack_text, &e))
+	if (sample_times_build(&st, &p, &rl, &al, base_ns))
+		diag_fatal(NULL, "out of memory");
+	if (samples_csv_write_ring(&p, in, &st, ring, out, stack_text, &e))
 		diag_fatal(e.file, "%s", e.msg);
+	sample_times_free(&st);
 	if (verbose)
 		summary(in, &p);
 	align_pyspy_free(&al);
@@ -103,6 +108,34 @@ static int samples_ring(const char *in, int fmt, double rate, const char *ring, 
 	ringload_close(&rl);
 	pyspy_profile_free(&p);
 	return 0;
+}
+
+/* `samples PROFILE`: the profile read once, its rows written as they
+ * stream in (samples_csv.h); memory is the profile's tables, not its
+ * samples. */
+static int samples_stream(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out,
+			  int stack_text, struct em_error *e)
+{
+	struct samples_stream *ss;
+	struct em_error rerr = {0};
+	int rc;
+	if ((rc = samples_csv_stream_open(&ss, in, out, stack_text, e)))
+		return rc;
+	rc = pyspy_read(in, fmt, p, samples_csv_stream_sample, ss, &rerr);
+	return samples_csv_stream_close(ss, p, rc, &rerr);
+}
+
+/* `samples --by-frame`: the same stream, aggregated per stack. */
+static int samples_by_frame(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out,
+			    struct em_error *e)
+{
+	struct frames_stream *fs;
+	struct em_error rerr = {0};
+	int rc;
+	if ((rc = samples_csv_frames_open(&fs, e)))
+		return rc;
+	rc = pyspy_read(in, fmt, p, samples_csv_frames_sample, fs, &rerr);
+	return samples_csv_frames_close(fs, p, in, out, rc, &rerr, e);
 }
 
 int cmd_samples(int argc, char **argv)
@@ -140,8 +173,8 @@ int cmd_samples(int argc, char **argv)
 		return samples_ring(in, fmt, rate, ring, out, stack_text, verbose);
 	pyspy_profile_init(&p);
 	p.rate_override_hz = rate;
-	if (by_frame ? samples_csv_write_by_frame(in, (enum pyspy_format)fmt, &p, out, &e)
-		     : samples_csv_write(in, (enum pyspy_format)fmt, &p, out, stack_text, &e))
+	if (by_frame ? samples_by_frame(in, (enum pyspy_format)fmt, &p, out, &e)
+		     : samples_stream(in, (enum pyspy_format)fmt, &p, out, stack_text, &e))
 		diag_fatal(e.file, "%s", e.msg);
 	if (verbose)
 		summary(in, &p);

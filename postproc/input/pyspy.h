@@ -232,13 +232,6 @@ static inline uint32_t pyspy_stack_leaf(const struct pyspy_stacks *s, uint32_t n
  * has one) are the start of an energy profile anchorpost wrote. */
 int pyspy_written_by_anchorpost(const char *head, size_t len);
 
-/* Write an energy-weighted speedscope file from the model: one sampled
- * profile per thread, the model's stacks, weight_j[i] (joules, >= 0, NaN
- * written as 0) for sample i, unit "none", profile names end in
- * "(joules)".  0 or -errno. */
-int pyspy_write_energy_speedscope(const struct pyspy_profile *p, const double *weight_j, FILE *fp,
-				  const char *name);
-
 /* Internal to the readers (pyspy_tables.c). */
 int pyspy_frames_add(struct pyspy_frames *f, const char *name, size_t name_len, const char *file,
 		     size_t file_len, int32_t line, uint32_t *idx);

@@ -28,6 +28,12 @@ uint32_t lookup_stack_frames(const struct pyspy_profile *p, uint32_t node, uint3
 /* The set of phases (bit per phase) a stack's SITE labels allow, 0 none. */
 uint64_t lookup_stack_phases(const struct run_model *rm, uint32_t stack);
 
+/* The profile's distinct (name, file, line) frames into tab (zeroed by the
+ * caller; py-spy's table can repeat one), canon[f] each frame's index in
+ * it.  0 or -ENOMEM; lookup_frames_free frees tab either way. */
+int lookup_distinct_frames(const struct pyspy_profile *p, struct pyspy_frames *tab, uint32_t *canon);
+void lookup_frames_free(struct pyspy_frames *tab);
+
 /* "speedscope", "chrometrace", "raw", "auto". */
 const char *lookup_format_name(enum pyspy_format f);
 

@@ -12,7 +12,7 @@
 #ifndef ANCHORPOST_DUMP_CSV_H
 #define ANCHORPOST_DUMP_CSV_H
 
-#include "input/ringload.h"
+#include "model/lookup.h"
 #include "util/diag.h"
 
 /* Write rl's events to out ("-": stdout), all or nothing.  0, or a

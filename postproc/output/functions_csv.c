@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align/align_pyspy.h"
-#include "input/pyspy.h"
 #include "model/energy_model.h"
 #include "model/lookup.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"
 #include "output/function_phases.h"
 #include "output/outfile.h"
+#include "output/pyspy_energy.h"
 #include "output/timebase.h"
 #include "util/diag.h"
 

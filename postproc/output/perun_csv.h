@@ -26,8 +26,8 @@
 
 #include <stdio.h>
 
-#include "input/perun.h"
 #include "model/energy_model.h"
+#include "model/lookup.h"
 #include "util/diag.h"
 
 /* perun's samples (or regions) as long CSV to out ("-": stdout), of one

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anchors/ring_format.h"
 #include "model/group_power.h"
 #include "model/lookup.h"
 #include "output/plot.h"

@@ -4,14 +4,12 @@
  * speedscope has no "joules" unit, so the unit is "none" and the profile
  * names say what the numbers are.
  */
+#include "output/pyspy_energy.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "input/pyspy.h"
-
-#include "model/lookup.h"
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)

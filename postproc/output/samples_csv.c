@@ -60,13 +60,12 @@ struct out {
 	char *scratch_buf;
 	size_t scratch_len;
 	int stack_text;       /* the stack_text column */
-	/* --ring: the run's one alignment (align_pyspy.h), and its UTC map */
-	const struct align_pyspy *al;
-	const struct ring_clock *clk;
-	uint64_t base_ns;
+	/* --ring, while the rows are written: the run's one alignment and its
+	 * UTC map (model/sample_times.h) */
+	const struct sample_times *st;
 	char **thread_prefix; /* per thread: "thread,pid,tid,thread_name" */
 	uint32_t nprefix;
-	char **tid_over, **name_over; /* per thread, from the ring (NULL: none) */
+	char *const *tid_over, *const *name_over; /* per thread, from the ring (NULL: none); st's */
 	uint8_t *used;        /* per stack node: a sample names it */
 	uint32_t used_cap;
 	uint64_t rows;
@@ -285,8 +284,8 @@ static const char *thread_prefix(struct out *o, const struct pyspy_profile *p, u
 		csv_u64(&tc, k);
 		if (t->pid >= 0)
 			csv_u64(&tc, (uint64_t)t->pid);
-		else if (o->al && k < o->al->nthr && o->al->thr[k].ring_pid)
-			csv_u64(&tc, o->al->thr[k].ring_pid); /* speedscope names no pid: the ring's */
+		else if (o->st && k < o->st->nthr && o->st->ring_pid[k])
+			csv_u64(&tc, o->st->ring_pid[k]); /* speedscope names no pid: the ring's */
 		else
 			csv_empty(&tc);
 		if (o->tid_over && o->tid_over[k])
@@ -351,11 +350,11 @@ static int write_row(struct out *o, const struct pyspy_profile *p, const struct 
 	u64_field(c, index);
 	time_field(c, s->t_rel_s);
 	time_field(c, s->duration_s);
-	if (o->al) {
+	if (o->st) {
 		char buf[48];
 		size_t n;
 		csv_fixed(c, t_s, 9);
-		if ((n = timebase_unix_text(o->clk, o->base_ns, t_s, buf, sizeof buf)))
+		if ((n = timebase_unix_text(o->st->clk, o->st->base_ns, t_s, buf, sizeof buf)))
 			raw_field(c, buf, n);
 		else
 			csv_empty(c);
@@ -515,12 +514,8 @@ static int write_by_frame(const struct pyspy_profile *p, const struct agg *a, co
 	if (!canon)
 		goto oom;
 	/* py-spy's frame table can repeat (name, file, line): merge those. */
-	for (uint32_t f = 0; f < p->frames.n; f++) {
-		const struct pyspy_frame *fr = &p->frames.v[f];
-		if (pyspy_frames_intern(&canon_tab, fr->name, strlen(fr->name), fr->file,
-					fr->file ? strlen(fr->file) : 0, fr->line, &canon[f]))
-			goto oom;
-	}
+	if (lookup_distinct_frames(p, &canon_tab, canon))
+		goto oom;
 	rows = calloc((size_t)canon_tab.n + 1, sizeof *rows);
 	stamp = malloc(((size_t)canon_tab.n + 1) * sizeof *stamp);
 	if (!rows || !stamp)
@@ -573,62 +568,21 @@ done:
 	free(rows);
 	free(stamp);
 	free(canon);
-	for (size_t i = 0; i < canon_tab.nblocks; i++)
-		free(canon_tab.blocks[i]);
-	free(canon_tab.blocks);
-	free(canon_tab.v);
-	free(canon_tab.hash);
+	lookup_frames_free(&canon_tab);
 	return rc;
 }
 
 /* chrometrace names threads by pthread id; the aligned ring thread gives
  * the OS tid, and its THREAD record the thread's name. */
-static int ring_thread_names(struct out *o, const struct ringload *rl, const struct pyspy_profile *p,
-			     const struct align_pyspy *al)
-{
-	o->tid_over = calloc(p->nthreads + 1, sizeof *o->tid_over);
-	o->name_over = calloc(p->nthreads + 1, sizeof *o->name_over);
-	if (!o->tid_over || !o->name_over) {
-		free(o->tid_over); /* out_free walks them only when both are there */
-		free(o->name_over);
-		o->tid_over = o->name_over = NULL;
-		return oom(o->e);
-	}
-	for (uint32_t k = 0; k < p->nthreads && k < al->nthr; k++) {
-		const struct align_pyspy_thread *at = &al->thr[k];
-		if (!at->ring_tid)
-			continue;
-		if (p->meta.format == PYSPY_FMT_CHROMETRACE && asprintf(&o->tid_over[k], "%u", at->ring_tid) < 0) {
-			o->tid_over[k] = NULL;
-			return oom(o->e);
-		}
-		if (p->threads[k].thread_name && p->threads[k].thread_name[0])
-			continue;
-		for (size_t i = 0; i < rl->rf.nev; i++) {
-			const struct ring_event *e = &rl->rf.ev[i];
-			if (e->kind == ANCHOR_KIND_THREAD && e->pid == at->ring_pid && e->tid == at->ring_tid &&
-			    e->text && e->text[0]) {
-				if (!(o->name_over[k] = strdup(e->text)))
-					return oom(o->e);
-				break;
-			}
-		}
-	}
-	return 0;
-}
-
 static void write_alignment(FILE *fp, const struct pyspy_profile *p, const char *profile, const char *ring,
-			    const struct align_pyspy *al, const struct ringload *rl, uint64_t base_ns)
+			    const struct sample_times *st)
 {
-	char iso[48], line[2048];
-	timebase_iso(timebase_unix_ns(&rl->clock, base_ns), iso, sizeof iso);
-	align_pyspy_describe(al, p, line, sizeof line);
-	fprintf(fp, "method: %s (the fit functions, timeline and trace.json use: align_pyspy.h)\n", al->method);
+	fprintf(fp, "method: %s (the fit functions, timeline and trace.json use: align_pyspy.h)\n", st->method);
 	fprintf(fp, "profile: %s (%s)\nring: %s\n", profile, lookup_format_name(p->meta.format), ring);
-	fprintf(fp, "py-spy alignment: %s\n", line);
+	fprintf(fp, "py-spy alignment: %s\n", st->align_text);
 	fprintf(fp, "t_s: start of the sample's aligned slice, seconds since the ring's first record "
-		    "(mono_ns %" PRIu64 " = %s)\n", base_ns, iso);
-	fprintf(fp, "unix_s: t_s in UTC through the ring's SYNC records (%zu)\n", rl->clock.n);
+		    "(mono_ns %" PRIu64 " = %s)\n", st->base_ns, st->base_iso);
+	fprintf(fp, "unix_s: t_s in UTC through the ring's SYNC records (%zu)\n", st->clk->n);
 	fprintf(fp, "at_s: the sample's own instant on the same timeline; placed: 0 when its time is not known well "
 		    "enough to name its phase (CANNOT PLACE) or it lies outside its process's life; place_ms: the "
 		    "placement's stated uncertainty\n");
@@ -760,8 +714,8 @@ static int write_threads_csv(const struct out *o, const struct pyspy_profile *p,
 		csv_str(&c, t->profile);
 		if (t->pid >= 0)
 			csv_i64(&c, t->pid);
-		else if (o->al && k < o->al->nthr && o->al->thr[k].ring_pid)
-			csv_u64(&c, o->al->thr[k].ring_pid);
+		else if (o->st && k < o->st->nthr && o->st->ring_pid[k])
+			csv_u64(&c, o->st->ring_pid[k]);
 		else
 			csv_empty(&c);
 		if (o->tid_over && o->tid_over[k])
@@ -813,12 +767,6 @@ static void out_free(struct out *o, const struct pyspy_profile *p)
 		free(o->ftext[f]);
 	for (uint32_t k = 0; k < o->nprefix; k++)
 		free(o->thread_prefix[k]);
-	for (uint32_t k = 0; o->tid_over && k < p->nthreads; k++) {
-		free(o->tid_over[k]);
-		free(o->name_over[k]);
-	}
-	free(o->tid_over);
-	free(o->name_over);
 	free(o->thread_prefix);
 	free(o->used);
 	free(o->ftext);
@@ -835,26 +783,24 @@ static void out_free(struct out *o, const struct pyspy_profile *p)
 }
 
 /* --ring: one row per sample of the loaded profile, aligned with the ring
- * (align_pyspy_fit, as every other output aligns it), its slice start on
- * the timeline; the alignment note beside out (stderr for a stream). */
-static int write_aligned(struct out *o, const struct pyspy_profile *p, const char *in, const struct ringload *rl,
-			 const struct align_pyspy *al, uint64_t base_ns, const char *ring, const char *out)
+ * (align_pyspy_fit, as every other output aligns it: st), its slice start
+ * on the timeline; the alignment note beside out (stderr for a stream). */
+static int write_aligned(struct out *o, const struct pyspy_profile *p, const char *in, const struct sample_times *st,
+			 const char *ring, const char *out)
 {
 	uint64_t *idx;
 	int rc = 0;
 
-	o->base_ns = base_ns;
-	o->al = al;
-	o->clk = &rl->clock;
-	if (ring_thread_names(o, rl, p, al))
-		return -ENOMEM;
+	o->st = st;
+	o->tid_over = st->tid_text;
+	o->name_over = st->name_text;
 	if (!outfile_is_stream(out)) {
 		struct outfile af;
 		char *apath;
 		if (asprintf(&apath, "%s.alignment.txt", out) < 0)
 			return oom(o->e);
 		if (!(rc = outfile_create(&af, apath, o->e))) {
-			write_alignment(af.fp, p, in, ring, al, rl, o->base_ns);
+			write_alignment(af.fp, p, in, ring, st);
 			rc = outfile_done(&af, o->e);
 		}
 		if (rc)
@@ -863,7 +809,7 @@ static int write_aligned(struct out *o, const struct pyspy_profile *p, const cha
 		if (rc)
 			return rc;
 	} else {
-		write_alignment(stderr, p, in, ring, al, rl, o->base_ns);
+		write_alignment(stderr, p, in, ring, st);
 	}
 	if (build_ftext(o, p))
 		return -ENOMEM;
@@ -879,21 +825,17 @@ static int write_aligned(struct out *o, const struct pyspy_profile *p, const cha
 			.ts_us = NAN,
 			.count = 1,
 		};
-		double t0, t1;
-		align_pyspy_slice(al, p, i, &t0, &t1);
-		struct row_place rp = {align_pyspy_time(al, sm->thread, sm->t_rel_s),
-				       !(al->unplaced && al->unplaced[i]), al->uncert_ms};
-		if ((rc = write_row(o, p, &ev, idx[sm->thread]++, t0, &rp)))
+		struct row_place rp = {st->t_s[i], st->placed[i], st->uncert_ms};
+		if ((rc = write_row(o, p, &ev, idx[sm->thread]++, st->t0_s[i], &rp)))
 			break;
 	}
 	free(idx);
-	o->al = NULL;
+	o->st = NULL;
 	return rc;
 }
 
-int samples_csv_write_ring(const struct pyspy_profile *p, const char *in, const struct ringload *rl,
-			   const struct align_pyspy *al, uint64_t base_ns, const char *ring, const char *out,
-			   int stack_text, struct em_error *e)
+int samples_csv_write_ring(const struct pyspy_profile *p, const char *in, const struct sample_times *st,
+			   const char *ring, const char *out, int stack_text, struct em_error *e)
 {
 	struct outfile of;
 	struct out o;
@@ -904,7 +846,7 @@ int samples_csv_write_ring(const struct pyspy_profile *p, const char *in, const 
 		return diag_error(e, -EINVAL, in, "%s profile has no sample times, so --ring cannot place it (%s)",
 				  lookup_format_name(p->meta.format),
 				  p->meta.format == PYSPY_FMT_RAW ? "raw format" : "pass --rate HZ");
-	if (!rl->clock.n)
+	if (!st->clk->n)
 		return diag_error(e, -EINVAL, ring, "no clock SYNC record: cannot map to UTC");
 	memset(&o, 0, sizeof o);
 	o.path = in;
@@ -916,7 +858,7 @@ int samples_csv_write_ring(const struct pyspy_profile *p, const char *in, const 
 		return rc;
 	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
 	csv_init(&o.c, of.fp);
-	if ((rc = write_aligned(&o, p, in, rl, al, base_ns, ring, out)))
+	if ((rc = write_aligned(&o, p, in, st, ring, out)))
 		goto fail;
 	if (o.header)
 		csv_header(&o.c, o.header);
@@ -933,61 +875,106 @@ fail:
 	return rc;
 }
 
-int samples_csv_write(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out, int stack_text,
-		      struct em_error *e)
-{
-	struct em_error err;
-	struct outfile of;
+/* A samples.csv that streams: the rows as the reader delivers them. */
+struct samples_stream {
 	struct out o;
+	struct outfile of;
 	const char *hdr[16];
-	int rc;
+	const char *out;
+	struct em_error *e;
+};
 
-	memset(&o, 0, sizeof o);
-	o.path = in;
-	o.e = e;
-	o.stack_node = UINT32_MAX;
-	o.stack_text = stack_text || outfile_is_stream(out);
-	set_header(&o, hdr, 0);
-	if ((rc = outfile_create(&of, out, e)))
+int samples_csv_stream_open(struct samples_stream **ssp, const char *in, const char *out, int stack_text,
+			    struct em_error *e)
+{
+	struct samples_stream *ss = calloc(1, sizeof *ss);
+	int rc;
+	*ssp = NULL;
+	if (!ss)
+		return oom(e);
+	ss->o.path = in;
+	ss->o.e = e;
+	ss->o.stack_node = UINT32_MAX;
+	ss->o.stack_text = stack_text || outfile_is_stream(out);
+	ss->out = out;
+	ss->e = e;
+	set_header(&ss->o, ss->hdr, 0);
+	if ((rc = outfile_create(&ss->of, out, e))) {
+		free(ss);
 		return rc;
-	setvbuf(of.fp, NULL, _IOFBF, 1 << 20);
-	csv_init(&o.c, of.fp);
-	if ((rc = pyspy_read(in, fmt, p, on_sample, &o, &err))) {
+	}
+	setvbuf(ss->of.fp, NULL, _IOFBF, 1 << 20);
+	csv_init(&ss->o.c, ss->of.fp);
+	*ssp = ss;
+	return 0;
+}
+
+int samples_csv_stream_sample(void *ctx, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
+			      struct em_error *err)
+{
+	return on_sample(&((struct samples_stream *)ctx)->o, p, s, err);
+}
+
+int samples_csv_stream_close(struct samples_stream *ss, const struct pyspy_profile *p, int read_rc,
+			     const struct em_error *read_err)
+{
+	struct em_error *e = ss->e;
+	int rc = read_rc;
+	if (rc) {
 		/* a row that failed said why in *e itself */
-		if (o.rc)
-			rc = o.rc;
+		if (ss->o.rc)
+			rc = ss->o.rc;
 		else
-			diag_error(e, rc, in, "%s", err.msg);
+			diag_error(e, rc, ss->o.path, "%s", read_err->msg);
 		goto fail;
 	}
-	if ((rc = flush_pending(&o, p)))
+	if ((rc = flush_pending(&ss->o, p)))
 		goto fail;
-	if (o.header)
-		csv_header(&o.c, o.header);
-	if ((rc = outfile_error(&of, out, e))) /* before the companions */
+	if (ss->o.header)
+		csv_header(&ss->o.c, ss->o.header);
+	if ((rc = outfile_error(&ss->of, ss->out, e))) /* before the companions */
 		goto fail;
-	if (!outfile_is_stream(out) && (rc = write_companions(&o, p, out, e)))
+	if (!outfile_is_stream(ss->out) && (rc = write_companions(&ss->o, p, ss->out, e)))
 		goto fail;
-	rc = outfile_done(&of, e);
-	out_free(&o, p);
+	rc = outfile_done(&ss->of, e);
+	out_free(&ss->o, p);
+	free(ss);
 	return rc;
 fail:
-	outfile_abort(&of);
-	out_free(&o, p);
+	outfile_abort(&ss->of);
+	out_free(&ss->o, p);
+	free(ss);
 	return rc;
 }
 
-int samples_csv_write_by_frame(const char *in, enum pyspy_format fmt, struct pyspy_profile *p, const char *out,
-			       struct em_error *e)
+/* --by-frame as the reader delivers the samples. */
+struct frames_stream {
+	struct agg a;
+};
+
+int samples_csv_frames_open(struct frames_stream **fsp, struct em_error *e)
 {
-	struct em_error err;
-	struct agg a = {0};
+	if (!(*fsp = calloc(1, sizeof **fsp)))
+		return oom(e);
+	return 0;
+}
+
+int samples_csv_frames_sample(void *ctx, const struct pyspy_profile *p, const struct pyspy_sample_ev *s,
+			      struct em_error *err)
+{
+	return on_sample_agg(&((struct frames_stream *)ctx)->a, p, s, err);
+}
+
+int samples_csv_frames_close(struct frames_stream *fs, const struct pyspy_profile *p, const char *in, const char *out,
+			     int read_rc, const struct em_error *read_err, struct em_error *e)
+{
 	int rc;
-	if ((rc = pyspy_read(in, fmt, p, on_sample_agg, &a, &err)))
-		rc = a.oom ? oom(e) : diag_error(e, rc, in, "%s", err.msg);
+	if (read_rc)
+		rc = fs->a.oom ? oom(e) : diag_error(e, read_rc, in, "%s", read_err->msg);
 	else
-		rc = write_by_frame(p, &a, out, e);
-	free(a.count);
-	free(a.secs);
+		rc = write_by_frame(p, &fs->a, out, e);
+	free(fs->a.count);
+	free(fs->a.secs);
+	free(fs);
 	return rc;
 }

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align/align_pyspy.h"
-#include "input/pyspy.h"
 #include "model/energy_model.h"
 #include "model/sample_energy.h"
 #include "output/csv.h"

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "anchors/ring_format.h"
 #include "model/group_power.h"
 #include "model/lookup.h"
 #include "model/timebase.h"

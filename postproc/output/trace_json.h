@@ -31,9 +31,8 @@
 
 #include <stddef.h>
 
-#include "align/align_pyspy.h"
-#include "input/pyspy.h"
 #include "model/energy_model.h"
+#include "model/lookup.h"
 
 struct trace_pyspy {
 	const struct pyspy_profile *p; /* NULL: no stacks */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "input/pyspy.h"
+#include "output/pyspy_energy.h"
 
 static int fuzz_pyspy_one(const uint8_t *data, size_t size, enum pyspy_format fmt)
 {

@@ -16,8 +16,8 @@ from pyspy_common import ROOT, check, frame_text, read_csv, read_samples, run  #
 tmp = os.environ.get("ANCHOR_TEST_TMP", "/tmp")
 shared = os.environ.get("SHARED", "")
 drv = os.path.join(tmp, "pyspy_energy_main")
-srcs = ["postproc/input/pyspy_%s.c" % n for n in ("tables", "read", "speedscope", "chrometrace", "raw")] + ["postproc/util/diag.c", "postproc/input/input_file.c", "postproc/input/torch_trace.c", "postproc/input/gzip_input.c",
-   "postproc/output/pyspy_energy.c"]
+srcs = ["postproc/input/pyspy_%s.c" % n for n in ("tables", "read", "speedscope", "chrometrace", "raw")] + ["postproc/util/diag.c", "postproc/input/input_file.c", "postproc/util/file_ids.c", "postproc/input/torch_trace.c", "postproc/input/gzip_input.c",
+   "postproc/output/pyspy_energy.c", "postproc/model/lookup.c"]
 flags = subprocess.run(["pkg-config", "--cflags", "--libs", "yajl", "zlib"], capture_output=True, text=True).stdout.split()
 r = subprocess.run(["cc", "-std=c11", "-O1", "-g", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-I.", "-Ipostproc",
                     "-o", drv, "tests/victims/pyspy_energy_main.c"] + srcs + flags + ["-lm"], cwd=ROOT, capture_output=True, text=True)

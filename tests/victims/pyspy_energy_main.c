@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "input/pyspy.h"
+#include "output/pyspy_energy.h"
 
 int main(int argc, char **argv)
 {
