@@ -15,7 +15,13 @@ own.  The layers, lowest first, and what each may see:
     output   writers: tables, CSV, pictures, trace.json
     cmd      one file per subcommand, options, exit codes
 
-A file may include headers of its own layer or any layer below it.
+A file may include headers of its own layer or any layer below it, with
+one exception: output/ (the writers) sees only model/, phase/, util/ and its
+own headers.  The writers format what the run model holds (issue 27: the
+results stage attributes once, every writer reads its tables), so a writer
+that includes attrib/, align/, input/ or anchors/ is about to compute,
+align or read on its own.  tools/check_writer_calls.py checks the same on
+the objects: no writer calls a function of those layers.
 Usage: check_layers.py [ROOT]   (exit 0: clean, 1: violations listed)
 """
 import os
@@ -27,6 +33,9 @@ ORDER = ["anchors", "util", "attrib", "input", "phase", "align", "model", "outpu
 # is an installed header (include/, not a layer of postproc), included by
 # its bare name as a user of the C API writes it.
 EXTRA = {"anchor_version.h": "cmd"}
+# Layers a writer may not include (the model re-exports what it needs:
+# model/lookup.h, model/results.h).
+WRITER_BARRED = ("attrib", "align", "input", "anchors")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -69,6 +78,9 @@ def main(root):
                 elif ORDER.index(top) > rank:
                     bad.append("%s: %s/ is above %s/ (layers, lowest first: %s)" %
                                (where, top, layer, " < ".join(ORDER)))
+                elif layer == "output" and top in WRITER_BARRED:
+                    bad.append("%s: a writer includes %s/ (output/ formats the run model's tables: "
+                               "model/results.h, model/lookup.h)" % (where, top))
     for b in bad:
         print(b)
     print("layers: %d violation(s)" % len(bad))
