@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A run has a few scopes and a few sensors; past the table's end the
+/* A run has a few timelines and a few sensors; past the table's end the
  * passes are counted under the last key (the hook still shows "more than
  * once"). */
 #define NKEYS 512
@@ -26,13 +26,13 @@ static int enabled(void)
 	return v && *v && strcmp(v, "0");
 }
 
-void attrib_count_note(const char *scope, unsigned tid, const char *sensor)
+void attrib_count_note(const char *ring, unsigned tid, const char *sensor)
 {
 	char key[192];
 	size_t i;
 	if (!enabled())
 		return;
-	snprintf(key, sizeof key, "scope %s thread %u sensor %s", scope, tid, sensor ? sensor : "?");
+	snprintf(key, sizeof key, "%s thread %u sensor %s", ring, tid, sensor ? sensor : "?");
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < nkeys; i++)
 		if (!strcmp(keys[i].key, key))

@@ -534,9 +534,9 @@ static int attribute_unit(const struct mring *m, const struct mring_opts *o, con
 		int rc;
 		memset(&r, 0, sizeof r);
 		if (1) {
-			char scope[24];
-			snprintf(scope, sizeof scope, "rank %d", u->rank);
-			attrib_count_note(scope, th->tid, es->ps->id);
+			char ring[32];
+			snprintf(ring, sizeof ring, "rank %d's ring", u->rank);
+			attrib_count_note(ring, th->tid, es->ps->id);
 		}
 		rc = attrib_choose(o->method, &es->ser, iv, niv, np, &ao, &r);
 		if (rc == -ENODATA) {

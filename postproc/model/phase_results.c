@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,11 +79,7 @@ static int attribute_sensor(const struct energy_model *m, enum attrib_choice met
 		niv++;
 	}
 	memset(&r, 0, sizeof r);
-	if (1) {
-		char scope[16];
-		snprintf(scope, sizeof scope, sr->pid ? "%u" : "all", sr->pid);
-		attrib_count_note(scope, th->tid, es->ps->id);
-	}
+	attrib_count_note("the ring", th->tid, es->ps->id);
 	rc = attrib_choose(method, &es->ser, iv, niv, np, ao, &r);
 	if (rc == -ENODATA)
 		return diag_error(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
