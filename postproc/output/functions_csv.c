@@ -544,7 +544,8 @@ static int write_alignment_file(const struct run_model *rm, const struct run_res
 	/* OUT's per-phase intervals (function_phases.h), named in the note. */
 	if (!(ppath = function_phases_path(out)))
 		return diag_error(e, -ENOMEM, NULL, "out of memory");
-	if ((rc = function_phases_write(rm, res, ppath, &nun, e))) {
+	nun = res->fn_phases.n_unplaced;
+	if ((rc = function_phases_write(rm, res, ppath, e))) {
 		free(ppath);
 		return rc;
 	}
