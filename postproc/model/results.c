@@ -101,8 +101,12 @@ int results_compute(struct run_results *res, const struct energy_model *m, const
 			if (th >= 0 && (rc = add_proc(res, m, o, m->ph.thr[th].pid, 0, e)))
 				return rc;
 		}
-	if ((o->what & RESULTS_FUNCTIONS) && rm && rm->have_profile && (rc = fn_phases_build(&res->fn_phases, rm, res, e)))
-		return rc;
+	if ((o->what & RESULTS_FUNCTIONS) && rm && rm->have_profile) {
+		if (fn_energy_build(&res->fn_energy, rm))
+			return diag_error(e, -ENOMEM, NULL, "out of memory");
+		if ((rc = fn_phases_build(&res->fn_phases, rm, res, e)))
+			return rc;
+	}
 	if ((o->what & RESULTS_COUNTERS) && (rc = counter_results_build(&res->counters, m, e)))
 		return rc;
 	if ((o->what & RESULTS_OPS) && (o->what & RESULTS_ALL) && rm && rm->have_profile && rm->p.meta.torch &&
@@ -123,6 +127,7 @@ void results_free(struct run_results *res)
 	occ_energy_free(&res->occ);
 	op_energy_free(&res->ops);
 	fn_phases_free(&res->fn_phases);
+	fn_energy_free(&res->fn_energy);
 	memset(res, 0, sizeof *res);
 }
 

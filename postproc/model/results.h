@@ -11,6 +11,8 @@
  *            (RESULTS_PROCS: phases --by-process, times-only phases.csv),
  *            or the processes py-spy's samples are in (RESULTS_FUNCTIONS:
  *            functions.phases.csv's phase powers); ring order
+ *   fn_energy (RESULTS_FUNCTIONS) each function's joules, self, total
+ *            and per phase, from the samples' energies (fn_energy.h)
  *   fn_phases (RESULTS_FUNCTIONS) each function's joules per phase over
  *            every placement the data allow (fn_phases.h)
  *   counters (RESULTS_COUNTERS) the ring's ms counters per phase
@@ -34,6 +36,7 @@
 #include <stdint.h>
 
 #include "model/counter_results.h"
+#include "model/fn_energy.h"
 #include "model/fn_phases.h"
 #include "model/occ_energy.h"
 #include "model/op_energy.h"
@@ -70,6 +73,7 @@ struct run_results {
 	struct counter_results counters; /* .n_counters == 0: none in the ring, or not asked */
 	struct occ_energy occ;           /* not asked: nocc 0 */
 	struct op_energy ops;            /* not asked, or no torch trace: row_j NULL */
+	struct fn_energy fn_energy;      /* RESULTS_FUNCTIONS: each function's joules, self and total */
 	struct fn_phases fn_phases;      /* RESULTS_FUNCTIONS: each function's joules per phase */
 };
 
