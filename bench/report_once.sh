@@ -15,27 +15,9 @@
 # and prints wall and CPU (user + sys) seconds, best of N each, and the
 # ratios to the read.
 set -eu
-: "${ANCHOR_ROOT:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${BUILD:=$ANCHOR_ROOT/build}"
-: "${PYTHON:=python3}"
 REPS=${REPS:-120}
-RATE=${RATE:-500}
-N=${N:-3}
-AP=$BUILD/anchorpost
-cd "$ANCHOR_ROOT"
-export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
-W=$(mktemp -d /tmp/report-once.XXXXXX)
-trap 'rm -rf "$W"' EXIT
-
-if [ -z "${RUN:-}" ]; then
-	RUN=$W/rec
-	"$AP" record -o "$RUN" --rate "$RATE" --sensor emulated -- "$PYTHON" tests/victims/functions_victim.py "$REPS" >/dev/null
-fi
-RING=$RUN/run.ring
-P=$(ls "$RUN"/perun/*.hdf5)
-S=$(ls "$RUN"/profile.*.json)
-echo "run: $RUN"
-ls -l "$RING" "$P" "$S" | awk '{printf "  %12d  %s\n", $5, $NF}'
+VICTIM_RUN_TAG=report-once
+. "$(dirname "$0")/lib/victim_run.sh"
 
 # best of N runs of "$@": "WALL CPU" seconds (CPU = user + sys: on a
 # loaded machine the wall clock mostly measures the wait for a core)

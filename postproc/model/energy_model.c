@@ -192,7 +192,7 @@ static struct attrib_interval *primary_intervals(const struct energy_model *m, s
 	if (!iv)
 		return NULL;
 	for (size_t i = 0; i < th->nseg; i++) {
-		/* the tools' own activity gets no power of its own (phase_table.c) */
+		/* the tools' own activity gets no power of its own (model/phase_results.c) */
 		if (phase_set_is_tool(&m->ph, th->seg[i].phase))
 			continue;
 		iv[*n].t0_s = energy_model_tl(m, th->seg[i].t0_ns);

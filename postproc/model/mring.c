@@ -500,7 +500,7 @@ static void window_facts(const struct mring *m, const struct phase_set *ps, cons
 
 /* The unit's host power explained by its primary thread, with the same
  * methods (attrib_choose), default, tool rule and interval widening as
- * single-ring `phases` (phase_table.c). */
+ * single-ring `phases` (model/phase_results.c). */
 static int attribute_unit(const struct mring *m, const struct mring_opts *o, const struct phase_set *ps, long thr,
 			  struct mr_unit *u, const struct ring_clock *clk, struct em_error *e)
 {

@@ -10,7 +10,7 @@
 #include "attrib/attrib.h"
 #include "util/tunables.h"
 
-/* The thread whose timeline group g's energy follows (phase_table.c's
+/* The thread whose timeline group g's energy follows (phase_results.c's
  * rule for the "all" scope), or NULL. */
 static const struct phase_thread *thread_of_group(const struct energy_model *m, size_t g)
 {
@@ -69,7 +69,7 @@ static void one_sensor(const struct energy_model *m, const struct em_sensor *s, 
 			continue;
 		}
 		/* A group's sensors add up, and their bounds with them (as
-		 * phase_table.c adds the rows' intervals). */
+		 * phase_results.c adds the rows' intervals). */
 		c->energy_j += r.energy_j;
 		c->lo_j += r.lo_j;
 		c->hi_j += r.hi_j;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Unit tests of single postproc modules (tests/unit/test_<module>.c, built
 # by make from the module and what it needs): CSV quoting and numbers
-# (output/csv.c), timeline seconds to unix_s (output/timebase.c), phases
+# (output/csv.c), timeline seconds to unix_s (model/timebase.c), phases
 # from ring events (phase/phase_set.c), the GPU reading response table
 # (attrib/sensor_model.c), the GPU sensor's period and window from data
 # (attrib/sensor_ident.c), plausibility flags of phase rows
-# (output/phase_flags.c), sacct's energy lines (input/slurm_acct.c).  Runs every one, fails if any fails.
+# (model/phase_checks.c), sacct's energy lines (input/slurm_acct.c).  Runs every one, fails if any fails.
 set -u
 cd "$ANCHOR_ROOT"
 B=${BUILD:-$ANCHOR_ROOT/build}

@@ -1,8 +1,8 @@
 /*
- * test_phase_flags.c - output/phase_flags.c: the plausibility flags of a
- * phase row (phase_flags.h), on a hand-made run model: one thread with a
- * 2 s phase "fwd" over 0.1 s windows of 100 W, a 50 ms "burst" right
- * after it inside a 1000 W window, and anchor's own "anchor.sync".
+ * test_phase_flags.c - model/phase_checks.c: the plausibility flags of a
+ * phase row (phase_checks.h; their text: output/phase_flags.h), on a
+ * hand-made run model: one thread with a 2 s phase "fwd" over 0.1 s
+ * windows of 100 W, a 50 ms "burst" right after it inside a 1000 W window, and anchor's own "anchor.sync".
  * Known answers for each flag and its edges: the 1 % slack, the window
  * just before and after the phase not counted, bursts shorter than a window never
  * "above max", a group's sensors adding up, other groups and NaN windows
