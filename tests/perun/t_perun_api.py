@@ -30,6 +30,7 @@ p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
                     os.path.join(ROOT, "postproc", "input", "perun_pack.c"),
                     os.path.join(ROOT, "postproc", "input", "perun_spelling.c"),
                     os.path.join(ROOT, "postproc", "input", "input_file.c"),
+                    os.path.join(ROOT, "postproc", "util", "file_ids.c"),
                     # the error carrier, struct em_error (util/ is below input/)
                     os.path.join(ROOT, "postproc", "util", "diag.c"), "-o", EXE, *libs, "-lm", "-pthread"],
                    capture_output=True, text=True)
