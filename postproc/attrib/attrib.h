@@ -231,6 +231,22 @@ int attrib_fit_offset_set(const struct attrib_series *s, const struct attrib_int
 			  size_t n_phase, double range_s, double level, double *best_s, double *set_lo_s,
 			  double *set_hi_s);
 
+/* A sensor's own lag behind exactly known sample times: the lag (sensor
+ * t = phase t + lag, as delta above) whose shifted phases explain the
+ * windows best, searched over [-range_s, range_s] in coarse_s steps, then
+ * in fine_s steps within one coarse step of the best.  [lo_s, hi_s] is
+ * the extent of every lag tried whose residual is within level (3.84:
+ * 95 %) per degree of freedom of the best, each widened by its step: as
+ * wide as the data leave it (every valley in), so a set that reaches
+ * +-range_s means the data do not decide the lag within it. */
+struct attrib_lag {
+	double best_s, lo_s, hi_s;
+	size_t n_tried;   /* lags tried (residual fits) */
+	size_t n_windows; /* sensor windows the residual was taken over */
+};
+int attrib_fit_lag(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv, size_t n_phase,
+		   double range_s, double coarse_s, double fine_s, double level, struct attrib_lag *out);
+
 /* Cheaper offset fit: maximise the correlation between the window power and
  * the predicted activity sum_k weight[k] * share_k (weight NULL: 1 for every
  * phase, 0 for unattributed) on a grid of step_s, refined by a parabola

@@ -264,3 +264,94 @@ int attrib_fit_offset_corr(const struct attrib_series *s, const struct attrib_in
 	ctx_fini(&x);
 	return 0;
 }
+
+/* One lag tried: its residual, and the grid step it was tried at (the
+ * set's extent around it). */
+struct lag_try {
+	double d, rss, step;
+};
+
+static int try_lag(struct ctx *x, const struct attrib_interval *iv, size_t n_iv, size_t n_phase, double d,
+		   double step, struct lag_try *t, size_t *n)
+{
+	t[*n].d = d;
+	t[*n].step = step;
+	return attrib_rss_at(&x->w, iv, n_iv, &x->u, n_phase, d, x->share, &t[(*n)++].rss);
+}
+
+/* The likelihood-ratio cut over what was tried: every lag whose residual
+ * the best beats by no more than level per degree of freedom. */
+static double lag_cut(const struct lag_try *t, size_t n, double dof, double level, size_t *best)
+{
+	*best = 0;
+	for (size_t i = 1; i < n; i++)
+		if (t[i].rss < t[*best].rss)
+			*best = i;
+	return t[*best].rss * (1 + level / (dof > 1 ? dof : 1));
+}
+
+/* Fine steps over at most this span, s: a set wider than it is
+ * described at the coarse step (it is far from deciding the lag). */
+#define LAG_FINE_SPAN_S 0.002
+
+int attrib_fit_lag(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv, size_t n_phase,
+		   double range_s, double coarse_s, double fine_s, double level, struct attrib_lag *out)
+{
+	struct ctx x;
+	if (!out || !(coarse_s > 0) || !(fine_s > 0) || fine_s > coarse_s || !(level > 0))
+		return -EINVAL;
+	int rc = ctx_init(&x, s, iv, n_iv, n_phase, range_s);
+	if (rc)
+		return rc;
+	long m = (long)ceil(range_s / coarse_s);
+	size_t nfine = (size_t)ceil(LAG_FINE_SPAN_S / fine_s) + 1, n = 0, best;
+	struct lag_try *t = malloc((size_t)(2 * m + 1) * sizeof *t + nfine * sizeof *t);
+	double dof = (double)x.w.n - (double)(n_phase + 2), cut, lo = INFINITY, hi = -INFINITY;
+	if (!t) {
+		ctx_fini(&x);
+		return -ENOMEM;
+	}
+	/* The whole range coarsely (a valley as deep elsewhere must show),
+	 * then finely over the coarse cells the set holds: the valley at the
+	 * true lag is a few tenths of a ms wide, and the set's edges are
+	 * wanted to well under that. */
+	for (long i = -m; i <= m && !rc; i++)
+		rc = try_lag(&x, iv, n_iv, n_phase, (double)i * coarse_s, coarse_s, t, &n);
+	if (rc)
+		goto out;
+	cut = lag_cut(t, n, dof, level, &best);
+	for (size_t i = 0; i < n; i++)
+		if (t[i].rss <= cut) {
+			lo = fmin(lo, t[i].d - coarse_s);
+			hi = fmax(hi, t[i].d + coarse_s);
+		}
+	if (hi - lo <= LAG_FINE_SPAN_S) {
+		size_t ncoarse = n;
+		for (double d = lo + fine_s; d < hi - fine_s / 2 && !rc; d += fine_s)
+			if (fabs(remainder(d, coarse_s)) > fine_s / 2) /* not a coarse lag again */
+				rc = try_lag(&x, iv, n_iv, n_phase, d, fine_s, t, &n);
+		/* A coarse lag inside the refined span has fine neighbours now. */
+		for (size_t i = 0; i < ncoarse; i++)
+			if (t[i].d > lo && t[i].d < hi)
+				t[i].step = fine_s;
+	}
+	if (rc)
+		goto out;
+	/* Every lag in the set stands for its grid cell: the set's edge lies
+	 * between it and the next lag tried, out of the set. */
+	cut = lag_cut(t, n, dof, level, &best);
+	out->best_s = t[best].d;
+	out->lo_s = INFINITY;
+	out->hi_s = -INFINITY;
+	for (size_t i = 0; i < n; i++)
+		if (t[i].rss <= cut) {
+			out->lo_s = fmin(out->lo_s, t[i].d - t[i].step);
+			out->hi_s = fmax(out->hi_s, t[i].d + t[i].step);
+		}
+	out->n_tried = n;
+	out->n_windows = x.w.n;
+out:
+	free(t);
+	ctx_fini(&x);
+	return rc;
+}
