@@ -88,7 +88,8 @@ static int collect(const struct run_model *rm, struct attrib_interval **ivp, siz
 			of[(*nop)++] = leaf;
 		}
 		rows_s[leaf] += b - a;
-		/* Sensor time = timeline - perun's offset (as the phases). */
+		/* Sensor time = timeline - perun's offset (as the phases; a
+		 * device group's sensors keep perun's stamps, model/sensor_lag.h). */
 		iv[n].t0_s = a - m->align.offset_s;
 		iv[n].t1_s = b - m->align.offset_s;
 		iv[n].phase = idx[leaf];

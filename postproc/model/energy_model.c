@@ -78,6 +78,13 @@ static int build_sensor(struct em_sensor *s)
 	return attrib_series_cum_j(&s->ser, NULL, NULL, s->cum_j);
 }
 
+void energy_model_place_sensor(struct em_sensor *s, double offset_s)
+{
+	s->tl_offset_s = offset_s - s->lag.lag_s;
+	for (size_t k = 0; k < s->ser.n; k++)
+		s->t_tl[k] = s->ps->timesteps_s[k] + s->tl_offset_s;
+}
+
 void energy_model_sensor_free(struct em_sensor *s)
 {
 	free(s->cum_j);
@@ -457,6 +464,27 @@ static int align_by_prior(struct energy_model *m, const struct em_opts *o, const
 	return 0;
 }
 
+/* With perun's stamps exact, each window-energy sensor's own lag behind
+ * them (sensor_lag.h), fitted on the primary thread's phases; a sensor of
+ * a device group keeps its stamps (its phases are the device's). */
+static int fit_lags(struct energy_model *m, struct em_error *e)
+{
+	size_t niv;
+	struct attrib_interval *iv;
+	int rc = 0;
+	if (!m->ph.nthr)
+		return 0;
+	if (!(iv = primary_intervals(m, &niv)))
+		EM_FAIL_OOM();
+	for (size_t i = 0; i < m->nsen && !rc; i++)
+		if (!phase_set_group_is_device(m->sen[i].group))
+			rc = sensor_lag_fit(&m->sen[i], iv, niv, m->ph.nnames, m->align.offset_s);
+	free(iv);
+	if (rc)
+		EM_FAIL_OOM();
+	return 0;
+}
+
 /* Same run?  The perun span must overlap the ring's phases. */
 static int check_overlap(struct energy_model *m, const struct em_opts *o, int hook, struct em_error *e)
 {
@@ -603,9 +631,10 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	if (hook <= 0 && (rc = align_by_prior(m, o, ref, e)))
 		return rc;
 	for (size_t i = 0; i < m->nsen; i++)
-		for (size_t k = 0; k < m->sen[i].ser.n; k++)
-			m->sen[i].t_tl[k] = m->sen[i].ps->timesteps_s[k] + m->align.offset_s;
-	return check_overlap(m, o, hook, e);
+		energy_model_place_sensor(&m->sen[i], m->align.offset_s);
+	if ((rc = check_overlap(m, o, hook, e)))
+		return rc;
+	return hook > 0 ? fit_lags(m, e) : 0;
 }
 
 void energy_model_close(struct energy_model *m)

@@ -19,6 +19,7 @@
 #include "input/perun.h"
 #include "input/ringload.h"
 #include "model/sensor_glitch.h"
+#include "model/sensor_lag.h"
 #include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
@@ -28,6 +29,8 @@ struct em_sensor {
 	const char *group;        /* device group ("cpu", "gpu", "ram", ...) */
 	struct attrib_series ser; /* sensor time (perun's t) */
 	double *t_tl;             /* n: timeline seconds */
+	double tl_offset_s;       /* timeline = sensor t + tl_offset_s: the alignment's offset less lag.lag_s */
+	struct sensor_lag lag;    /* its readings' own lag behind perun's stamps (sensor_lag.h) */
 	double *cum_j;            /* n: cumulative energy at each t */
 	struct sensor_glitch fix; /* ser.value, and the windows a repair touched */
 	struct sensor_response resp; /* GPU: what a reading stands for, and whence */
@@ -84,6 +87,10 @@ void energy_model_close(struct energy_model *m);
 
 /* Timeline seconds of a ring timestamp. */
 double energy_model_tl(const struct energy_model *m, uint64_t ts_ns);
+
+/* Put sensor s on the timeline: timeline = perun t + offset_s - its
+ * fitted lag (s->lag), into s->tl_offset_s and every s->t_tl. */
+void energy_model_place_sensor(struct em_sensor *s, double offset_s);
 
 /* Free what energy_model_add_sensors built for one sensor. */
 void energy_model_sensor_free(struct em_sensor *s);

@@ -67,20 +67,26 @@ static int attribute_sensor(const struct energy_model *m, enum attrib_choice met
 	size_t np = m->ph.nnames, ng = m->ngroups, g = energy_model_group_of(m, es), niv = 0;
 	struct attrib_result r;
 	int rc;
-	/* Sensor time = timeline - offset.  The tools' own activity
+	/* Sensor time = timeline - the sensor's offset (the alignment's,
+	 * less its fitted lag).  The tools' own activity
 	 * (perun's MPI set-up, sync pulses: a few ms, sometimes 0) is no
 	 * phase to fit a power to: its time stays unattributed. */
 	for (size_t i = 0; i < th->nseg; i++) {
 		if (phase_set_is_tool(&m->ph, th->seg[i].phase))
 			continue;
-		iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - m->align.offset_s;
-		iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - m->align.offset_s;
+		iv[niv].t0_s = energy_model_tl(m, th->seg[i].t0_ns) - es->tl_offset_s;
+		iv[niv].t1_s = energy_model_tl(m, th->seg[i].t1_ns) - es->tl_offset_s;
 		iv[niv].phase = th->seg[i].phase;
 		niv++;
 	}
 	memset(&r, 0, sizeof r);
 	attrib_count_note("the ring", th->tid, es->ps->id);
-	rc = attrib_choose(method, &es->ser, iv, niv, np, ao, &r);
+	/* A fitted lag says how much timing error is left (sensor_lag.h);
+	 * an alignment known less well than that still widens by its own. */
+	struct attrib_opts ao_s = *ao;
+	if (sensor_lag_timing_s(es) > ao_s.offset_sigma_s)
+		ao_s.offset_sigma_s = sensor_lag_timing_s(es);
+	rc = attrib_choose(method, &es->ser, iv, niv, np, &ao_s, &r);
 	if (rc == -ENODATA)
 		return diag_error(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "
 				  "thread %u to attribute %zu phases (a run of a few sampling periods, or "

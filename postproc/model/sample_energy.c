@@ -379,6 +379,8 @@ static int dev_fit_group(const struct energy_model *m, const struct dev_plan *dp
 	for (size_t i = 0; i < d->nseg && !rc; i++) {
 		if (phase_set_is_tool(&m->ph, d->seg[i].phase))
 			continue; /* as `phases`: the tools' own activity is no phase to fit */
+		/* Device groups' sensors keep perun's stamps (no lag fitted:
+		 * model/sensor_lag.h), so the alignment's offset is theirs. */
 		iv[niv].t0_s = energy_model_tl(m, d->seg[i].t0_ns) - m->align.offset_s;
 		iv[niv].t1_s = energy_model_tl(m, d->seg[i].t1_ns) - m->align.offset_s;
 		iv[niv++].phase = d->seg[i].phase;

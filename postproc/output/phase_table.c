@@ -13,6 +13,7 @@
 #include "output/phase_flags.h"
 #include "phase/phase_stats.h"
 #include "util/diag.h"
+#include "util/tunables.h"
 
 void phase_table_csv_header(struct csv *c)
 {
@@ -95,6 +96,27 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 	phase_table_glitch_notes(tty, m);
 }
 
+/* How far the sensors' readings lag perun's exact stamps (sensor_lag.h):
+ * what moved the windows and narrowed the intervals, or why it did not. */
+static void print_lag_line(FILE *tty, const struct energy_model *m)
+{
+	char one[160];
+	int n = 0;
+	for (size_t s = 0; s < m->nsen; s++) {
+		sensor_lag_describe(&m->sen[s], one, sizeof one);
+		if (!one[0])
+			continue;
+		if (!n++)
+			fprintf(tty, "perun's readings lag its stamps (fitted; windows moved, intervals allow its 95 %% "
+				     "range, >= %g ms): ", ANCHOR_LAG_FLOOR_S * 1e3);
+		else
+			fputs(", ", tty);
+		fputs(one, tty);
+	}
+	if (n)
+		fputc('\n', tty);
+}
+
 /* The readable table's heading of one scope. */
 static void print_scope_header(FILE *tty, const struct energy_model *m, const char *scope,
 			       const struct phase_thread *th, const struct phase_thread *dev)
@@ -112,6 +134,7 @@ static void print_scope_header(FILE *tty, const struct energy_model *m, const ch
 		scope, th ? th->tid : 0, th ? th->pid : 0, m->host->name, m->span_t1_s - m->span_t0_s,
 		m->align.method, m->align.uncert_ms, m->align.offset_s, m->emulated ? "; " : "",
 		energy_model_sensor_note(m));
+	print_lag_line(tty, m);
 	if (isfinite(m->align.bound_lo_s) || isfinite(m->align.bound_hi_s))
 		fprintf(tty, "perun offset bounded to [%.3f, %.3f] s by the ring (%s); 95%% interval +-%.3g ms\n",
 			m->align.bound_lo_s, m->align.bound_hi_s, m->align.bound_why, m->align.ci95_ms);

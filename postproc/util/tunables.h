@@ -18,6 +18,30 @@
  * describe the same run. */
 #define ANCHOR_FIT_RANGE_MAX_S 3600.0
 
+/* --- a sensor's own lag behind perun's exact stamps (model/sensor_lag.c) --- */
+
+/* Half-width, s, of the lag search: the timing error assumed at every
+ * edge when the lag is not fitted (attrib_split.c's SPLIT_TIMING_S, 3 ms:
+ * perun's reads after its stamp plus a RAPL counter's last update).  The
+ * lags measured on the emulated sensor lie within 0.3-0.9 ms of it
+ * (BENCHMARKS.md section 20); one the data place only at this edge is not
+ * decided. */
+#define ANCHOR_LAG_RANGE_S 0.003
+/* Grid steps, s: 0.2 ms over the whole range (31 fits) finds the valley,
+ * which is a few tenths of a ms wide on 0.1 s windows; 25 us inside it
+ * (17 fits) puts its bottom and its 95 % set to well under its width. */
+#define ANCHOR_LAG_COARSE_S 0.0002
+#define ANCHOR_LAG_FINE_S 0.000025
+/* The least timing error, s, the intervals allow once the lag is fitted:
+ * a counter that updates about every ms (RAPL, and the emulated sensor's
+ * 1 ms tick) reads between 0 and 1 ms stale at random, so the lag is
+ * known to half an update at best, whatever its likelihood-ratio set says
+ * (which takes the windows' residuals as independent).  Measured on five
+ * 200-step layer recordings (1-10 ms phases): a quarter of an update left
+ * 1 of 70 rows outside its interval (+67 % on a 5 J row), half of it
+ * covered all 70 at a median half width of 15-27 %. */
+#define ANCHOR_LAG_FLOOR_S 0.0005
+
 /* --- torch.profiler traces (align/align_torch.c) --- */
 
 /* How far, ms, torch's own clock reading (ts + baseTimeNanoseconds, the
@@ -81,9 +105,10 @@
  * phase's mean power over many occurrences (phases.csv), not the power of
  * one, and its cells stay empty. */
 #define ANCHOR_OCC_MIN_PERIODS 5.0
-/* The timing error assumed at each edge of one occurrence, s: perun reads
- * its sensors some ms after it stamps a round (attrib_split.c's
- * SPLIT_TIMING_S, the same 3 ms, measured there). */
+/* The timing error assumed at each edge of one occurrence, s, when the
+ * sensor's lag is not fitted: perun reads its sensors some ms after it
+ * stamps a round (attrib_split.c's SPLIT_TIMING_S, the same 3 ms,
+ * measured there); a fitted lag gives its own (model/sensor_lag.h). */
 #define ANCHOR_OCC_TIMING_S 0.003
 
 /* `timeline` bin width, s: ten bins per second resolve a training step
