@@ -107,8 +107,9 @@ static void print_lag_line(FILE *tty, const struct energy_model *m)
 		if (!one[0])
 			continue;
 		if (!n++)
-			fprintf(tty, "perun's readings lag its stamps (fitted; windows moved, intervals allow its 95 %% "
-				     "range, >= %g ms): ", ANCHOR_LAG_FLOOR_S * 1e3);
+			fprintf(tty, "perun's readings lag its stamps by (fitted: a decided lag moves its windows and the "
+				     "intervals allow its 95 %% range, at least %g ms; else %g ms): ",
+				ANCHOR_LAG_FLOOR_S * 1e3, ANCHOR_LAG_RANGE_S * 1e3);
 		else
 			fputs(", ", tty);
 		fputs(one, tty);
