@@ -2,7 +2,7 @@
 anchor.torch.layers(model, depth=2) (issue 25 point 3; BENCHMARKS.md 18).
 
     ANCHOR_FILE=/tmp/x.ring PYTHONPATH=build/python python bench/torch_layers_overhead.py \
-        [--quick] [--pairs N] [--steps S] [--against OLD/anchor/torch.py]
+        [--quick] [--pairs N] [--steps S] [--against OLD/anchor/torch.py] [--callgrind]
 
 The model is examples/transformer.py's TransformerLM at its defaults
 (d_model 96, 2+2 layers, 4 heads, batch 16, seq 24, vocab 256), torch on
@@ -13,13 +13,25 @@ thread CPU time.  --against also times another implementation of
 anchor/torch.py (e.g. `git show REV:python_hooks/anchor/torch.py`) in the
 same rounds.  Reported per variant: median of per-round ratios to "off"
 with a bootstrap 95 % interval, and the median µs per step it adds.
+
+--callgrind counts instructions instead of timing (valgrind's callgrind,
+bench/callgrind_ctl.c through ctypes): the same model under valgrind,
+instrumented only in blocks of --steps steps, off and on alternating
+(--pairs of them, after warm-up blocks), each block dumped by name.  The
+count does not depend on what else the machine runs, so it says whether
+the hooks' own work is under the goal where the timed rounds on a shared
+machine cannot (their interval is wider than the goal).
 """
 import argparse
+import ctypes
+import glob
 import importlib.util
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -36,7 +48,11 @@ def main():
     ap.add_argument("--pairs", type=int, default=150)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--against")
+    ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--inner-callgrind", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.callgrind:
+        return callgrind(a)
     if a.quick:
         a.pairs, a.steps = 20, 2
     impls = {"on": anchor.torch}
@@ -70,6 +86,22 @@ def main():
 
     for _ in range(5):
         step()
+    if a.inner_callgrind:
+        cg = ctypes.CDLL(a.inner_callgrind)
+        handle = None
+        for i in range(2 + 2 * a.pairs):  # two warm-up blocks: off, on
+            on = i % 2 == 1
+            handle = anchor.torch.layers(model, depth=2) if on else None
+            if i == 2:
+                cg.cg_start()
+            cg.cg_zero()
+            for _ in range(a.steps):
+                step()
+            if i >= 2:
+                cg.cg_dump(b"on" if on else b"off")
+            if handle is not None:
+                handle.remove()
+        return
     res = {k: [] for k in ["off"] + list(impls)}
     paths = []
     rng = random.Random(0)
@@ -94,6 +126,38 @@ def main():
         print("%s: slowdown %+.2f %% (95 %% CI %+.2f .. %+.2f %%), %+.0f us per step"
               % ("this code" if k == "on" else "against", 100 * (statistics.median(ratios) - 1), 100 * (lo - 1),
                  100 * (hi - 1), statistics.median(x - y for x, y in zip(res[k], res["off"])) / 1e3))
+
+
+def callgrind(a):
+    """Run this script under callgrind (see --callgrind) and report."""
+    d = tempfile.mkdtemp(prefix="anchor-cg-")
+    so = os.path.join(d, "callgrind_ctl.so")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so,
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "callgrind_ctl.c")], check=True)
+    pairs, steps = (a.pairs if a.pairs != 150 else 3), a.steps
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-systime=no",
+           "--callgrind-out-file=" + os.path.join(d, "cg.out"), sys.executable, os.path.abspath(__file__),
+           "--inner-callgrind", so, "--pairs", str(pairs), "--steps", str(steps)]
+    t0 = time.time()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    got = {"off": [], "on": []}
+    for f in sorted(glob.glob(os.path.join(d, "cg.out.*")), key=lambda p: int(p.rsplit(".", 1)[1])):
+        name = total = None
+        for line in open(f, errors="replace"):
+            if line.startswith("desc: Trigger: Client Request: "):
+                name = line.split(": ")[-1].strip()
+            elif line.startswith(("totals:", "summary:")):
+                total = int(line.split()[1])
+        if name in got and total:
+            got[name].append(total / steps)
+    if not got["off"] or len(got["off"]) != len(got["on"]):
+        sys.exit("callgrind: no block dumps in %s" % d)
+    ratios = [y / x for x, y in zip(got["off"], got["on"])]
+    print("callgrind, %d pairs of %d-step blocks (%.0f s under valgrind): instructions per step off %.4g, on %.4g"
+          % (len(ratios), steps, time.time() - t0, statistics.median(got["off"]), statistics.median(got["on"])))
+    print("hooks at depth 2: %+.3f %% instructions per step (pairs: %s), %+.4g instructions per step"
+          % (100 * (statistics.median(ratios) - 1), ", ".join("%+.3f %%" % (100 * (r - 1)) for r in ratios),
+             statistics.median(y - x for x, y in zip(got["off"], got["on"]))))
 
 
 if __name__ == "__main__":
