@@ -7,13 +7,12 @@ reads it at 0.1 s.  `anchorpost report`:
   * phases.csv has every layer's forward and backward by module path
     (`1.layers.0/forward`, ...), nested inside forward/backward;
   * the self joules' 95 % intervals (package + dram) hold the exact truth
-    in >= 95 % of the phase rows that got joules, and are informative
-    for the rows that carry >= 10 % of the largest row's joules (median
-    half width <= 50 % at 200 steps: measured 10-37 % over runs on the
-    loaded 2-core machine, while their errors are 1-5 %: the phase fit's
-    intervals are wider than DESIGN's 3x-the-error aim for 1-10 ms layers
-    at this repetition count), and those estimates close (each within
-    10 %); the small rows (under 1 J) have wide intervals that say so;
+    (the sensor's power integrated over the ring's own segments of each
+    phase) in all phase rows that got joules but one, and are informative
+    for the rows that carry >= 10 % of the largest row's joules: median
+    half width <= 40 % at 200 steps (measured 5-27 % once the sensors'
+    lag behind perun's stamps is fitted, model/sensor_lag.h); the small
+    rows (under 1 J) have wide intervals that say so;
   * report draws layers.svg/.png: joules per layer, forward and backward
     side by side with error bars, a row per module path.
 Emulated sensor, not a measurement."""
@@ -31,7 +30,7 @@ def main():
     out, trace, ring, h5, inst = record_layers("layers", steps=200)
     rep = os.path.join(out, "rep")
     anchorpost("report", "--ring", ring, "--perun", h5, "--profile", trace, "-d", rep)
-    truth = truth_per_phase(inst, layer_phases())
+    truth = truth_per_phase(inst, layer_phases(), ring)
     ph = {}
     for r in rows(os.path.join(rep, "phases.csv")):
         if r["scope"] == "all" and r["row"] == "phase":
@@ -61,15 +60,18 @@ def main():
         print("     %-22s est %8.4f J [%8.4f, %8.4f] truth %8.4f %s %s" % (name, e, lo, hi, t, "" if ok else "MISS",
                                                                         flags))
     check(n >= 12, "at least 12 phases with joules (%d)" % n)
-    check(n and cover >= 0.95 * n, "intervals hold the truth in %d of %d phase rows" % (cover, n))
-    # Width and error are the phase fit's, measured, not yet a promise:
-    # on a quiet machine they range from 10 % / 1-5 % to 102 % / 27 %
-    # between runs (issue 25 stays open on it).  The gate is coverage;
-    # a shortfall is printed where the log shows it.
+    # One run is 14 rows: at exactly 95 % coverage one would miss in half
+    # of the runs, so one miss passes here; the promise itself is checked
+    # over many runs in bench/sensor_lag.py (BENCHMARKS.md section 20).
+    check(n and cover >= n - 1, "intervals hold the truth in %d of %d phase rows" % (cover, n))
     check(half and err, "large rows to judge")
     mh, we = statistics.median(half or [0]), max(err or [0])
-    print("     %s large rows: median half width %.1f %% (target <= 50 %%), worst |error| %.1f %% (target <= 10 %%)"
-          % ("ok  " if mh <= 0.50 and we <= 0.10 else "SHORT OF TARGET:", 100 * mh, 100 * we))
+    # With the sensors' lag fitted (model/sensor_lag.h) the large rows'
+    # median half width measured 5-27 % over 8 runs, idle and loaded
+    # (27-86 % before, with 3 ms of timing assumed): wider than 40 % says
+    # the intervals have stopped saying anything useful.
+    check(mh <= 0.40, "large rows: median half width %.1f %% (at most 40 %%); worst |error| %.1f %%, inside its "
+          "interval" % (100 * mh, 100 * we))
     print("     %d rows flagged as not identifiable" % undecided)
     svg = open(os.path.join(rep, "layers.svg")).read() if os.path.exists(os.path.join(rep, "layers.svg")) else ""
     check(svg and all(">%s<" % pth in svg for pth in LAYER_PATHS) and os.path.getsize(os.path.join(rep, "layers.png")) > 1000,
