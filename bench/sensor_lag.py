@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 def layer_rows(binary, rec, truth):
     """(covered, n, half widths, errors) of one recording's phase rows."""
-    from torch_truth_lib import rows
+    from torch_truth_lib import phase_sums
     out = os.path.join(rec, "lagbench-%d.csv" % os.getpid())
     p = subprocess.run([binary, "phases", "--ring", os.path.join(rec, "run.ring"), "--perun",
                         os.path.join(rec, "perun", "torch_truth_train.hdf5"), "-o", out],
@@ -39,21 +39,15 @@ def layer_rows(binary, rec, truth):
     if p.returncode:
         raise RuntimeError("%s phases failed: %s" % (binary, p.stderr.strip()[-500:]))
     lag = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("perun's readings lag")]
-    ph = {}
-    for r in rows(out):
-        if r["scope"] == "all" and r["row"] == "phase" and r["energy_j"]:
-            ph.setdefault(r["phase"], []).append(r)
+    ph = phase_sums(out)
     os.unlink(out)
     big = max(truth.values())
     cov = n = 0
     half, err = [], []
     for name, t in truth.items():
-        rs = ph.get(name)
-        if not rs:
+        if name not in ph:
             continue
-        e = sum(float(r["energy_j"]) for r in rs)
-        lo = sum(float(r["ci95_low_j"]) for r in rs)
-        hi = sum(float(r["ci95_high_j"]) for r in rs)
+        e, lo, hi, _ = ph[name]
         n += 1
         cov += lo <= t <= hi
         if t >= 0.1 * big:

@@ -21,8 +21,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_truth_lib import (LAYER_PATHS, anchorpost, check, fails, layer_phases, need, record_layers,  # noqa: E402
-                             rows, truth_per_phase)
+from torch_truth_lib import (LAYER_PATHS, anchorpost, check, fails, layer_phases, need, phase_sums,  # noqa: E402
+                             record_layers, truth_per_phase)
 
 
 def main():
@@ -31,24 +31,17 @@ def main():
     rep = os.path.join(out, "rep")
     anchorpost("report", "--ring", ring, "--perun", h5, "--profile", trace, "-d", rep)
     truth = truth_per_phase(inst, layer_phases(), ring)
-    ph = {}
-    for r in rows(os.path.join(rep, "phases.csv")):
-        if r["scope"] == "all" and r["row"] == "phase":
-            ph.setdefault(r["phase"], []).append(r)
+    ph = phase_sums(os.path.join(rep, "phases.csv"))
     for pth in LAYER_PATHS:
         for what in ("forward", "backward"):
-            check(pth + "/" + what in ph, "phases.csv has %s/%s" % (pth, what))
+            check(pth + "/" + what in ph, "phases.csv has %s/%s with joules" % (pth, what))
     n = cover = undecided = 0
     half, err = [], []
     biggest = max(truth.values())
     for name, t in sorted(truth.items()):
-        rs = ph.get(name)
-        if not rs:
+        if name not in ph:
             continue
-        e = sum(float(r["energy_j"]) for r in rs)
-        lo = sum(float(r["ci95_low_j"]) for r in rs)
-        hi = sum(float(r["ci95_high_j"]) for r in rs)
-        flags = ";".join(r["flags"] for r in rs if r["flags"])
+        e, lo, hi, flags = ph[name]
         if "unidentifiable" in flags.lower():
             undecided += 1
         n += 1

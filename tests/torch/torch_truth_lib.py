@@ -144,6 +144,19 @@ def record_layers(name, steps=70, depth=2):
     return out, trace, s["files"]["ring"], s["files"]["perun_hdf5"], s["files"]["instances"]
 
 
+def phase_sums(path):
+    """{phase: (joules, ci95 low, ci95 high, flags)} of a phases.csv's
+    scope-all phase rows that got joules, the device groups (package,
+    dram) summed: what truth_per_phase gives, per phase."""
+    by = {}
+    for r in rows(path):
+        if r["scope"] == "all" and r["row"] == "phase" and r["energy_j"]:
+            by.setdefault(r["phase"], []).append(r)
+    return {name: (sum(float(r["energy_j"]) for r in rs), sum(float(r["ci95_low_j"]) for r in rs),
+                   sum(float(r["ci95_high_j"]) for r in rs), ";".join(r["flags"] for r in rs if r["flags"]))
+            for name, rs in by.items()}
+
+
 def truth_per_phase(instances, phases, ring=None):
     """Exclusive joules per phase, package + dram: the emulated sensor's
     power (set by the phase the victim published, instances.csv) integrated
