@@ -48,10 +48,12 @@ static void one_sensor(const struct energy_model *m, const struct em_sensor *s, 
 	min_s = ANCHOR_OCC_MIN_PERIODS * period;
 	if (min_s > oe->min_s[g])
 		oe->min_s[g] = min_s;
-	/* perun's read lag (what is left of it when the sensor's lag is
-	 * fitted, sensor_lag.h), and the alignment's own 95 % interval when
-	 * it has one (the fallback without perun's stamps). */
-	timing_s = (sensor_lag_timing_s(s) > 0 ? sensor_lag_timing_s(s) : ANCHOR_OCC_TIMING_S) +
+	/* perun's read lag, and the alignment's own 95 % interval when it
+	 * has one (the fallback without perun's stamps).  A fitted lag
+	 * (sensor_lag.h) leaves its own range plus what one read may differ
+	 * from the mean lag (ANCHOR_OCC_READ_S): each edge of one occurrence
+	 * meets one read, which a phase's many edges average out. */
+	timing_s = (sensor_lag_timing_s(s) > 0 ? sensor_lag_timing_s(s) + ANCHOR_OCC_READ_S : ANCHOR_OCC_TIMING_S) +
 		   (isfinite(m->align.ci95_ms) ? m->align.ci95_ms / 1e3 : 0);
 	for (size_t i = 0; i < m->ph.nocc; i++) {
 		const struct phase_occ *o = &m->ph.occ[i];

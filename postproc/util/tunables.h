@@ -110,6 +110,16 @@
  * stamps a round (attrib_split.c's SPLIT_TIMING_S, the same 3 ms,
  * measured there); a fitted lag gives its own (model/sensor_lag.h). */
 #define ANCHOR_OCC_TIMING_S 0.003
+/* With the sensor's lag fitted, how far one read may sit from that mean
+ * lag, s, on top of the lag's own range: a counter that updates every ms
+ * reads 0 to 1 ms stale, perun reads a sensor 0.1-0.5 ms after its stamp
+ * (the emulated updater can be late too).  Measured on the 0.7 s
+ * occurrences of tests/report/t_occurrences_truth_slow.py's recordings
+ * (package and dram): the lag's range alone let 4 of 48 miss their exact
+ * joules (by the equivalent of 0.01-0.3 ms), half an update on top 1 of
+ * 80; a whole update none of 128 (8 recordings, 3 beside stress-ng --cpu
+ * 4), widest half width 0.28-0.45 % (0.57-0.65 % with the 3 ms). */
+#define ANCHOR_OCC_READ_S 0.001
 
 /* `timeline` bin width, s: ten bins per second resolve a training step
  * of a few hundred ms while a one-hour run stays at 36000 rows. */
