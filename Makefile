@@ -255,7 +255,7 @@ clean:
 	rm -rf $(B)
 
 # ---- test victims and checkers (tests/victims/) ----
-VICTIMS := $(B)/victims/marker $(B)/victims/ring_check $(B)/victims/lapped
+VICTIMS := $(B)/victims/marker $(B)/victims/ring_check $(B)/victims/lapped $(B)/victims/attach_cut
 READER_SRC := anchors/ring_reader.c anchors/ring_clock.c anchors/ring_procs.c
 all: $(VICTIMS)
 
@@ -265,6 +265,11 @@ $(B)/victims/marker: tests/victims/marker.c $(B)/libanchor.so include/anchor.h
 
 # The ring writer with its test hook (a writer stalled between ticket and write).
 $(B)/victims/lapped: tests/victims/lapped.c anchors/ring_writer.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -DANCHOR_TEST_HOOKS -pthread -o $@ $< anchors/ring_writer.c
+
+# The ring writer with its test hook (the ring cut while a process attaches).
+$(B)/victims/attach_cut: tests/victims/attach_cut.c anchors/ring_writer.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -DANCHOR_TEST_HOOKS -pthread -o $@ $< anchors/ring_writer.c
 

@@ -94,10 +94,12 @@ static uint64_t g_stale_ns = UINT64_MAX;
 /* The ledger lanes (ring_format.h), NULL when the ring has none. */
 static struct anchor_ledger_lane *g_lanes;
 #ifdef ANCHOR_TEST_HOOKS
-/* Tests only (tests/victims/lapped.c): called after taking a ticket
- * (RING_HOOK_TICKET) and after taking its slot (RING_HOOK_OWNED), to
- * stall a writer there for whole laps. */
-enum { RING_HOOK_TICKET, RING_HOOK_OWNED };
+/* Tests only: called after taking a ticket (RING_HOOK_TICKET) and after
+ * taking its slot (RING_HOOK_OWNED), to stall a writer there for whole
+ * laps (tests/victims/lapped.c); and once the ring is published or found,
+ * before anything is read through its mapping (RING_HOOK_ATTACHING,
+ * ticket 0), to cut the file there (tests/victims/attach_cut.c). */
+enum { RING_HOOK_TICKET, RING_HOOK_OWNED, RING_HOOK_ATTACHING };
 void (*ring_writer_test_hook)(uint64_t ticket, int stage);
 #endif
 static int g_created; /* this process created the ring it attached */
@@ -136,6 +138,10 @@ int ring_writer_created(void)
 }
 
 static int g_lost_said;
+/* ring_writer_open between its first read through the mapping and its
+ * publication: the guard only notes a loss there (g_attach_lost), and the
+ * open fails with its own one line. */
+static int g_attaching, g_attach_lost;
 
 int ring_writer_lost(void)
 {
@@ -1047,7 +1053,9 @@ static void bus_guard(int sig, siginfo_t *si, void *uc)
 		__atomic_store_n(&g_live, NULL, __ATOMIC_RELEASE);
 		if (mmap(base, g_map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 			 0) != MAP_FAILED) {
-			if (!__atomic_exchange_n(&g_lost_said, 1, __ATOMIC_RELAXED))
+			if (__atomic_load_n(&g_attaching, __ATOMIC_ACQUIRE))
+				__atomic_store_n(&g_attach_lost, 1, __ATOMIC_RELEASE);
+			else if (!__atomic_exchange_n(&g_lost_said, 1, __ATOMIC_RELAXED))
 				say_lost();
 			errno = e;
 			return;
@@ -1451,19 +1459,41 @@ int ring_writer_open(const struct ring_writer_opts *o, char *err, size_t errlen)
 	if (rc)
 		goto out;
 
+#ifdef ANCHOR_TEST_HOOKS
+	if (ring_writer_test_hook)
+		ring_writer_test_hook(0, RING_HOOK_ATTACHING);
+#endif
 	memcpy(g_path, o->path, strlen(o->path) + 1);
 	setup_fork_page();
+	/* The guard before the first read through the mapping: the ring is
+	 * published (or found), so another process may truncate it from now
+	 * on, and an unguarded read of its geometry below killed a Python
+	 * host beside stress-ng --cpu 4 (tests/ring/t_host_truncated_slow.py,
+	 * 1 round of 30).  A loss while attaching fails the open. */
+	__atomic_store_n(&g_attaching, 1, __ATOMIC_RELEASE);
+	g_map_len = len;
+	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);
+	install_bus_guard();
 	g_slots = (struct anchor_slot *)(void *)((char *)hdr + ANCHOR_RING_HDR_SIZE);
 	g_mask = hdr->nslots - 1;
 	g_mode = hdr->mode;
 	g_stale_ns = g_mode == ANCHOR_RING_MODE_DISCARD ? UINT64_MAX : hdr->nslots / 8;
 	g_lanes = (hdr->feat_mask & ANCHOR_FEAT_LEDGER) ? hdr->lanes : NULL;
 	g_headp = &hdr->head;
+	__atomic_store_n(&g_attaching, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&g_attach_lost, __ATOMIC_ACQUIRE)) {
+		/* What was read may be the guard's zero page: nothing of it is
+		 * used.  The mapping goes, the guard stops claiming its range. */
+		__atomic_store_n(&g_map, NULL, __ATOMIC_RELEASE);
+		munmap(hdr, len);
+		rc = fail(err, errlen, -EIO,
+			  "ring file lost its pages while attaching (truncated by another process, or its filesystem "
+			  "is full)",
+			  o->path);
+		goto out;
+	}
 	g_ring = hdr;
 	g_pid = (uint32_t)getpid();
-	g_map_len = len;
-	__atomic_store_n(&g_map, (char *)hdr, __ATOMIC_RELEASE);
-	install_bus_guard();
 	/* Callers write PROC_START then an explicit SYNC; no lazy one before. */
 	g_last_sync_ns = ring_writer_now_ns();
 	/* Release: every pointer above before writers may use them; pairs
