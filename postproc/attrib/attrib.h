@@ -151,6 +151,10 @@ struct attrib_opts {
 	 * The regression is refitted with the phases shifted by +-this and
 	 * each interval widened by the change: a bias no bootstrap can see. */
 	double offset_sigma_s;
+	/* A sensor's response width, s [0: none]: a sensor that averages its
+	 * input over this long biases every phase edge towards its lower side
+	 * (attrib_blur.c); attrib_choose widens each row by that bias. */
+	double blur_s;
 };
 
 /* Integrate the sensor's cumulative energy over every phase's intervals. */
@@ -171,6 +175,10 @@ int attrib_auto(const struct attrib_series *s, const struct attrib_interval *iv,
  * total exactly.  Instant reads (no window energy): attrib_auto. */
 int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv, size_t n_iv,
 		 size_t n_phase, const struct attrib_opts *o, struct attrib_result *out);
+
+/* Widen r's rows by the edge bias of a sensor answering over blur_s
+ * (attrib_blur.c); iv as given to the method, in time order. */
+void attrib_widen_blur(const struct attrib_interval *iv, size_t n_iv, double blur_s, struct attrib_result *r);
 
 /* The method --method names (enum attrib_choice): one dispatch for every
  * caller (one ring's phases, each rank's in mring), so they cannot drift. */

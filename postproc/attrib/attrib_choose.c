@@ -1,8 +1,8 @@
 /* attrib_choose.c - what --method asks for, as one call (see attrib.h). */
 #include "attrib/attrib.h"
 
-int attrib_choose(enum attrib_choice method, const struct attrib_series *s, const struct attrib_interval *iv,
-		  size_t n_iv, size_t n_phase, const struct attrib_opts *o, struct attrib_result *out)
+static int dispatch(enum attrib_choice method, const struct attrib_series *s, const struct attrib_interval *iv,
+		    size_t n_iv, size_t n_phase, const struct attrib_opts *o, struct attrib_result *out)
 {
 	switch (method) {
 	case ATTRIB_CHOICE_INTEGRATE:
@@ -16,4 +16,15 @@ int attrib_choose(enum attrib_choice method, const struct attrib_series *s, cons
 	default:
 		return attrib_auto(s, iv, n_iv, n_phase, o, out);
 	}
+}
+
+int attrib_choose(enum attrib_choice method, const struct attrib_series *s, const struct attrib_interval *iv,
+		  size_t n_iv, size_t n_phase, const struct attrib_opts *o, struct attrib_result *out)
+{
+	int rc = dispatch(method, s, iv, n_iv, n_phase, o, out);
+	/* Every method's rows rest on the same windows: a slow response
+	 * biases them all alike. */
+	if (!rc && o && o->blur_s > 0)
+		attrib_widen_blur(iv, n_iv, o->blur_s, out);
+	return rc;
 }

@@ -86,6 +86,7 @@ static int attribute_sensor(const struct energy_model *m, enum attrib_choice met
 	struct attrib_opts ao_s = *ao;
 	if (sensor_lag_timing_s(es) > ao_s.offset_sigma_s)
 		ao_s.offset_sigma_s = sensor_lag_timing_s(es);
+	ao_s.blur_s = sensor_lag_blur_s(es);
 	rc = attrib_choose(method, &es->ser, iv, niv, np, &ao_s, &r);
 	if (rc == -ENODATA)
 		return diag_error(e, rc, m->rl.rf.path, "too few perun sample windows over the phases of "

@@ -20,7 +20,10 @@
  * (em_sensor.tl_offset_s) and every interval built on it allows the set's
  * half width, at least ANCHOR_LAG_FLOOR_S, of timing error instead of the
  * 3 ms assumed otherwise.  Not decided (flat or several valleys): nothing
- * moves and the 3 ms stay.  Without exact stamps (the fallback alignment)
+ * moves and the 3 ms stay.  Best at the range's edge (the residual still
+ * falling there): a response slower than a read lag, which a wider search
+ * (ANCHOR_LAG_SLOW_RANGE_S) measures; decided, it moves the windows like
+ * a lag and the intervals allow at least half of it (tunables.h).  Without exact stamps (the fallback alignment)
  * the offset fit already takes the lag in, and nothing here runs.
  */
 #ifndef ANCHORPOST_SENSOR_LAG_H
@@ -34,11 +37,12 @@ enum sensor_lag_state {
 	SENSOR_LAG_NONE = 0,  /* not fitted: stamps not exact, a power read, too few windows */
 	SENSOR_LAG_FITTED,    /* lag_s applied, timing_s from its set */
 	SENSOR_LAG_UNDECIDED, /* the set reaches the range's edge: nothing applied */
+	SENSOR_LAG_SLOW,      /* best at the edge, decided by the wide search: lag_s applied, timing_s >= lag_s / 2 */
 };
 
 struct sensor_lag {
 	enum sensor_lag_state state;
-	double lag_s;        /* sensor t = phase t + lag_s (0 unless FITTED) */
+	double lag_s;        /* sensor t = phase t + lag_s (0 unless FITTED or SLOW) */
 	double lo_s, hi_s;   /* its 95 % set (FITTED, UNDECIDED) */
 	double timing_s;     /* timing error the intervals allow, s; 0: the default */
 };
@@ -56,6 +60,11 @@ int sensor_lag_fit(struct em_sensor *s, const struct attrib_interval *iv, size_t
 /* The timing error attribution should allow for sensor s, s: its fitted
  * lag's, else 0 (the method's default). */
 double sensor_lag_timing_s(const struct em_sensor *s);
+
+/* The response width attribution should allow for (attrib_opts.blur_s):
+ * a slow response is taken for an average over twice its lag (a box whose
+ * mean delay is the lag); else 0. */
+double sensor_lag_blur_s(const struct em_sensor *s);
 
 /* One line's worth on s's lag ("cpu_0_package-0 0.275 ms (95 %: 0.175 ..
  * 0.400)", "... not decided within +-3 ms"); "" when it was not fitted. */

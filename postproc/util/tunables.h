@@ -41,6 +41,19 @@
  * 1 of 70 rows outside its interval (+67 % on a 5 J row), half of it
  * covered all 70 at a median half width of 15-27 %. */
 #define ANCHOR_LAG_FLOOR_S 0.0005
+/* A sensor whose best lag sits at the range's edge answers more slowly
+ * than a read lag explains (a response that averages its input: the
+ * emulated CPU-activity model's 50 ms window of CPU time).  The search
+ * then goes out to ANCHOR_LAG_SLOW_RANGE_S in ANCHOR_LAG_SLOW_COARSE_S
+ * steps (101 fits, only then); further than half a 0.1 s period would
+ * match an edge with the next window's.  A decided slow response moves
+ * the windows by its lag like a read lag, and the intervals allow at
+ * least half the lag: an averaging response turns a step into a ramp,
+ * and moving a box of width W by its mean delay W/2 leaves an eighth of
+ * W on each edge; half the lag is twice that, for responses less even
+ * than a box. */
+#define ANCHOR_LAG_SLOW_RANGE_S 0.05
+#define ANCHOR_LAG_SLOW_COARSE_S 0.001
 
 /* --- torch.profiler traces (align/align_torch.c) --- */
 
