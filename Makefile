@@ -82,6 +82,8 @@ $(B)/test_timebase: tests/unit/test_timebase.c tests/unit/unit_check.h $(PO)/out
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_phase_set: tests/unit/test_phase_set.c tests/unit/unit_check.h $(PO)/phase/phase_set.o $(AO)/ring_procs.o $(AO)/ring_reader.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
+$(B)/test_perun_reads: tests/unit/test_perun_reads.c tests/unit/unit_check.h $(PO)/align/perun_reads.o $(HDRS)
+	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_slurm_acct: tests/unit/test_slurm_acct.c tests/unit/unit_check.h $(PO)/input/slurm_acct.o $(HDRS)
 	$(CC) $(CFLAGS_POST) -o $@ $< $(filter %.o,$^) -lm
 $(B)/test_sensor_model: tests/unit/test_sensor_model.c tests/unit/unit_check.h $(PO)/attrib/sensor_model.o $(HDRS)

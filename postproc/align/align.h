@@ -54,6 +54,23 @@ int align_perun_hook(const struct ring_event *ev, size_t n, const struct ring_cl
 		     const struct perun_multirun *run, size_t round_idx, const double *ts_s, size_t nts,
 		     uint64_t base_ns, struct align_perun *out);
 
+/* What the hook said of one sensor's reads in a round (perun_reads.c). */
+struct align_reads {
+	double p50_s, max_s; /* delay after the stamp: median, largest */
+	size_t n_late;       /* reads more than the hook's 0.5 ms off the median, each at its own delay */
+	int filled;          /* internal: delay_s holds the median */
+};
+
+/* How long after its stamp each of sensor_id's reads happened, s
+ * (delay_s[nts]), from the hook's "perun.read*" marks of the sampler
+ * pid's round_idx-th round (perun_reads.c); stamp_gap_s[k] (NULL: not
+ * checked) the time from stamp k to stamp k + 1, which no read may reach.
+ * 0; -ENODATA: no timed reads (a hook before they were timed, a sensor
+ * neither energy nor power); -EINVAL: they do not pair one to one with
+ * the round's nts stamps; out says the median, largest and late ones. */
+int align_perun_reads(const struct ring_event *ev, size_t n, uint32_t pid, size_t round_idx, const char *sensor_id,
+		      const double *stamp_gap_s, size_t nts, double *delay_s, struct align_reads *out);
+
 /* Prior from execution_dt.  1 found, 0 unusable. */
 int align_perun_prior(const struct perun_multirun *run, const struct ring_clock *clk, const char *tz,
 		      uint64_t base_ns, struct align_perun *out);

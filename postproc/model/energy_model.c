@@ -82,13 +82,16 @@ void energy_model_place_sensor(struct em_sensor *s, double offset_s)
 {
 	s->tl_offset_s = offset_s - s->lag.lag_s;
 	for (size_t k = 0; k < s->ser.n; k++)
-		s->t_tl[k] = s->ps->timesteps_s[k] + s->tl_offset_s;
+		s->t_tl[k] = s->ser.t_s[k] + s->tl_offset_s;
 }
 
 void energy_model_sensor_free(struct em_sensor *s)
 {
 	free(s->cum_j);
 	free(s->t_tl);
+	free(s->t_read);
+	free(s->v_read);
+	s->t_read = s->v_read = NULL;
 	sensor_glitch_free(&s->fix);
 	s->cum_j = s->t_tl = NULL;
 }
@@ -464,6 +467,19 @@ static int align_by_prior(struct energy_model *m, const struct em_opts *o, const
 	return 0;
 }
 
+/* With perun's stamps exact, each window-energy sensor's readings at the
+ * reads the hook timed (sensor_reads.h).  perun before 1.0 stamped with
+ * the system clock, the hook times reads with perf_counter_ns: no pairs. */
+static int time_reads(struct energy_model *m, const struct em_opts *o, struct em_error *e)
+{
+	if (m->run && m->run->clock == PERUN_CLOCK_REALTIME)
+		return 0;
+	for (size_t i = 0; i < m->nsen; i++)
+		if (sensor_reads_apply(&m->sen[i], m->rl.rf.ev, m->rl.rf.nev, m->align.hook_pid, (size_t)o->round))
+			EM_FAIL_OOM();
+	return 0;
+}
+
 /* With perun's stamps exact, each window-energy sensor's own lag behind
  * them (sensor_lag.h), fitted on the primary thread's phases; a sensor of
  * a device group keeps its stamps (its phases are the device's). */
@@ -629,6 +645,8 @@ int energy_model_open(struct energy_model *m, const struct em_opts *o, struct em
 	if ((hook = align_by_hook(m, o, ref, e)) < 0)
 		return hook;
 	if (hook <= 0 && (rc = align_by_prior(m, o, ref, e)))
+		return rc;
+	if (hook > 0 && (rc = time_reads(m, o, e)))
 		return rc;
 	for (size_t i = 0; i < m->nsen; i++)
 		energy_model_place_sensor(&m->sen[i], m->align.offset_s);

@@ -20,6 +20,7 @@
 #include "input/ringload.h"
 #include "model/sensor_glitch.h"
 #include "model/sensor_lag.h"
+#include "model/sensor_reads.h"
 #include "model/train_procs.h"
 #include "phase/phase_set.h"
 #include "util/diag.h"
@@ -27,7 +28,9 @@
 struct em_sensor {
 	const struct perun_sensor *ps;
 	const char *group;        /* device group ("cpu", "gpu", "ram", ...) */
-	struct attrib_series ser; /* sensor time (perun's t) */
+	struct attrib_series ser; /* sensor time (perun's t; at its reads when timed) */
+	double *t_read, *v_read;  /* owned: ser.t_s and (window means) ser.value at the reads, or NULL */
+	struct sensor_reads reads; /* whether its window edges are its reads (sensor_reads.h) */
 	double *t_tl;             /* n: timeline seconds */
 	double tl_offset_s;       /* timeline = sensor t + tl_offset_s: the alignment's offset less lag.lag_s */
 	struct sensor_lag lag;    /* its readings' own lag behind perun's stamps (sensor_lag.h) */

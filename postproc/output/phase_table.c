@@ -96,20 +96,50 @@ static void phase_table_notes(FILE *tty, const struct energy_model *m, size_t np
 	phase_table_glitch_notes(tty, m);
 }
 
-/* How far the sensors' readings lag perun's exact stamps (sensor_lag.h):
- * what moved the windows and narrowed the intervals, or why it did not. */
-static void print_lag_line(FILE *tty, const struct energy_model *m)
+/* When perun's reads came after its stamps, where the hook timed them
+ * (sensor_reads.h): the windows' edges are those reads. */
+static void print_reads_line(FILE *tty, const struct energy_model *m)
 {
 	char one[160];
 	int n = 0;
+	for (size_t s = 0; s < m->nsen; s++) {
+		sensor_reads_describe(&m->sen[s], one, sizeof one);
+		if (!one[0])
+			continue;
+		fputs(n++ ? ", " : "perun read its sensors this long after its stamps (median; each window now ends at its read): ",
+		      tty);
+		fputs(one, tty);
+	}
+	if (n)
+		fputc('\n', tty);
+	n = 0;
+	for (size_t s = 0; s < m->nsen; s++)
+		if (m->sen[s].reads.state == SENSOR_READS_MISMATCH)
+			fprintf(tty, "%s%s", n++ ? ", " : "perun's timed reads do not pair one to one with its stamps "
+							  "(their windows keep the stamps): ",
+				m->sen[s].ps->id);
+	if (n)
+		fputc('\n', tty);
+}
+
+/* How far the sensors' readings lag perun's exact stamps, or its timed
+ * reads (sensor_lag.h): what moved the windows and narrowed the
+ * intervals, or why it did not. */
+static void print_lag_line(FILE *tty, const struct energy_model *m)
+{
+	char one[160];
+	int n = 0, timed = 0;
+	print_reads_line(tty, m);
+	for (size_t s = 0; s < m->nsen; s++)
+		timed |= m->sen[s].reads.state == SENSOR_READS_TIMED;
 	for (size_t s = 0; s < m->nsen; s++) {
 		sensor_lag_describe(&m->sen[s], one, sizeof one);
 		if (!one[0])
 			continue;
 		if (!n++)
-			fprintf(tty, "perun's readings lag its stamps by (fitted: a decided lag moves its windows and the "
+			fprintf(tty, "perun's readings lag its %s by (fitted: a decided lag moves its windows and the "
 				     "intervals allow its 95 %% range, at least %g ms; else %g ms): ",
-				ANCHOR_LAG_FLOOR_S * 1e3, ANCHOR_LAG_RANGE_S * 1e3);
+				timed ? "reads" : "stamps", ANCHOR_LAG_FLOOR_S * 1e3, ANCHOR_LAG_RANGE_S * 1e3);
 		else
 			fputs(", ", tty);
 		fputs(one, tty);
