@@ -865,6 +865,30 @@ static void test_offset(void)
 	free(s.seg);
 }
 
+/* attrib_choose's split with the phases moved by lag_s (a sensor lag),
+ * reported against tru; its worst phase error, % (1e9 if it failed). */
+static double split_moved(const struct attrib_series *ser, const struct attrib_interval *iv, size_t n_iv,
+			  size_t n_phase, double lag_s, const struct attrib_opts *o, const char *name, const double *tru,
+			  int *covered, int *total)
+{
+	struct attrib_interval *sv = malloc(n_iv * sizeof *sv);
+	struct attrib_result r;
+	double worst;
+	int rc;
+	for (size_t i = 0; i < n_iv; i++) {
+		sv[i] = iv[i];
+		sv[i].t0_s += lag_s;
+		sv[i].t1_s += lag_s;
+	}
+	rc = attrib_choose(ATTRIB_CHOICE_SPLIT, ser, sv, n_iv, n_phase, o, &r);
+	CHECK(rc == 0, "split rc %d", rc);
+	worst = rc ? 1e9 : report(name, &r, tru, 1, covered, total);
+	if (!rc)
+		attrib_result_free(&r);
+	free(sv);
+	return worst;
+}
+
 /* A sensor whose readings lag its exact stamps (sensor t = phase t + lag:
  * a RAPL counter's last update, perun reading after it stamps) on phases
  * of 2-6 ms: attrib_fit_lag finds the lag, its 95 % set holds it, and
@@ -906,20 +930,9 @@ static void test_lag(void)
 	double tru[5], worst[2];
 	truth(&s, 4, se.t[0] - lag, se.t[se.n - 1] - lag, tru);
 	for (int with = 0; with < 2; with++) {
-		struct attrib_interval *sv = malloc(n_iv * sizeof *sv);
-		for (size_t i = 0; i < n_iv; i++) {
-			sv[i] = iv[i];
-			sv[i].t0_s += with ? fit.best_s : 0;
-			sv[i].t1_s += with ? fit.best_s : 0;
-		}
-		struct attrib_result r;
 		struct attrib_opts o = {.offset_sigma_s = with ? 0.00025 : 0};
-		rc = attrib_split(&ser, sv, n_iv, 4, &o, &r);
-		CHECK(rc == 0, "split rc %d", rc);
-		worst[with] = rc ? 1e9 : report(with ? "split, fitted lag" : "split, stamps as read", &r, tru, 1, NULL, NULL);
-		if (!rc)
-			attrib_result_free(&r);
-		free(sv);
+		worst[with] = split_moved(&ser, iv, n_iv, 4, with ? fit.best_s : 0, &o,
+					  with ? "split, fitted lag" : "split, stamps as read", tru, NULL, NULL);
 	}
 	CHECK(worst[1] < worst[0], "the fitted lag did not help: worst %.2f %% vs %.2f %%", worst[1], worst[0]);
 	sensor_free(&se);
@@ -984,25 +997,13 @@ static void test_slow_response(unsigned seed, double avg_s)
 	      "wide set %.1f .. %.1f ms undecided or misses %.1f ms", wf.lo_s * 1e3, wf.hi_s * 1e3, avg_s / 2 * 1e3);
 	truth(&s, 3, se.t[0] - avg_s / 2, se.t[se.n - 1] - avg_s / 2, tru);
 	for (int with = 0; with < 2; with++) {
-		struct attrib_interval *sv = malloc(n_iv * sizeof *sv);
-		double lag = with ? wf.best_s : 0;
-		for (size_t i = 0; i < n_iv; i++) {
-			sv[i] = iv[i];
-			sv[i].t0_s += lag;
-			sv[i].t1_s += lag;
-		}
-		struct attrib_result r;
 		struct attrib_opts o = {
 			.offset_sigma_s = with ? fmax(fmax(wf.best_s - wf.lo_s, wf.hi_s - wf.best_s), fabs(wf.best_s) / 2)
 					       : 0.003,
 			.blur_s = with ? 2 * wf.best_s : 0};
-		rc = attrib_choose(ATTRIB_CHOICE_SPLIT, &ser, sv, n_iv, 3, &o, &r);
-		CHECK(rc == 0, "split rc %d", rc);
-		worst[with] = rc ? 1e9 : report(with ? "split, moved by the slow response" : "split, stamps as read", &r, tru,
-						1, &cov[with], &tot[with]);
-		if (!rc)
-			attrib_result_free(&r);
-		free(sv);
+		worst[with] = split_moved(&ser, iv, n_iv, 3, with ? wf.best_s : 0, &o,
+					  with ? "split, moved by the slow response" : "split, stamps as read", tru, &cov[with],
+					  &tot[with]);
 	}
 	CHECK(cov[1] == tot[1], "moved by the response: %d of %d intervals hold the truth", cov[1], tot[1]);
 	CHECK(worst[1] < worst[0], "moving by the response did not help: worst %.2f %% vs %.2f %%", worst[1], worst[0]);
