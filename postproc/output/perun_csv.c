@@ -25,6 +25,13 @@ static void put_series(struct csv *c, const struct tl *tl, const struct perun_mu
 {
 	const struct energy_model *em = tl->m;
 	int aligned = em && em->run == m && em->round == r && em->host == h;
+	const double *placed = NULL;
+	/* A sensor the model attributes with sits where its windows were
+	 * placed (em_sensor.t_tl: at its reads, less its fitted lag), as in
+	 * timeline.csv and trace.json; the others at their stamps. */
+	for (size_t k = 0; aligned && k < em->nsen; k++)
+		if (em->sen[k].ps == s && em->sen[k].ser.n == s->n)
+			placed = em->sen[k].t_tl;
 	for (size_t i = 0; i < s->n; i++) {
 		csv_str(c, m->id);
 		csv_str(c, r->id);
@@ -35,8 +42,7 @@ static void put_series(struct csv *c, const struct tl *tl, const struct perun_mu
 		csv_str(c, unit);
 		csv_f64(c, s->timesteps_s[i], 9);
 		if (em && aligned) {
-			/* As energy_model.c computes em_sensor.t_tl. */
-			double t = s->timesteps_s[i] + em->align.offset_s;
+			double t = placed ? placed[i] : s->timesteps_s[i] + em->align.offset_s;
 			csv_fixed(c, t, 9);
 			timebase_unix_field(c, &em->rl.clock, em->base_ns, t);
 		} else if (em) {
