@@ -83,9 +83,16 @@ int align_perun_reads(const struct ring_event *ev, size_t n, uint32_t pid, size_
 		return -EINVAL;
 	out->p50_s = (double)p50 / 1e9;
 	out->max_s = (double)max / 1e9;
-	/* Each read before the next round's stamp. */
-	for (size_t k = 0; stamp_gap_s && k + 1 < nts; k++)
+	/* Each read before the next stamp; the last, which has none, within
+	 * the longest round (a mutated ring could put it anywhere). */
+	double longest = 0;
+	for (size_t k = 0; stamp_gap_s && k + 1 < nts; k++) {
 		if (delay_s[k] >= stamp_gap_s[k] || delay_s[k] > out->max_s)
 			return -EINVAL;
+		if (stamp_gap_s[k] > longest)
+			longest = stamp_gap_s[k];
+	}
+	if (stamp_gap_s && nts > 1 && (delay_s[nts - 1] >= longest || delay_s[nts - 1] > out->max_s))
+		return -EINVAL;
 	return 0;
 }

@@ -115,6 +115,11 @@ int main(void)
 	add(&v, 42, "perun.read pkg", (uint64_t)NS << 40 | 1000000);
 	CHECK(align_perun_reads(v.e, v.n, 42, 0, "pkg", gap, NS, d, &ar) == -EINVAL, "index out of range accepted");
 
+	/* The last read, which no next stamp bounds, later than any round. */
+	v.n = 0;
+	round_of(&v, 42, 1000000000u, (const uint64_t[NS]){10, 10, 10, 150000000}, -1);
+	CHECK(align_perun_reads(v.e, v.n, 42, 0, "pkg", gap, NS, d, &ar) == -EINVAL, "a last read 150 ms late accepted");
+
 	if (failures) {
 		printf("%d check(s) failed\n", failures);
 		return 1;
