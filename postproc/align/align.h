@@ -63,13 +63,13 @@ struct align_reads {
 
 /* How long after its stamp each of sensor_id's reads happened, s
  * (delay_s[nts]), from the hook's "perun.read*" marks of the sampler
- * pid's round_idx-th round (perun_reads.c); stamp_gap_s[k] (NULL: not
- * checked) the time from stamp k to stamp k + 1, which no read may reach.
+ * pid's round_idx-th round (perun_reads.c); stamp_s[nts] (NULL: not
+ * checked) the stamps' times, s: no read may reach the next stamp.
  * 0; -ENODATA: no timed reads (a hook before they were timed, a sensor
  * neither energy nor power); -EINVAL: they do not pair one to one with
  * the round's nts stamps; out says the median, largest and late ones. */
 int align_perun_reads(const struct ring_event *ev, size_t n, uint32_t pid, size_t round_idx, const char *sensor_id,
-		      const double *stamp_gap_s, size_t nts, double *delay_s, struct align_reads *out);
+		      const double *stamp_s, size_t nts, double *delay_s, struct align_reads *out);
 
 /* Prior from execution_dt.  1 found, 0 unusable. */
 int align_perun_prior(const struct perun_multirun *run, const struct ring_clock *clk, const char *tz,

@@ -32,7 +32,7 @@ static int is(const char *text, const char *suffix, const char *id)
 }
 
 int align_perun_reads(const struct ring_event *ev, size_t n, uint32_t pid, size_t round_idx, const char *sensor_id,
-		      const double *stamp_gap_s, size_t nts, double *delay_s, struct align_reads *out)
+		      const double *stamp_s, size_t nts, double *delay_s, struct align_reads *out)
 {
 	long round = -1;
 	int have_n = 0, have_p50 = 0, have_max = 0, bad = 0;
@@ -86,13 +86,14 @@ int align_perun_reads(const struct ring_event *ev, size_t n, uint32_t pid, size_
 	/* Each read before the next stamp; the last, which has none, within
 	 * the longest round (a mutated ring could put it anywhere). */
 	double longest = 0;
-	for (size_t k = 0; stamp_gap_s && k + 1 < nts; k++) {
-		if (delay_s[k] >= stamp_gap_s[k] || delay_s[k] > out->max_s)
+	for (size_t k = 0; stamp_s && k + 1 < nts; k++) {
+		double gap = stamp_s[k + 1] - stamp_s[k];
+		if (delay_s[k] >= gap || delay_s[k] > out->max_s)
 			return -EINVAL;
-		if (stamp_gap_s[k] > longest)
-			longest = stamp_gap_s[k];
+		if (gap > longest)
+			longest = gap;
 	}
-	if (stamp_gap_s && nts > 1 && (delay_s[nts - 1] >= longest || delay_s[nts - 1] > out->max_s))
+	if (stamp_s && nts > 1 && (delay_s[nts - 1] >= longest || delay_s[nts - 1] > out->max_s))
 		return -EINVAL;
 	return 0;
 }

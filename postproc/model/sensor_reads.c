@@ -13,40 +13,30 @@
 int sensor_reads_apply(struct em_sensor *s, const struct ring_event *ev, size_t n, uint32_t pid, size_t round_idx)
 {
 	size_t ns = s->ser.n;
-	double *d, *gap, *t = NULL, *v = NULL;
+	double *t, *v = NULL;
 	struct align_reads ar;
 	int rc;
 	s->reads = (struct sensor_reads){0};
 	if (s->ser.kind == ATTRIB_INSTANT_W || ns < 2)
 		return 0;
-	d = malloc(ns * sizeof *d);
-	gap = malloc(ns * sizeof *gap);
-	if (!d || !gap) {
-		free(d);
-		free(gap);
+	/* t holds the delays first, then the reads' times. */
+	if (!(t = malloc(ns * sizeof *t)))
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i + 1 < ns; i++)
-		gap[i] = s->ser.t_s[i + 1] - s->ser.t_s[i];
-	rc = align_perun_reads(ev, n, pid, round_idx, s->ps->id, gap, ns, d, &ar);
-	free(gap);
+	rc = align_perun_reads(ev, n, pid, round_idx, s->ps->id, s->ser.t_s, ns, t, &ar);
 	if (rc == -ENODATA || rc == -EINVAL) {
 		s->reads.state = rc == -ENODATA ? SENSOR_READS_ABSENT : SENSOR_READS_MISMATCH;
-		free(d);
+		free(t);
 		return 0;
 	}
-	t = malloc(ns * sizeof *t);
 	if (s->ser.kind == ATTRIB_WINDOW_AVG_W)
 		v = malloc(ns * sizeof *v);
-	if (rc || !t || (s->ser.kind == ATTRIB_WINDOW_AVG_W && !v)) {
-		free(d);
+	if (rc || (s->ser.kind == ATTRIB_WINDOW_AVG_W && !v)) {
 		free(t);
 		free(v);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < ns; i++)
-		t[i] = s->ser.t_s[i] + d[i];
-	free(d);
+		t[i] += s->ser.t_s[i];
 	/* A window mean's energy is what perun measured over the window: the
 	 * same joules over the reads' window. */
 	if (v) {

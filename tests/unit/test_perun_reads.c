@@ -70,7 +70,7 @@ static void round_of(struct evs *v, uint32_t pid, uint64_t t0, const uint64_t *d
 int main(void)
 {
 	const uint64_t good[NS] = {11000, 4200000, 131000, 0};
-	const double gap[NS] = {0.1, 0.1, 0.1, 0.1};
+	const double gap[NS] = {0, 0.1, 0.2, 0.3}; /* the stamps' times, s */
 	double d[NS];
 	struct align_reads ar;
 	struct evs v = {0};
