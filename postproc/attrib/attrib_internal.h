@@ -70,6 +70,11 @@ void attrib_union_free(struct attrib_union *u);
 void attrib_shares(const struct attrib_win *w, const struct attrib_interval *iv, size_t n_iv,
 		   const struct attrib_union *u, size_t n_phase, double shift_s, double *share);
 
+/* gap[j]: fraction of window j in the gaps of u (between two of its pieces)
+ * shorter than max_gap_s: the glue between phases, whose power the
+ * unattributed column's one fitted power does not describe. */
+void attrib_gap_shares(const struct attrib_win *w, const struct attrib_union *u, double max_gap_s, double *gap);
+
 /* Per phase time inside [t0, t1] and median interval length; row n_phase is
  * the unattributed time (span minus the union of all intervals). */
 int attrib_phase_times(const struct attrib_interval *iv, size_t n_iv, size_t n_phase, double t0_s,

@@ -122,6 +122,16 @@ void attrib_shares(const struct attrib_win *w, const struct attrib_interval *iv,
 	}
 }
 
+void attrib_gap_shares(const struct attrib_win *w, const struct attrib_union *u, double max_gap_s, double *gap)
+{
+	memset(gap, 0, w->n * sizeof *gap);
+	if (w->point)
+		return;
+	for (size_t i = 1; i < u->n; i++)
+		if (u->t0_s[i] - u->t1_s[i - 1] < max_gap_s)
+			spread(w, u->t1_s[i - 1], u->t0_s[i], 1, 0, gap);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

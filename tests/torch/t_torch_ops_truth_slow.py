@@ -12,6 +12,8 @@ at 0.1 s on the emulated RAPL sensor whose power follows the phases
     and are informative (median half width <= 25 % of the estimate at
     200 steps: measured 7-15 %, with median errors of 1-2 %: the width is
     the phase fit's, whose intervals are wider than DESIGN's 3x aim here);
+  * the unattributed row holds the joules outside every phase (the glue
+    between phases, drawn at a phase's power);
   * trace.json carries the joules: each op slice has args.energy_j (the
     record_function slices' sum equals ops.csv's total for that name), and
     every device group has a cumulative "energy (J)" counter track.
@@ -22,7 +24,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_truth_lib import anchorpost, check, fails, load_trace, need, record, rows, truth_per_op  # noqa: E402
+from torch_truth_lib import (anchorpost, check, fails, load_trace, need, record, rows, truth_per_op,  # noqa: E402
+                             unattributed_check)
 
 import statistics  # noqa: E402
 
@@ -75,6 +78,7 @@ def main():
     # gate is coverage, a shortfall is printed where the log shows it.
     mh = statistics.median(half or [0])
     print("     %s median half width %.1f %% (target <= 25 %%)" % ("ok  " if mh <= 0.25 else "SHORT OF TARGET:", 100 * mh))
+    unattributed_check(out, ring, os.path.join(out, "instances.csv"), os.path.join(rep, "phases.csv"))
     tj = json.load(open(os.path.join(rep, "trace.json")))
     ev = tj["traceEvents"] if isinstance(tj, dict) else tj
     with_e = [e for e in ev if e.get("ph") == "E" and "energy_j" in e.get("args", {})]

@@ -192,6 +192,21 @@ def truth_per_phase(instances, phases, ring=None):
     return out
 
 
+def unattributed_check(out, ring, instances, phases_csv, phases=PHASES):
+    """The unattributed row (cpu + ram) against the truth outside every
+    anchored phase: the emulated sensor's total (truth.json; 0 W before the
+    first and after the last publish) less the phases' exclusive truth.
+    Those joules are the glue between phases (the victim's publish, a
+    preemption there), drawn at a phase's power, not idle."""
+    tj = json.load(open(os.path.join(out, "truth.json")))
+    total = sum(d["total_j"] for d in tj["devices"].values())
+    truth = total - sum(truth_per_phase(instances, phases, ring).values())
+    rs = [r for r in rows(phases_csv) if r["scope"] == "all" and r["row"] == "unattributed"]
+    est, lo, hi = (sum(float(r[c] or 0) for r in rs) for c in ("energy_j", "ci95_low_j", "ci95_high_j"))
+    check(rs and lo <= truth <= hi, "the unattributed row %.3g J [%.3g, %.3g] holds the %.3g J outside every phase"
+          % (est, lo, hi, truth))
+
+
 def ring_segments(ring, names):
     """[(t0_ns, t1_ns, phase)] of the ring's exclusive timeline, read from
     `anchorpost dump`: on the thread with the most BEGIN records, the
