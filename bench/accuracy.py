@@ -17,6 +17,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -47,6 +48,10 @@ QUICK = ("p0.1-long", "p0.1-short", "p0.1-short-nohook")
 # recording (~15 s of workload plus perun's start) fewer.  Recorded anew
 # when that scenario did not run first (--only).
 NO_HOOK_FROM = {"p0.1-short-nohook": "p0.1-short"}
+# An updater stall of this many sensor periods or more: the recording is
+# made again (run_one).  Stalls of 26-35 ms were seen in passing loaded
+# runs; half a period keeps them and refuses the 100.9 ms one.
+STALL_PERIODS = 0.5
 
 
 def run_one(sc, out, anchorpost, method, recorded=None):
@@ -55,7 +60,26 @@ def run_one(sc, out, anchorpost, method, recorded=None):
 	name, period, phases, repeat, jitter, hook, noise, klass = sc
 	if recorded:
 		return analyse(sc, recorded, anchorpost, method, ["--no-hook"], out)
-	record(sc, out)
+	for attempt in range(3):
+		record(sc, out)
+		stall_ms = json.load(open(os.path.join(out, "truth.json")))["tick_ms"]["max"]
+		if stall_ms < STALL_PERIODS * period * 1e3:
+			break
+		if attempt == 2:
+			print(f"# {name}: the updater stalled {stall_ms:.1f} ms in a third recording too: analysed as it is",
+			      flush=True)
+			break
+		# A RAPL counter never stalls; the emulator's updater, SCHED_FIFO
+		# on a loaded VM, once did for 100.9 ms (a suite run beside
+		# stress-ng --cpu 4): perun then read stale counters for a whole
+		# window, energy the sensor model does not have, and that run's
+		# dram split missed its point target by 23 % (intervals held).
+		# Such a recording tests the harness, not anchorpost: kept beside,
+		# recorded again, said.
+		shutil.rmtree(out + ".stalled%d" % attempt, ignore_errors=True)
+		os.replace(out, out + ".stalled%d" % attempt)
+		print(f"# {name}: the emulated sensor's updater stalled {stall_ms:.1f} ms (>= {STALL_PERIODS:g} sensor "
+		      f"period): not a RAPL counter's behaviour; recorded again (kept in {out}.stalled{attempt})", flush=True)
 	return analyse(sc, out, anchorpost, method, [], out)
 
 
