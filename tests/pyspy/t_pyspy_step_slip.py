@@ -8,7 +8,14 @@ against a true p95 time error of 133 / 143 ms.  The step cannot be told
 from the labels there (align_pyspy_slip.c); the alignment must say so in
 words (STEP OPEN) and state an uncertainty that covers the true p95 and is
 at most 3x it + one sample period (BENCHMARKS.md §15b).  No py-spy needed:
-the files are py-spy's and the ring's, gzipped."""
+the files are py-spy's and the ring's, gzipped.
+
+c (kept, not asserted: nothing here says it yet): a suite run beside
+stress-ng --cpu 4 (2026-12-07) where py-spy fell behind and the warp held
+0.6 s of the 2.5 s profile (62 of 215 clocked samples) one step late and
+then came back; +-33.5 ms stated against a true p95 of 147 ms.  Moving the
+whole mapping by a step cannot see a stretch that slipped alone
+(BENCHMARKS.md section 21: what was tried)."""
 import gzip
 import os
 import shutil
