@@ -7,7 +7,8 @@
 # Env: LOAD_CPUS (default: nproc) stress-ng --cpu workers at LOAD_PCT %
 # (default 100) each, at normal priority, so the suite competes for every
 # core; QUICK/ONLY/TEST_TIMEOUT pass through to tests/run.sh.  Each run's
-# output goes to $LOG_DIR/run-K.log (default a new /tmp/anchor-load.*).
+# output goes to $LOG_DIR/run-K.log (default a new /tmp/anchor-load.*),
+# each failed test's files to $LOG_DIR/failed-K/ (tests/run.sh KEEP_FAILED).
 # Prints every run's summary line and the load average; exits 1 if any run
 # failed.  Needs stress-ng (scripts/install-deps.sh installs it) and a build
 # (make -j2).
@@ -30,7 +31,7 @@ echo "test-under-load: stress-ng --cpu $CPUS --cpu-load $PCT (pid $hog); logs in
 bad=0
 for k in $(seq 1 "$N"); do
 	start=$(date +%s)
-	bash tests/run.sh >"$LOG_DIR/run-$k.log" 2>&1
+	KEEP_FAILED=$LOG_DIR/failed-$k bash tests/run.sh >"$LOG_DIR/run-$k.log" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || bad=1
 	grep '^FAIL ' "$LOG_DIR/run-$k.log"

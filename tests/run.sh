@@ -19,6 +19,9 @@
 # TEST_TIMEOUT=S (default 900): a test still running after S seconds gets
 # SIGTERM (its whole process group, GNU timeout), SIGKILL 30 s later, and
 # counts as failed; stdin is /dev/null, so nothing waits for a terminal.
+# KEEP_FAILED=DIR: a failed test's temporary directory and log are moved
+# to DIR/AREA/NAME.K (K the first free number) before the run removes the
+# rest, so a failure on a loaded machine can be looked at afterwards.
 # Always ends with the line "N passed, N failed, N skipped", also when
 # interrupted (then "(interrupted)" follows and the exit status is 130).
 set -u
@@ -80,6 +83,13 @@ for t in tests/t_*.sh tests/t_*.py tests/*/t_*.sh tests/*/t_*.py; do
 		fail=$((fail + 1)); failed+=("$name")
 		echo "FAIL $name (exit $rc, ${secs}s); last lines:"
 		tail -n 25 "$dir.log" | sed 's/^/    /'
+		if [ -n "${KEEP_FAILED:-}" ]; then
+			k=1
+			while [ -e "$KEEP_FAILED/${name%.*}.$k" ]; do k=$((k + 1)); done
+			mkdir -p "$KEEP_FAILED/${name%.*}.$k" &&
+				mv "$dir" "$dir.log" "$KEEP_FAILED/${name%.*}.$k/" &&
+				echo "    (kept in $KEEP_FAILED/${name%.*}.$k)"
+		fi
 	fi
 done
 summary ""
