@@ -37,7 +37,7 @@ def main():
     if not pyspy_binary():
         print("SKIP: py-spy is not installed")
         sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="anchor-clock-")
+    tmp = tempfile.mkdtemp(prefix="anchor-clock-", dir=os.environ.get("ANCHOR_TEST_TMP"))
     for rate in (100, 500):
         d = os.path.join(tmp, str(rate))
         os.makedirs(d)

@@ -49,7 +49,7 @@ def prerequisites():
 
 
 def run(spy, style, cannot):
-    out = tempfile.mkdtemp(prefix="anchor-fnph-%s-" % style)
+    out = tempfile.mkdtemp(prefix="anchor-fnph-%s-" % style, dir=os.environ.get("ANCHOR_TEST_TMP"))
     p = lambda *x: os.path.join(out, *x)  # noqa: E731
     spec = {"phases": [{"name": n, "pkg_w": POWER[n][0], "dram_w": POWER[n][1]}
                        for n in ("data", "fwd", "bwd", "opt", "gap")]}

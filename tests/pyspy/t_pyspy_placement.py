@@ -60,7 +60,7 @@ def main():
     if not pyspy_binary():
         print("SKIP: py-spy is not installed")
         sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="anchor-place-")
+    tmp = tempfile.mkdtemp(prefix="anchor-place-", dir=os.environ.get("ANCHOR_TEST_TMP"))
     for style in STYLES:
         ring, out = record(tmp, style)
         s = pc.score(ANCHORPOST, ring, out, tmp)

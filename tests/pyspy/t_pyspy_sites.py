@@ -104,7 +104,7 @@ def main():
         if not os.path.exists(os.path.join(BUILD, f)):
             print("SKIP: %s not built" % f)
             sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="anchor-sites-")
+    tmp = tempfile.mkdtemp(prefix="anchor-sites-", dir=os.environ.get("ANCHOR_TEST_TMP"))
     for preload in (0, 1):
         run(tmp, preload)
 

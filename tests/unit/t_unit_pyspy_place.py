@@ -125,7 +125,7 @@ def main():
     if not os.path.exists(ANCHORPOST):
         print("SKIP: anchorpost not built")
         sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="anchor-place-unit-")
+    tmp = tempfile.mkdtemp(prefix="anchor-place-unit-", dir=os.environ.get("ANCHOR_TEST_TMP"))
     s, p95, stated, cannot, line = case(tmp, "helper_class")
     if cannot or s["share"] < 0.95:
         fail("helper_class: %.1f %% placed: %s" % (100 * s["share"], line))
