@@ -283,13 +283,11 @@ int attrib_split(const struct attrib_series *s, const struct attrib_interval *iv
 	if ((rc = attrib_fit_rows(share, w.y_w, w.n, k, n_boot, seed, o ? o->block_len : 0, &f)))
 		goto done;
 	split(&w, share, k, f.p_w, e);
+	/* widen_by_gaps before widen_by_shift, which leaves share shifted */
 	if ((rc = split_replicates(&w, share, k, &f, rep)) ||
+	    (rc = widen_by_gaps(&w, &u, c.period_s, share, k, f.p_w, gap_lo, gap_hi)) ||
 	    (rc = widen_by_shift(&w, iv, n_iv, &u, n_phase, sigma_s, share, e, es, widen_j)) ||
 	    (rc = widen_by_edges(iv, n_iv, n_phase, f.p_w, sigma_s, widen_j)))
-		goto done;
-	/* widen_by_shift left share at a shifted timeline: back to the fitted one. */
-	attrib_shares(&w, iv, n_iv, &u, n_phase, 0, share);
-	if ((rc = widen_by_gaps(&w, &u, c.period_s, share, k, f.p_w, gap_lo, gap_hi)))
 		goto done;
 	fill_rows(&w, &f, e, rep, widen_j, gap_lo, gap_hi, vif_max, k, out);
 	rc = 0;
