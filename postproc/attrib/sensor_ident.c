@@ -150,6 +150,12 @@ static int grid_fit(const double *t_s, const double *h_s, size_t n, double hmax,
 		g->hi_s = step + half;
 	}
 	g->origin_s = origin + step * (double)k[0];
+	{
+		double mk = 0;
+		for (size_t i = 0; i < n; i++)
+			mk += (double)k[i];
+		g->pivot_s = origin + step * mk / (double)n;
+	}
 	g->resid_rms_s = rms;
 out:
 	free(gaps);
@@ -238,7 +244,7 @@ static double solve_rss(double *ata, const double *atr, double rtr, size_t q, do
 struct fit_ctx {
 	const struct attrib_interval *iv;
 	size_t n_iv, n_phase, q, nu;
-	const double *u, *r; /* update times, their readings */
+	double *u, *r; /* update times, their readings */
 	double *ata, *atr, *beta;
 	double rtr;
 };
@@ -324,6 +330,21 @@ static double reading_at(const double *t, const double *w, size_t n, double x)
 	return w[lo];
 }
 
+/* The updates of grid g with its step set to q, pivoting where g is known
+ * best, and the reading each shows mid-period (read away from both of its
+ * updates). */
+static void updates_at(struct fit_ctx *c, const struct sensor_grid *g, double q, const double *t_s, const double *w_w,
+		       size_t n)
+{
+	double kp = (g->pivot_s - g->origin_s) / g->step_s;
+	c->rtr = 0;
+	for (size_t k = 0; k < c->nu; k++) {
+		c->u[k] = g->pivot_s + q * ((double)k - kp);
+		c->r[k] = reading_at(t_s, w_w, n, c->u[k] + q / 2);
+		c->rtr += c->r[k] * c->r[k];
+	}
+}
+
 int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struct attrib_interval *iv,
 		     size_t n_iv, size_t n_phase, struct sensor_ident *out)
 {
@@ -380,16 +401,10 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t k = 0; k < nu; k++) {
-		u[k] = out->grid.origin_s + p * (double)k;
-		r[k] = reading_at(t_s, w_w, n, u[k] + p / 2);
-		mean += r[k];
-	}
-	mean /= nu ? (double)nu : 1;
-	for (size_t k = 0; k < nu; k++) {
-		c.rtr += r[k] * r[k];
-		tss += (r[k] - mean) * (r[k] - mean);
-	}
+	c.u = u;
+	c.r = r;
+	c.nu = nu;
+	updates_at(&c, &out->grid, p, t_s, w_w, n);
 	for (size_t i = 0; i < n_iv; i++) {
 		if (iv[i].t0_s > u[0] - p && iv[i].t0_s < u[nu - 1])
 			out->edges++;
@@ -400,9 +415,6 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 		out->why = "too few phase edges during the readings to tell the window";
 		goto out;
 	}
-	c.u = u;
-	c.r = r;
-	c.nu = nu;
 	coarse = fmax(p / SENSOR_IDENT_COARSE_STEPS, SENSOR_IDENT_COARSE_MIN_S);
 	best = scan(&c, 0, p, 0, p, coarse, p, -1, &bw, &bd, NULL);
 	/* Windows longer than the period, on a coarser grid of their own. */
@@ -419,18 +431,43 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 		}
 	}
 	fine = coarse / 10;
+	/* Finer, at update periods across P's interval: the fit's (W, d) at
+	 * each (a period off by its interval's half width moved a 22 s
+	 * stand-in run's window by 0.1-0.2 ms on the 0.1 ms grid, outside a
+	 * region one grid point wide: 25.20 [25.10, 25.30] for 25.000). */
+	double qs[SENSOR_IDENT_PERIODS], qw[SENSOR_IDENT_PERIODS], qd[SENSOR_IDENT_PERIODS], qbest = p;
 	{
+		/* (the middle one is P itself, its grid holding the coarse
+		 * best: never worse than that) */
 		double cw = bw, cd = bd;
-		best = fmin(best, scan(&c, cw - 2 * coarse, cw + 2 * coarse, cd - 2 * coarse, cd + 2 * coarse, fine, p, -1,
-				       &bw, &bd, NULL));
+		best = INFINITY;
+		for (int j = 0; j < SENSOR_IDENT_PERIODS; j++) {
+			double s;
+			qs[j] = out->grid.lo_s + (out->grid.hi_s - out->grid.lo_s) * j / (SENSOR_IDENT_PERIODS - 1);
+			updates_at(&c, &out->grid, qs[j], t_s, w_w, n);
+			qw[j] = cw;
+			qd[j] = cd;
+			s = scan(&c, cw - 2 * coarse, cw + 2 * coarse, cd - 2 * coarse, cd + 2 * coarse, fine, p, -1,
+				 &qw[j], &qd[j], NULL);
+			if (s < best) {
+				best = s;
+				bw = qw[j];
+				bd = qd[j];
+				qbest = qs[j];
+			}
+		}
 	}
 	bound = best * (1 + SENSOR_IDENT_CHI2_2 / (double)(nu > c.q + 2 ? nu - c.q - 2 : 1));
-	/* The region: on the fine grid around the best when it closes there,
-	 * else on the coarse grid over the whole plane. */
+	/* The region: on the fine grid around each period's best when it
+	 * closes there, joined; else on the coarse grid over the whole plane. */
 	{
 		double dummy_w, dummy_d;
-		scan(&c, bw - 2 * coarse, bw + 2 * coarse, bd - 2 * coarse, bd + 2 * coarse, fine, p, bound, &dummy_w,
-		     &dummy_d, &reg);
+		for (int j = 0; j < SENSOR_IDENT_PERIODS; j++) {
+			updates_at(&c, &out->grid, qs[j], t_s, w_w, n);
+			scan(&c, qw[j] - 2 * coarse, qw[j] + 2 * coarse, qd[j] - 2 * coarse, qd[j] + 2 * coarse, fine, p,
+			     bound, &dummy_w, &dummy_d, &reg);
+		}
+		updates_at(&c, &out->grid, p, t_s, w_w, n);
 		gstep = fine;
 		if (!reg.any || reg.at_edge) {
 			scan(&c, 0, bw > p ? SENSOR_IDENT_MAX_WINDOW_S : p, 0, p, coarse, p, bound, &dummy_w, &dummy_d, &creg);
@@ -444,6 +481,14 @@ int sensor_ident_fit(const double *t_s, const double *w_w, size_t n, const struc
 			reg.dhi = fmax(reg.dhi, bd);
 		}
 	}
+	/* how much of the readings' spread the window model explains, at the
+	 * period it fitted best */
+	updates_at(&c, &out->grid, qbest, t_s, w_w, n);
+	for (size_t k = 0; k < nu; k++)
+		mean += r[k];
+	mean /= (double)nu;
+	for (size_t k = 0; k < nu; k++)
+		tss += (r[k] - mean) * (r[k] - mean);
 	out->window_s = bw;
 	out->window_lo_s = fmax(0, reg.wlo - gstep);
 	out->window_hi_s = fmin(bw > p ? SENSOR_IDENT_MAX_WINDOW_S : out->grid.hi_s + fine, reg.whi + gstep);

@@ -25,8 +25,11 @@
  * Intervals (95 %): P from the grid fit's residual scatter (each update is
  * seen only to within a tick, the scatter shows it); (W, d) the region of
  * the grid whose residual sum of squares stays within the F bound of the
- * best (two parameters, chi2_2 = 5.99), widened by the grid step and, for
- * d, by half a tick (the update's position inside its tick is unseen).
+ * best (two parameters, chi2_2 = 5.99), joined over update periods across
+ * P's interval (pivoting where the grid is known best: a period 2 us off
+ * moves the ends of a 22 s run's grid by 0.2 ms, and the window with
+ * them), widened by the grid step and, for d, by half a tick (the
+ * update's position inside its tick is unseen).
  */
 #ifndef ANCHORPOST_SENSOR_IDENT_H
 #define ANCHORPOST_SENSOR_IDENT_H
@@ -42,6 +45,7 @@
 struct sensor_grid {
 	double step_s, lo_s, hi_s; /* the step and its interval */
 	double origin_s;           /* the grid point nearest the first event */
+	double pivot_s;            /* where the grid is known best (the events' mean) */
 	double resid_rms_s;        /* scatter of the events about the grid */
 	size_t events;
 };

@@ -251,6 +251,9 @@
  * grid then steps a tenth of that over two coarse steps either side. */
 #define SENSOR_IDENT_COARSE_STEPS 100
 #define SENSOR_IDENT_COARSE_MIN_S 0.001
+/* Update periods across P's interval at which (W, d) are fitted and their
+ * regions joined (sensor_ident.c; odd, so that the middle one is P). */
+#define SENSOR_IDENT_PERIODS 5
 /* chi2 with 2 degrees of freedom at 95 %: the joint (W, d) region. */
 #define SENSOR_IDENT_CHI2_2 5.99
 /* Longest averaging window sought, s: NVML's 1 s "average" power
