@@ -501,7 +501,15 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 			 "; inside phases: the samples per phase occurrence span its exact length to within %.3g ms "
 			 "(p95 over sqrt 2: one sample's time error)",
 			 a->count_ms);
-	if (!a->cannot_place && a->slip_step_ms > 0 && a->slip_open_ms > 0)
+	if (!a->cannot_place && a->slip_lag_open)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; STEP OPEN: the phases repeat every %.3g ms and a mapping %.3g ms away (another step) may hold "
+			 "a stretch of the profile as well: the profile falls %.3g s short of the process's life (py-spy "
+			 "started late or fell behind), more than a step, and then the phase sites do not pin the step "
+			 "(the figure above includes it; each sample's phase holds on both); call anchor.sync_pulse() "
+			 "or record chrometrace to pin the step",
+			 a->slip_step_ms, a->slip_open_ms, a->unsampled_s);
+	else if (!a->cannot_place && a->slip_step_ms > 0 && a->slip_open_ms > 0)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; STEP OPEN: the phases repeat every %.3g ms and a mapping %.3g ms away (another step) holds "
 			 "the phase sites as well, so any sample may be that much further off (the figure above "
@@ -526,6 +534,12 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 		 a->unsampled_s);
 	if (!isnan(a->sample_period_s))
 		snprintf(per, sizeof per, " (sample period %.3g ms)", a->sample_period_s * 1e3);
+	char fell[300];
+	snprintf(fell, sizeof fell,
+		 "; SAMPLE TIMES UNKNOWN (no --idle, or py-spy fell behind: %.3g s of the process's life have no "
+		 "sample): placed by its phase sites (the figure above); samples outside them have no exact time "
+		 "(re-record with py-spy --idle)",
+		 a->unsampled_s);
 	snprintf(buf, cap, "py-spy %s: %s, offset %.6f s, scale %.6f, uncertainty +-%.3g ms%s%s; "
 			   "prior %s at %.6f s%s",
 		 pyspy_format_name(p->meta.format), a->method, a->offset_s, a->scale, a->uncert_ms, per, extra, a->prior, a->prior_offset_s,
@@ -534,8 +548,6 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 		  * why the samples between sites have no time of their own */
 		 : a->idle_dropped ? "; RECORDED WITHOUT --idle: placed by its phase sites (the figure above); "
 				     "samples outside them have no exact time (re-record with py-spy --idle)"
-		 : a->time_unknown ? "; SAMPLE TIMES UNKNOWN (no --idle, or py-spy fell behind): placed by its phase "
-				     "sites (the figure above); samples outside them have no exact time (re-record "
-				     "with py-spy --idle)"
+		 : a->time_unknown ? fell
 				   : "");
 }

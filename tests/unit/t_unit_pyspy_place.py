@@ -131,8 +131,15 @@ def main():
         fail("helper_class: %.1f %% placed: %s" % (100 * s["share"], line))
     if not stated >= p95:
         fail("helper_class: stated +-%g ms below the true p95 time error %g ms: %s" % (stated, p95, line))
-    if stated > 3 * p95 + 1e3 * NOMINAL_S:
-        fail("helper_class: stated +-%g ms wider than 3x the true p95 %g ms + a period: %s" % (stated, p95, line))
+    # the profile falls 0.39 s short of the process's life (the first
+    # SKIP_S unsampled, then 3 % behind), more than a step: the step is
+    # left open (align_pyspy_confidence.c), and the width it may add is
+    # that step, no more
+    m = re.search(r"STEP OPEN: the phases repeat every [0-9.e+]+ ms and a mapping ([0-9.e+]+) ms away", line)
+    step_ms = float(m.group(1)) if m else 0.0
+    if stated > 3 * p95 + 1e3 * NOMINAL_S + step_ms:
+        fail("helper_class: stated +-%g ms wider than 3x the true p95 %g ms + a period (+ %g ms STEP OPEN): %s" % (
+            stated, p95, step_ms, line))
     m = re.search(r"scale ([0-9.]+)", line)
     if not m or abs(float(m.group(1)) - PERIOD_S / NOMINAL_S) > 0.01:
         fail("helper_class: py-spy fell 3 %% behind, the fitted scale should be %.3f: %s" % (PERIOD_S / NOMINAL_S, line))
