@@ -12,6 +12,7 @@ nearest occurrence of the true phase, 0 inside), unplaced (rows that
 samples.csv marks placed=0)."""
 import bisect
 import csv
+import math
 import os
 import re
 import subprocess
@@ -84,14 +85,9 @@ def alignment_line(path):
 CLOCK_RE = re.compile(r"(^|;)((data|fwd|bwd|opt)_c\d\d) \(")
 
 
-def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
-    """The true *time* error of placed samples, from the victim's clock
-    (placement_victim.py, ANCHOR_PLACEMENT_CLOCK_LOG): a sample holding slot
-    X was read while one of X's slots ran, so its error is the distance from
-    its placed instant (at_s on the ring's timeline) to the nearest of X's
-    slots (0 inside one: known to within a slot, 2 ms).  Placed samples only
-    (placed=1).  -> n, p50/p95/max of |error| ms, the signed median ms
-    (placed minus true, from the nearest slot edge: a bias shows here)."""
+def _clock_points(anchorpost, ring, samples_csv, clock_csv, tmp):
+    """(sample_index, thread, placed - true seconds, true instant) of every
+    placed sample holding a clock slot (see score_clock)."""
     out = os.path.join(tmp, os.path.basename(ring) + ".dump.csv")
     if not os.path.exists(out):
         subprocess.run([anchorpost, "dump", ring, "-o", out], check=True, capture_output=True)
@@ -103,7 +99,7 @@ def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
             slots.setdefault(r["slot"], []).append((int(r["t0_mono_ns"]) / 1e9, int(r["t1_mono_ns"]) / 1e9))
     for v in slots.values():
         v.sort()
-    errs, signed = [], []
+    pts = []
     with open(samples_csv) as f:
         for r in csv.DictReader(f):
             m = CLOCK_RE.search(r.get("stack_text") or "")
@@ -121,10 +117,50 @@ def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
                     s = 0.0 if a <= t <= b else (t - b if t > b else t - a)
                     if best is None or abs(s) < abs(best):
                         best = s
-            errs.append(abs(best))
-            signed.append(best)
-    errs.sort()
-    signed.sort()
+            pts.append((int(r["sample_index"]), r["thread"], best, t - best))
+    return pts
+
+
+def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
+    """The true *time* error of placed samples, from the victim's clock
+    (placement_victim.py, ANCHOR_PLACEMENT_CLOCK_LOG): a sample holding slot
+    X was read while one of X's slots ran, so its error is the distance from
+    its placed instant (at_s on the ring's timeline) to the nearest of X's
+    slots (0 inside one: known to within a slot, 2 ms).  Placed samples only
+    (placed=1).  -> n, p50/p95/max of |error| ms, the signed median ms
+    (placed minus true, from the nearest slot edge: a bias shows here).
+    The p95 of a couple of hundred samples is itself an estimate:
+    p95_lo_ms / p95_hi_ms are its one-sided 95 % confidence bounds,
+    distribution-free (the order statistics whose rank a binomial(n, 0.95)
+    count reaches with 95 %, normal approximation)."""
+    pts = _clock_points(anchorpost, ring, samples_csv, clock_csv, tmp)
+    errs = sorted(abs(p[2]) for p in pts)
+    signed = sorted(p[2] for p in pts)
     q = lambda v, p: v[int(p * (len(v) - 1))] * 1e3 if v else float("nan")  # noqa: E731
-    return {"n": len(errs), "p50_ms": q(errs, 0.5), "p95_ms": q(errs, 0.95), "max_ms": q(errs, 1.0),
+    n = len(errs)
+    half = 1.645 * math.sqrt(n * 0.95 * 0.05) if n else 0.0
+    rank = lambda r: errs[min(n - 1, max(0, int(math.floor(r))))] * 1e3 if errs else float("nan")  # noqa: E731
+    return {"n": n, "p50_ms": q(errs, 0.5), "p95_ms": q(errs, 0.95), "max_ms": q(errs, 1.0),
+            "p95_lo_ms": rank(0.95 * (n - 1) - half), "p95_hi_ms": rank(0.95 * (n - 1) + half + 1),
             "signed_p50_ms": q(signed, 0.5), "inside": sum(e == 0 for e in errs) / len(errs) if errs else float("nan")}
+
+
+def pyspy_rate_spread(anchorpost, ring, samples_csv, clock_csv, tmp, rate, span=100):
+    """How steadily py-spy kept its rate, from the clock's truth: over every
+    stretch of `span` samples of the main thread, the real time it took
+    against span / rate; -> the 95th over the 5th percentile of that ratio
+    (about 1.3-1.5 when py-spy keeps up: its intervals are exponential;
+    2-3 where it falls behind and catches up).  NAN with too few clocked
+    samples."""
+    pts = sorted((k, t) for k, th, _, t in _clock_points(anchorpost, ring, samples_csv, clock_csv, tmp) if th == "0")
+    ratios, j = [], 0
+    for i in range(len(pts)):
+        while j < len(pts) and pts[j][0] - pts[i][0] < span:
+            j += 1
+        if j < len(pts):
+            ratios.append((pts[j][1] - pts[i][1]) * rate / (pts[j][0] - pts[i][0]))
+    if len(ratios) < 20:
+        return float("nan")
+    ratios.sort()
+    lo, hi = ratios[int(0.05 * len(ratios))], ratios[int(0.95 * len(ratios))]
+    return hi / lo if lo > 0 else float("inf")
