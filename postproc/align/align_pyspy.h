@@ -124,10 +124,11 @@ struct align_pyspy {
 	 * rerun found the same mapping, or none held the labels) */
 	double slip_step_ms, slip_open_ms;
 	size_t slip_tried;
-	/* speedscope, decided by structure, py-spy fell behind (time_unknown)
-	 * by more than slip_step_ms: a stretch of the profile may sit a step
-	 * off while the sites hold (align_pyspy_confidence.c); slip_open_ms is
-	 * then that step */
+	/* speedscope, decided by structure, the profile short of the
+	 * process's life (time_unknown: py-spy started late or fell behind)
+	 * by more than slip_step_ms: a stretch of it may sit a step off while
+	 * the sites hold (align_pyspy_confidence.c); slip_open_ms is then that
+	 * step */
 	int slip_lag_open;
 	int cannot_place;
 	char verdict[320];
