@@ -8,7 +8,9 @@ reads it at 0.1 s.  `anchorpost report`:
     (`1.layers.0/forward`, ...), nested inside forward/backward;
   * the self joules' 95 % intervals (package + dram) hold the exact truth
     (the sensor's power integrated over the ring's own segments of each
-    phase) in all phase rows that got joules but one, and are informative
+    phase) in all phase rows that got joules but as many as a correct 95 %
+    interval misses once in 200 runs (3 of 14), none by more than twice
+    its half width, and are informative
     for the rows that carry >= 10 % of the largest row's joules: median
     half width <= 40 % at 200 steps (measured 5-27 % once the sensors'
     lag behind perun's stamps is fitted, model/sensor_lag.h); the small
@@ -21,8 +23,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_truth_lib import (LAYER_PATHS, anchorpost, check, fails, layer_phases, need, phase_sums,  # noqa: E402
-                             record_layers, truth_per_phase)
+from torch_truth_lib import (LAYER_PATHS, anchorpost, check, fails, layer_phases, miss_ratio, misses_allowed,  # noqa: E402
+                             need, phase_sums, record_layers, truth_per_phase)
 
 
 def main():
@@ -36,7 +38,7 @@ def main():
         for what in ("forward", "backward"):
             check(pth + "/" + what in ph, "phases.csv has %s/%s with joules" % (pth, what))
     n = cover = undecided = 0
-    half, err = [], []
+    half, err, ratio = [], [], []
     biggest = max(truth.values())
     for name, t in sorted(truth.items()):
         if name not in ph:
@@ -47,16 +49,27 @@ def main():
         n += 1
         ok = lo <= t <= hi
         cover += ok
+        ratio.append(miss_ratio(e, lo, hi, t))
         if t >= 0.1 * biggest:
             half.append((hi - lo) / 2 / max(e, 1e-12))
             err.append(abs(e - t) / max(t, 1e-12))
-        print("     %-22s est %8.4f J [%8.4f, %8.4f] truth %8.4f %s %s" % (name, e, lo, hi, t, "" if ok else "MISS",
-                                                                        flags))
+        print("     %-22s est %8.4f J [%8.4f, %8.4f] truth %8.4f %s %s" % (
+            name, e, lo, hi, t, "" if ok else "MISS (%.2f of its half width)" % ratio[-1], flags))
     check(n >= 12, "at least 12 phases with joules (%d)" % n)
-    # One run is 14 rows: at exactly 95 % coverage one would miss in half
-    # of the runs, so one miss passes here; the promise itself is checked
-    # over many runs in bench/sensor_lag.py (BENCHMARKS.md section 20).
-    check(n and cover >= n - 1, "intervals hold the truth in %d of %d phase rows" % (cover, n))
+    # One run is 14 rows.  At exactly 95 % coverage 14 rows miss once or
+    # more in half of the runs and twice or more in 15 %: one run cannot
+    # judge the rate (bench/sensor_lag.py does, over many runs: BENCHMARKS
+    # section 20).  What one run can judge: no more misses than a correct
+    # 95 % interval shows but once in 200 runs (misses_allowed: 3 of 14),
+    # and no miss that chance does not explain (the truth more than twice
+    # the half width away).  A CI run missed 1.layers.1's forward and
+    # backward by 1.09 and 1.005 of their half widths (the fit moved joules
+    # between them); 16 runs on 2026-12-07 (8 idle, 8 beside stress-ng
+    # --cpu 2) held 224 of 224, the worst at 0.97 of its half width.
+    k = misses_allowed(n)
+    check(n and n - cover <= k, "intervals hold the truth in %d of %d phase rows (at most %d misses)" % (cover, n, k))
+    check(ratio and max(ratio) <= 2.0, "every truth within twice its half width of the estimate (worst %.2f of it)"
+          % max(ratio or [0]))
     check(half and err, "large rows to judge")
     mh, we = statistics.median(half or [0]), max(err or [0])
     # With the sensors' lag fitted (model/sensor_lag.h) the large rows'
