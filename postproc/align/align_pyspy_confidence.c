@@ -139,6 +139,8 @@ static double count_p95_s(const struct fit_ctx *c, const struct phase_thread *th
 			j++;
 		}
 		dev[m++] = fabs((double)cnt * p - (s1 - s0));
+		if (getenv("DBG_COUNT"))
+			fprintf(stderr, "DBG %d %.6f %zu %.6f %.6f\n", th->seg[k].phase, s0, cnt, p, s1 - s0);
 	}
 	if (m < ALIGN_PYSPY_MIN_LABELS) {
 		free(dev);

@@ -145,22 +145,42 @@ def score_clock(anchorpost, ring, samples_csv, clock_csv, tmp):
             "signed_p50_ms": q(signed, 0.5), "inside": sum(e == 0 for e in errs) / len(errs) if errs else float("nan")}
 
 
-def pyspy_rate_spread(anchorpost, ring, samples_csv, clock_csv, tmp, rate, span=100):
-    """How steadily py-spy kept its rate, from the clock's truth: over every
-    stretch of `span` samples of the main thread, the real time it took
-    against span / rate; -> the 95th over the 5th percentile of that ratio
-    (about 1.3-1.5 when py-spy keeps up: its intervals are exponential;
-    2-3 where it falls behind and catches up).  NAN with too few clocked
-    samples."""
-    pts = sorted((k, t) for k, th, _, t in _clock_points(anchorpost, ring, samples_csv, clock_csv, tmp) if th == "0")
-    ratios, j = [], 0
-    for i in range(len(pts)):
-        while j < len(pts) and pts[j][0] - pts[i][0] < span:
-            j += 1
-        if j < len(pts):
-            ratios.append((pts[j][1] - pts[i][1]) * rate / (pts[j][0] - pts[i][0]))
-    if len(ratios) < 20:
-        return float("nan")
-    ratios.sort()
-    lo, hi = ratios[int(0.05 * len(ratios))], ratios[int(0.95 * len(ratios))]
-    return hi / lo if lo > 0 else float("inf")
+def pyspy_phase_rates(anchorpost, ring, samples_csv, tmp, fn_by_phase):
+    """Whether py-spy kept one rate across the phases, from the stacks and
+    the ring alone (no placement): for each phase, the main thread's
+    samples whose stack holds that phase's function (fn_by_phase) over
+    the phase's exact time in the ring.  On a loaded machine py-spy falls
+    behind while the victim computes and catches up, back to back, while
+    it sleeps (placement_victim.py's data phase sleeps half its time):
+    one recording had 992 samples/s in data against 153-206 in the busy
+    phases at 500 Hz.  -> (ratio, words): the highest phase rate over the
+    lowest, each moved two Poisson sigmas towards the other (so counting
+    noise alone stays under 1.2: 0.55-1.18 in 64 recordings at 100 Hz)."""
+    out = os.path.join(tmp, os.path.basename(ring) + ".dump.csv")
+    if not os.path.exists(out):
+        subprocess.run([anchorpost, "dump", ring, "-o", out], check=True, capture_output=True)
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    main, opened, secs = rows[0]["tid"], {}, {}
+    for r in rows:
+        if r["tid"] != main or r["name"] not in fn_by_phase:
+            continue
+        if r["kind"] == "begin":
+            opened[r["name"]] = int(r["mono_ns"])
+        elif r["kind"] == "end" and r["name"] in opened:
+            secs[r["name"]] = secs.get(r["name"], 0.0) + (int(r["mono_ns"]) - opened.pop(r["name"])) / 1e9
+    n = dict.fromkeys(fn_by_phase, 0)
+    with open(samples_csv) as f:
+        for r in csv.DictReader(f):
+            if r["thread"] == "0":
+                q = [k for k, fn in fn_by_phase.items() if fn + " (" in (r.get("stack_text") or "")]
+                if len(q) == 1:
+                    n[q[0]] += 1
+    rate = {k: n[k] / secs[k] for k in fn_by_phase if secs.get(k)}
+    if len(rate) < 2:
+        return float("nan"), "no phases to compare"
+    hi, lo = max(rate, key=rate.get), min(rate, key=rate.get)
+    up = (n[hi] - 2 * math.sqrt(n[hi])) / secs[hi]
+    down = (n[lo] + 2 * math.sqrt(n[lo])) / secs[lo]
+    return (up / down if down > 0 else float("inf")), ", ".join(
+        "%s %.0f/s" % (k, rate[k]) for k in sorted(rate, key=rate.get, reverse=True))

@@ -24,15 +24,21 @@ more than 3x the upper bound + a period.  Against the point p95, one of
 true 15.1 ms [12.1, 18.2]: noise in the truth's own estimate, not a
 broken promise.
 
-The width check assumes py-spy kept its rate (the count floor reads the
+The width check assumes py-spy kept one rate (the count floor reads the
 samples per occurrence against its length).  On a loaded machine it does
-not, so the check is skipped, with a line saying so, where the clock's
-truth shows py-spy's real rate over 100-sample stretches varying more
-than RATE_SPREAD_MAX (95th over 5th percentile; placement_check.py
-pyspy_rate_spread): 1.13-1.53 in 44 idle and lightly loaded recordings,
-1.9-3.3 in every one of the 6 loaded 500 Hz recordings of 124 that were
-too wide (stated 27-43 ms for a true p95 of 6-11 ms).  Coverage is
-checked always."""
+not: it falls behind while the victim computes and catches up, back to
+back, while the victim sleeps (the data phase sleeps half its time), so a
+phase's samples no longer measure its length.  The check is skipped, with
+a line saying so, where the stacks and the ring show the phases' sample
+rates differing by more than PHASE_RATE_MAX (placement_check.py
+pyspy_phase_rates: highest over lowest, each two Poisson sigmas towards
+the other).  Over 61 recordings at 500 Hz (idle and beside stress-ng
+--cpu 4) the count floor grew with that ratio: the 6 too wide (count floors of
+28.5-39.0 ms against bounds of 23.6-34.5 ms) had 1.60-4.50; none below
+1.4 was too wide; 64 at 100 Hz had 0.55-1.18.  (Until 2026-12-07 the rate over
+100-sample stretches of clocked samples was the gate: it cannot see the
+catch-up, which falls in the sleep, and one loaded run failed at 1.46.)
+Coverage is checked always."""
 import os
 import re
 import subprocess
@@ -45,7 +51,8 @@ from pyspy_common import ANCHORPOST, BUILD, pyspy_binary  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VICTIM = os.path.join(ROOT, "tests", "victims", "placement_victim.py")
-RATE_SPREAD_MAX = 1.6
+PHASE_RATE_MAX = 1.4
+PHASE_FN = {"data": "data_work", "fwd": "fwd_work", "bwd": "bwd_work", "opt": "opt_work"}
 
 
 def fail(msg):
@@ -95,10 +102,11 @@ def main():
         # the width it may add is that distance, no more
         m = re.search(r"STEP OPEN: the phases repeat every [0-9.e+]+ ms and a mapping ([0-9.e+]+) ms away", line)
         step_ms = float(m.group(1)) if m else 0.0
-        spread = pc.pyspy_rate_spread(ANCHORPOST, ring, out, clock, d, rate)
-        if spread > RATE_SPREAD_MAX:
-            print("%d Hz: py-spy did not keep its rate (its real rate over 100 samples varied %.2fx, 95th over 5th "
-                  "percentile, > %.1f): the width is not judged, only the coverage" % (rate, spread, RATE_SPREAD_MAX))
+        ratio, rates = pc.pyspy_phase_rates(ANCHORPOST, ring, out, d, PHASE_FN)
+        print("%d Hz: py-spy's samples per second of each phase: %s (ratio %.2f)" % (rate, rates, ratio))
+        if ratio > PHASE_RATE_MAX:
+            print("%d Hz: py-spy did not keep one rate across the phases (ratio > %.1f): the width is not judged, "
+                  "only the coverage" % (rate, PHASE_RATE_MAX))
         elif not stated <= 3 * s["p95_hi_ms"] + per + step_ms:
             fail("%d Hz: stated +-%g ms wider than 3x the true p95 %g ms (its upper bound %g) + one period (+ %g ms "
                  "STEP OPEN): %s" % (rate, stated, s["p95_ms"], s["p95_hi_ms"], step_ms, line))
