@@ -460,7 +460,7 @@ void align_pyspy_slice(const struct align_pyspy *a, const struct pyspy_profile *
 
 void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profile *p, char *buf, size_t cap)
 {
-	char extra[1536] = "";
+	char extra[2048] = "";
 	if (p->meta.torch) {
 		align_torch_describe(a, p, buf, cap);
 		return;
@@ -501,6 +501,12 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 			 "; inside phases: the samples per phase occurrence span its exact length to within %.3g ms "
 			 "(p95 over sqrt 2: one sample's time error)",
 			 a->count_ms);
+	if (!a->cannot_place && isfinite(a->count_ms) && a->rate_hi_ps > 0)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
+			 "; PY-SPY'S RATE VARIED: %.0f samples/s in %s against %.0f in %s (py-spy falls behind while "
+			 "the process computes and catches up while it waits), which the counts above read as time "
+			 "error: the figure may be wider than the true error",
+			 a->rate_hi_ps, a->rate_hi_phase, a->rate_lo_ps, a->rate_lo_phase);
 	if (!a->cannot_place && a->slip_lag_open)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; STEP OPEN: the phases repeat every %.3g ms and a mapping %.3g ms away (another step) may hold "

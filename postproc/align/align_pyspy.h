@@ -115,6 +115,14 @@ struct align_pyspy {
 	 * the samples' counts per phase occurrence against its exact length
 	 * (align_pyspy_confidence.c count_p95_s), ms; NAN not measured */
 	double count_ms;
+	/* speedscope, decided by structure: py-spy's rate in the phase where
+	 * it sampled fastest and slowest (labelled samples per second of the
+	 * phase's exact time, align_pyspy_confidence.c phase_rates), set only
+	 * where the two differ beyond counting noise by more than
+	 * ALIGN_PYSPY_RATE_RATIO (else 0): the count floor above then holds
+	 * py-spy's catching up, not only time error */
+	double rate_hi_ps, rate_lo_ps;
+	char rate_hi_phase[64], rate_lo_phase[64];
 	/* speedscope, SITE labels, no pulse (align_pyspy_slip.c): the phase
 	 * pattern repeats, so a warp started a whole step off can hold the
 	 * sites as well.  slip_step_ms: the pattern's period (0: not

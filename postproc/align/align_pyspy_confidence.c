@@ -139,8 +139,6 @@ static double count_p95_s(const struct fit_ctx *c, const struct phase_thread *th
 			j++;
 		}
 		dev[m++] = fabs((double)cnt * p - (s1 - s0));
-		if (getenv("DBG_COUNT"))
-			fprintf(stderr, "DBG %d %.6f %zu %.6f %.6f\n", th->seg[k].phase, s0, cnt, p, s1 - s0);
 	}
 	if (m < ALIGN_PYSPY_MIN_LABELS) {
 		free(dev);
@@ -150,6 +148,52 @@ static double count_p95_s(const struct fit_ctx *c, const struct phase_thread *th
 	res = dev[(size_t)(0.95 * (double)(m - 1))] / sqrt(2.0);
 	free(dev);
 	return res;
+}
+
+/* py-spy's rate per phase: single-phase labelled samples over the
+ * phase's exact time on th, inside the span the profile's reference
+ * thread covers.  On a loaded machine py-spy falls behind while the host
+ * computes and catches up, back to back, while it sleeps (one recording
+ * at 500 Hz: 992 samples/s in a phase that sleeps half its time, 153-206
+ * in the busy ones), so counting samples against a phase's length
+ * (count_p95_s) reads that as time error.  Sets a->rate_* where the
+ * highest and lowest rates, each two Poisson sigmas towards the other,
+ * still differ by more than ALIGN_PYSPY_RATE_RATIO. */
+static void phase_rates(const struct fit_ctx *c, const struct phase_thread *th, const struct lab *v, size_t n,
+			struct align_pyspy *a)
+{
+	const struct thr_rows *r = &c->tr[c->ref];
+	double sec[64] = {0}, cnt[64] = {0}, lo_s, hi_s;
+	int hi = -1, lo = -1;
+	if (r->n < 2)
+		return;
+	lo_s = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[r->idx[0]].t_rel_s);
+	hi_s = align_pyspy_time(c->a, (uint32_t)c->ref, c->p->samples[r->idx[r->n - 1]].t_rel_s);
+	for (size_t k = 0; k < th->nseg; k++) {
+		double s0 = fmax(tl(c->base_ns, th->seg[k].t0_ns), lo_s), s1 = fmin(tl(c->base_ns, th->seg[k].t1_ns), hi_s);
+		if (th->seg[k].phase >= 0 && th->seg[k].phase < 64 && s1 > s0)
+			sec[th->seg[k].phase] += s1 - s0;
+	}
+	for (size_t j = 0; j < n; j++)
+		if (v[j].set && !(v[j].set & (v[j].set - 1)))
+			cnt[__builtin_ctzll(v[j].set)] += 1;
+	for (int q = 0; q < 64; q++) {
+		if (!(sec[q] > 0) || !cnt[q])
+			continue;
+		if (hi < 0 || cnt[q] / sec[q] > cnt[hi] / sec[hi])
+			hi = q;
+		if (lo < 0 || cnt[q] / sec[q] < cnt[lo] / sec[lo])
+			lo = q;
+	}
+	if (hi < 0 || hi == lo || (size_t)hi >= c->ph->nnames || (size_t)lo >= c->ph->nnames)
+		return;
+	double up = (cnt[hi] - 2 * sqrt(cnt[hi])) / sec[hi], down = (cnt[lo] + 2 * sqrt(cnt[lo])) / sec[lo];
+	if (!(up > ALIGN_PYSPY_RATE_RATIO * down))
+		return;
+	a->rate_hi_ps = cnt[hi] / sec[hi];
+	a->rate_lo_ps = cnt[lo] / sec[lo];
+	snprintf(a->rate_hi_phase, sizeof a->rate_hi_phase, "%s", c->ph->names[hi]);
+	snprintf(a->rate_lo_phase, sizeof a->rate_lo_phase, "%s", c->ph->names[lo]);
 }
 
 /* Labelled samples inside their phases with the mapping shifted by d. */
@@ -228,6 +272,7 @@ int apy_confidence(struct fit_ctx *c)
 		return -1;
 	}
 	a->reckon_ms = a->ambiguity_ms = a->count_ms = NAN;
+	a->rate_hi_ps = a->rate_lo_ps = 0;
 	int decided = 0; /* by structure: labels that the mapping keeps in their phases */
 	if (!c->nbusy && th >= 0 && c->ph->nnames) {
 		struct lab *v = malloc((c->tr[c->ref].n ? c->tr[c->ref].n : 1) * sizeof *v);
@@ -265,6 +310,8 @@ int apy_confidence(struct fit_ctx *c)
 				double u = sqrt(rk * rk + per * per);
 				double cnt = c->chrome ? NAN : count_p95_s(c, pt, v, n);
 				a->count_ms = cnt * 1e3;
+				if (!c->chrome && isfinite(cnt))
+					phase_rates(c, pt, v, n, a);
 				if (cnt > u)
 					u = cnt;
 				/* chrometrace's times are real: its own uncertainty

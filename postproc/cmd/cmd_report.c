@@ -736,7 +736,7 @@ int cmd_report(int argc, char **argv)
 	const char *profile = NULL, *title = NULL, *stacks, *run_dir = NULL, *not_written = NULL;
 	enum attrib_choice method = ATTRIB_CHOICE_AUTO;
 	int stacks_i = 0, npos, rc;
-	char *table = NULL, title_buf[256], pyspy_line[2048] = "", *dir_buf = NULL;
+	char *table = NULL, title_buf[256], pyspy_line[3072] = "", *dir_buf = NULL;
 
 	const struct option opts[] = {
 		OPT_STRING(0, "ring", &o.ring, "RING", "the ring (anchor_*.ring)"),

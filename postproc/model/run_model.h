@@ -30,7 +30,7 @@ struct run_model {
 	uint32_t *fn_of_frame;     /* frames.n: the function (name, file) of a frame */
 	uint32_t *fn_first;        /* nfn: each function's first frame */
 	uint32_t nfn;
-	char align_text[2048];     /* the alignment in one line (align_pyspy_describe) */
+	char align_text[3072];     /* the alignment in one line (align_pyspy_describe) */
 };
 
 /* What to open: the ring and perun options, the profile (NULL: none). */

@@ -26,7 +26,7 @@ struct sample_times {
 	const struct ring_clock *clk; /* the ring's SYNC records (model/timebase.h) */
 	uint64_t base_ns;           /* timeline zero */
 	char method[48];            /* the alignment's method */
-	char align_text[2048];      /* the alignment in one line */
+	char align_text[3072];      /* the alignment in one line */
 	char base_iso[48];          /* base_ns in UTC */
 };
 

@@ -199,6 +199,15 @@
 #define ALIGN_PYSPY_AMBIG_MAX_MS 1000.0
 /* Fewer labelled samples than this say nothing about the whole run. */
 #define ALIGN_PYSPY_MIN_LABELS 20
+/* py-spy's rate per phase (labelled samples over the phase's exact time,
+ * align_pyspy_confidence.c phase_rates): highest over lowest, each two
+ * Poisson sigmas towards the other, above this says py-spy did not keep
+ * one rate (it falls behind while the host computes and catches up while
+ * it sleeps), which the count floor reads as time error.  Counting noise
+ * alone gave 0.55-1.18 over 64 recordings at 100 Hz; the count floors
+ * that were more than 3x the true p95 time error + a period had
+ * 1.60-4.50 (61 at 500 Hz, tests/pyspy/t_pyspy_clock_slow.py). */
+#define ALIGN_PYSPY_RATE_RATIO 1.4
 /* The step-slip check (align_pyspy_slip.c): another step of the phase
  * pattern "holds the labels as well" when all but 1 + 0.25 sqrt(n) of
  * the n labelled samples lie within half a sample period of a phase of
