@@ -503,10 +503,11 @@ void align_pyspy_describe(const struct align_pyspy *a, const struct pyspy_profil
 			 a->count_ms);
 	if (!a->cannot_place && isfinite(a->count_ms) && a->rate_hi_ps > 0)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
-			 "; PY-SPY'S RATE VARIED: %.0f samples/s in %s against %.0f in %s (py-spy falls behind while "
-			 "the process computes and catches up while it waits), which the counts above read as time "
-			 "error: the figure may be wider than the true error",
-			 a->rate_hi_ps, a->rate_hi_phase, a->rate_lo_ps, a->rate_lo_phase);
+			 "; PY-SPY'S RATE VARIED: %.0f samples/s in %s against %.0f in %s (%s), which the counts above "
+			 "read as time error: the figure may be wider than the true error",
+			 a->rate_hi_ps, a->rate_hi_phase, a->rate_lo_ps, a->rate_lo_phase,
+			 a->idle_dropped ? "recorded without --idle, py-spy keeps no sample while the process waits"
+					 : "py-spy falls behind while the process computes and catches up while it waits");
 	if (!a->cannot_place && a->slip_lag_open)
 		snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
 			 "; STEP OPEN: the phases repeat every %.3g ms and a mapping %.3g ms away (another step) may hold "

@@ -55,7 +55,6 @@ from pyspy_common import ANCHORPOST, BUILD, pyspy_binary  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VICTIM = os.path.join(ROOT, "tests", "victims", "placement_victim.py")
 PHASE_RATE_MAX = 1.4
-PHASE_FN = {"data": "data_work", "fwd": "fwd_work", "bwd": "bwd_work", "opt": "opt_work"}
 
 
 def fail(msg):
@@ -105,7 +104,7 @@ def main():
         # the width it may add is that distance, no more
         m = re.search(r"STEP OPEN: the phases repeat every [0-9.e+]+ ms and a mapping ([0-9.e+]+) ms away", line)
         step_ms = float(m.group(1)) if m else 0.0
-        ratio, rates = pc.pyspy_phase_rates(ANCHORPOST, ring, out, d, PHASE_FN)
+        ratio, rates = pc.pyspy_phase_rates(ANCHORPOST, ring, out, d, pc.PHASE_FN)
         print("%d Hz: py-spy's samples per second of each phase: %s (ratio %.2f)" % (rate, rates, ratio))
         # anchorpost counts the same from its phase sites and says so in
         # words (align_pyspy_confidence.c phase_rates); near the threshold

@@ -10,7 +10,15 @@ offset must be found).  Every sample's true instant is known, so the
 stated uncertainty is checked against the true time error itself:
 
   helper_class   >= 95 % inside their phase, stated >= the true p95
-                 error and <= 3x it + one period
+                 error and <= 3x it + one period; no PY-SPY'S RATE VARIED
+  helper_class, catching up
+                 500 Hz nominal, a sample every 3 ms of real time but
+                 every 0.85 ms in the data phase (py-spy starved while the
+                 victim computes, catching up while it sleeps): >= 90 %
+                 inside, stated >= the true p95 of the samples in
+                 phases, the line says PY-SPY'S RATE VARIED with data the
+                 fastest, and that samples outside the sites have no
+                 exact time where they lie beyond the figure
   generic        one `with anchor.phase(name)` for every phase, called
                  from one line in a loop: the stacks cannot tell the
                  phases apart; >= 90 % placed or CANNOT PLACE with every
@@ -67,8 +75,10 @@ def frames_for(style):
     return out
 
 
-def case(tmp, style):
-    ring = os.path.join(tmp, style + ".ring")
+def case(tmp, style, period=None, nominal_s=NOMINAL_S, tag=""):
+    """period: {phase: real seconds between samples} (None: PERIOD_S
+    everywhere, py-spy 3 % behind), the rest at period[None]."""
+    ring = os.path.join(tmp, style + tag + ".ring")
     env = dict(os.environ, ANCHOR_FILE=ring, PYTHONPATH=os.path.join(BUILD, "python"))
     for k in ("ANCHOR_AUTO", "ANCHOR_DISABLE", "ANCHOR_SYNC_PULSE"):
         env.pop(k, None)
@@ -95,15 +105,15 @@ def case(tmp, style):
         k = bisect.bisect_right(starts, t) - 1
         q = iv[k][2] if k >= 0 and t <= iv[k][1] else (None if t >= iv[0][0] else "setup")
         samples.append([fid(f) for f in [MODULE] + fr[q]])
-        truth.append(t)
-        t += PERIOD_S
-    prof = os.path.join(tmp, style + ".json")
+        truth.append((t, q))
+        t += period.get(q, period[None]) if period else PERIOD_S
+    prof = os.path.join(tmp, style + tag + ".json")
     json.dump({"$schema": "https://www.speedscope.app/file-format-schema.json", "exporter": "py-spy@0.4.3",
                "name": "py-spy profile", "activeProfileIndex": None, "shared": {"frames": table},
                "profiles": [{"type": "sampled", "name": 'Thread %s "MainThread"' % tid, "unit": "seconds",
-                             "startValue": 0.0, "endValue": NOMINAL_S * len(samples), "samples": samples,
-                             "weights": [NOMINAL_S] * len(samples)}]}, open(prof, "w"))
-    out = os.path.join(tmp, style + ".csv")
+                             "startValue": 0.0, "endValue": nominal_s * len(samples), "samples": samples,
+                             "weights": [nominal_s] * len(samples)}]}, open(prof, "w"))
+    out = os.path.join(tmp, style + tag + ".csv")
     r = subprocess.run([ANCHORPOST, "samples", prof, "--ring", ring, "--stack-text", "-o", out],
                        capture_output=True, text=True, timeout=120)
     if r.returncode:
@@ -112,12 +122,18 @@ def case(tmp, style):
     rows = list(csv.DictReader(open(out)))
     if len(rows) != len(truth):
         fail("%d rows for %d samples" % (len(rows), len(truth)))
-    errs = sorted(abs(float(x["unix_s"]) + float(x["at_s"]) - float(x["t_s"]) - tt) for x, tt in zip(rows, truth))
+    err = [(abs(float(x["unix_s"]) + float(x["at_s"]) - float(x["t_s"]) - tt), q) for x, (tt, q) in zip(rows, truth)]
+    errs = sorted(e for e, _ in err)
+    # the samples in a phase, which its sites place (the figure's promise
+    # where SAMPLE TIMES UNKNOWN says the others have no exact time)
+    inside = sorted(e for e, q in err if q in FN)
+    globals()["P95_IN_MS"] = inside[int(0.95 * (len(inside) - 1))] * 1e3
+    globals()["MAX_OUT_MS"] = max([e for e, q in err if q not in FN] or [0]) * 1e3
     p95 = errs[int(0.95 * (len(errs) - 1))] * 1e3
     s = pc.score(ANCHORPOST, ring, out, tmp)
     line, stated, cannot = pc.alignment_line(out + ".alignment.txt")
-    print("%s: %.1f %% of %d inside their phase, true time error p95 %.3g ms, stated +-%.3g ms%s" % (
-        style, 100 * s["share"], s["n"], p95, stated, ", CANNOT PLACE" if cannot else ""))
+    print("%s%s: %.1f %% of %d inside their phase, true time error p95 %.3g ms, stated +-%.3g ms%s" % (
+        style, tag, 100 * s["share"], s["n"], p95, stated, ", CANNOT PLACE" if cannot else ""))
     return s, p95, stated, cannot, line
 
 
@@ -143,6 +159,32 @@ def main():
     m = re.search(r"scale ([0-9.]+)", line)
     if not m or abs(float(m.group(1)) - PERIOD_S / NOMINAL_S) > 0.01:
         fail("helper_class: py-spy fell 3 %% behind, the fitted scale should be %.3f: %s" % (PERIOD_S / NOMINAL_S, line))
+    if "RATE VARIED" in line:
+        fail("helper_class: py-spy kept one rate, yet the line says PY-SPY'S RATE VARIED: " + line)
+    # py-spy at 500 Hz beside load: starved (3 ms) while the victim
+    # computes, catching up back to back (0.85 ms) in the data phase, whose
+    # function sleeps half its time (t_pyspy_clock_slow's recordings: 992
+    # samples/s in data against 153-206 in the others).  The line must say
+    # PY-SPY'S RATE VARIED; the figure must cover the samples in phases
+    # (1-2 ms off here against a count floor of ~22 ms: the rates, not
+    # the placement, widen it); the set-up before the first phase, placed
+    # by a scale that py-spy did not keep there, is 20-90 ms off, and the
+    # line must say that such samples have no exact time
+    s, p95, stated, cannot, line = case(tmp, "helper_class", {"data": 0.00085, None: 0.003}, 0.002, "_catchup")
+    if cannot or s["share"] < 0.9:
+        fail("helper_class_catchup: %.1f %% placed: %s" % (100 * s["share"], line))
+    if not stated >= P95_IN_MS:
+        fail("helper_class_catchup: stated +-%g ms below the true p95 time error of the samples in phases %g ms: %s"
+             % (stated, P95_IN_MS, line))
+    if MAX_OUT_MS > stated and "samples outside them have no exact time" not in line:
+        fail("helper_class_catchup: samples outside phases up to %g ms off, beyond +-%g ms, and the line does not "
+             "say they have no exact time: %s" % (MAX_OUT_MS, stated, line))
+    m = re.search(r"PY-SPY'S RATE VARIED: ([0-9]+) samples/s in (\S+) against ([0-9]+) in (\S+)", line)
+    if not m or m.group(2) != "data":
+        fail("helper_class_catchup: no PY-SPY'S RATE VARIED naming data as the fastest: " + line)
+    print("helper_class_catchup: %s samples/s in data against %s in %s (truth %.0f and %.0f); in phases true p95 "
+          "%.3g ms, outside up to %.3g ms" % (m.group(1), m.group(3), m.group(4), 1 / 0.00085, 1 / 0.003, P95_IN_MS,
+                                            MAX_OUT_MS))
     s, p95, stated, cannot, line = case(tmp, "generic")
     if cannot:
         if s["unplaced"] != s["n"]:
