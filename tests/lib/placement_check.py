@@ -156,19 +156,14 @@ def pyspy_phase_rates(anchorpost, ring, samples_csv, tmp, fn_by_phase):
     phases at 500 Hz.  -> (ratio, words): the highest phase rate over the
     lowest, each moved two Poisson sigmas towards the other (so counting
     noise alone stays under 1.2: 0.55-1.18 in 64 recordings at 100 Hz)."""
-    out = os.path.join(tmp, os.path.basename(ring) + ".dump.csv")
-    if not os.path.exists(out):
-        subprocess.run([anchorpost, "dump", ring, "-o", out], check=True, capture_output=True)
-    with open(out) as f:
-        rows = list(csv.DictReader(f))
-    main, opened, secs = rows[0]["tid"], {}, {}
-    for r in rows:
-        if r["tid"] != main or r["name"] not in fn_by_phase:
-            continue
-        if r["kind"] == "begin":
-            opened[r["name"]] = int(r["mono_ns"])
-        elif r["kind"] == "end" and r["name"] in opened:
-            secs[r["name"]] = secs.get(r["name"], 0.0) + (int(r["mono_ns"]) - opened.pop(r["name"])) / 1e9
+    occ = {k: v for k, v in occurrences(anchorpost, ring, tmp).items() if k[1] in fn_by_phase}
+    if not occ:
+        return float("nan"), "no phases to compare"
+    tids = {}
+    for (tid, _), v in occ.items():
+        tids[tid] = tids.get(tid, 0) + len(v)
+    main = max(tids, key=tids.get)
+    secs = {q: sum(b - a for a, b in v) for (tid, q), v in occ.items() if tid == main}
     n = dict.fromkeys(fn_by_phase, 0)
     with open(samples_csv) as f:
         for r in csv.DictReader(f):
